@@ -1,0 +1,55 @@
+"""Why a message exists, and the rules each purpose brings with it."""
+
+from __future__ import annotations
+
+import enum
+
+
+class Purpose(enum.StrEnum):
+    """The reason a message is sent; it fixes supersession, secrets and expiry wording."""
+
+    SIGN_UP = "sign_up"
+    ADD_SIGN_IN_METHOD = "add_sign_in_method"
+    PASSWORD_RECOVERY = "password_recovery"  # noqa: S105 - a purpose, not a password
+    STEP_UP = "step_up"
+    INVITATION = "invitation"
+    MAGIC_LINK = "magic_link"
+    NOTIFICATION = "notification"
+
+    @property
+    def is_one_time_code(self) -> bool:
+        """Whether the secret is a short code typed back by the person."""
+        return self in _ONE_TIME_CODES
+
+    @property
+    def renders_link(self) -> bool:
+        """Whether the secret is a token rendered into a link."""
+        return self in (Purpose.INVITATION, Purpose.MAGIC_LINK)
+
+    @property
+    def carries_secret(self) -> bool:
+        """Whether messages of this purpose must carry a sealed secret."""
+        return self is not Purpose.NOTIFICATION
+
+    @property
+    def is_supersedable(self) -> bool:
+        """Whether a newer message for the same subject cancels older unsent ones (OB7).
+
+        Invitations never are: two organizations may invite one address (OB12).
+        """
+        return self in _ONE_TIME_CODES or self is Purpose.MAGIC_LINK
+
+    @property
+    def is_reissuable(self) -> bool:
+        """Whether staff may reissue a dead letter of this purpose with a new code (OX-O2)."""
+        return self in _ONE_TIME_CODES
+
+    @property
+    def is_requeueable(self) -> bool:
+        """Whether a dead letter of this purpose may be sent again as a copy."""
+        return self is Purpose.NOTIFICATION
+
+
+_ONE_TIME_CODES = frozenset(
+    {Purpose.SIGN_UP, Purpose.ADD_SIGN_IN_METHOD, Purpose.PASSWORD_RECOVERY, Purpose.STEP_UP}
+)

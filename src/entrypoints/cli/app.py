@@ -1,0 +1,23 @@
+"""``outboxctl``: the operator's command line, composed from one module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="outboxctl",
+    help="Operate the outbox: run the service, the worker and sweeps; inspect and repair messages.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Operate the outbox."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
