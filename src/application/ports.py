@@ -45,6 +45,18 @@ class Sealer(Protocol):
         ...
 
 
+class SecretHasher(Protocol):
+    """Hashes passwords, codes and tokens for storage (Argon2id) and verifies them."""
+
+    def hash(self, secret: str) -> str:
+        """Return a self-describing hash (PHC string) of ``secret``."""
+        ...
+
+    def verify(self, secret: str, hashed: str) -> bool:
+        """Whether ``secret`` matches ``hashed``; False (never an error) for a malformed hash."""
+        ...
+
+
 @attrs.frozen(kw_only=True)
 class RenderedMessage:
     """A message ready for a provider: a subject (email), a text part, maybe an HTML part."""
