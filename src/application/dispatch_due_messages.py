@@ -1,0 +1,309 @@
+"""Dispatch one batch: claim, open, render, send, classify, record (SPEC §4, §7; OX-W1..W8)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+
+import attrs
+
+from application.errors import DeliveryFailed, EnvelopeInvalid
+from application.links import LinkBases, link_with_token
+from application.ports import (
+    AttemptRecord,
+    ClaimedMessage,
+    Clock,
+    Delivery,
+    DeliveryProvider,
+    DispatchStore,
+    Renderer,
+    Sealer,
+    Telemetry,
+)
+from application.provider_breaker import ProviderBreaker
+from domain.channels import Channel
+from domain.destinations import mask
+from domain.failures import DeliveryFailure, FailureClass
+from domain.outcomes import DeadLetter, Outcome, Published, RecordResult, Release, expiry_reason
+from domain.retry_policy import RetryPolicy
+
+NO_PROVIDER = "no_provider"
+
+
+@attrs.frozen(kw_only=True)
+class DispatchResult:
+    """What one batch did: how many were claimed and how each claimed message ended."""
+
+    claimed: int = 0
+    published: int = 0
+    retried: int = 0
+    released: int = 0
+    dead_lettered: int = 0
+    lease_lost: int = 0
+    unrecorded: int = 0  # recording failed; lease expiry returns these to the queue
+
+
+@attrs.frozen(kw_only=True)
+class DispatchDueMessages:
+    """Claims a batch of due messages and delivers each one, concurrently up to a bound.
+
+    One message's failure never stops the batch; ``asyncio.CancelledError`` is never
+    swallowed (a cancelled batch records nothing and its leases expire).
+    """
+
+    store: DispatchStore
+    sealer: Sealer
+    renderer: Renderer
+    providers: Mapping[Channel, DeliveryProvider]
+    clock: Clock
+    telemetry: Telemetry
+    policy: RetryPolicy
+    breaker: ProviderBreaker
+    links: LinkBases
+    owner: str
+    batch_size: int = 100
+    concurrency: int = 32
+    lease: timedelta = timedelta(seconds=60)
+    provider_timeout: timedelta = timedelta(seconds=10)
+
+    async def __call__(self) -> DispatchResult:
+        """Dispatch one batch and return what happened to it.
+
+        Raises StoreUnavailable when the claim cannot reach the database.
+        """
+        claimed = await self.store.claim(owner=self.owner, limit=self.batch_size, lease=self.lease)
+        if not claimed:
+            return DispatchResult()
+        self.telemetry.observe("outbox_claim_batch_size", len(claimed))
+        records = await self._deliver_all(claimed)
+        return await self._record(claimed, records)
+
+    async def _deliver_all(self, claimed: Sequence[ClaimedMessage]) -> list[AttemptRecord]:
+        if self.concurrency >= len(claimed):
+            return list(await asyncio.gather(*(self._deliver(m) for m in claimed)))
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def bounded(message: ClaimedMessage) -> AttemptRecord:
+            async with gate:
+                return await self._deliver(message)
+
+        return list(await asyncio.gather(*(bounded(m) for m in claimed)))
+
+    async def _deliver(self, message: ClaimedMessage) -> AttemptRecord:
+        provider = self.providers.get(message.channel)
+        provider_name = provider.name if provider is not None else NO_PROVIDER
+        try:
+            outcome = await self._attempt(message, provider)
+        except Exception as error:  # noqa: BLE001 - one message must never stop the batch (OX-W6)
+            self.breaker.settle(provider_name)
+            self.telemetry.event(
+                "delivery.unexpected_error",
+                level="error",
+                message_id=str(message.id),
+                purpose=message.purpose.value,
+                provider=provider_name,
+                error=type(error).__name__,
+            )
+            outcome = self._decide(
+                message,
+                DeliveryFailure(
+                    failure_class=FailureClass.UNEXPECTED_WORKER_ERROR, code=type(error).__name__
+                ),
+            )
+        return AttemptRecord(
+            message_id=message.id,
+            lease_token=message.lease_token,
+            attempt=message.attempts + 1,
+            outcome=outcome,
+            provider=provider_name,
+        )
+
+    async def _attempt(self, message: ClaimedMessage, provider: DeliveryProvider | None) -> Outcome:
+        now = self.clock.now()
+        if message.expires_at is not None and message.expires_at <= now:
+            return DeadLetter(reason=expiry_reason(message.purpose), attempted=False)  # OX-W7
+        if provider is None:
+            return DeadLetter(reason=FailureClass.REJECTED, code=NO_PROVIDER)
+        retry_at = self.breaker.admit(provider.name, now)
+        if retry_at is not None:
+            return self._decide(
+                message,
+                DeliveryFailure(
+                    failure_class=FailureClass.PROVIDER_SUSPENDED,
+                    code="paused",
+                    retry_after=retry_at,
+                ),
+            )
+        link_base = self.links.base_for(message.purpose)
+        if message.purpose.renders_link and link_base is None:  # OB12: never open the token
+            self.breaker.settle(provider.name)
+            return self._decide(
+                message, DeliveryFailure(failure_class=FailureClass.LINK_UNCONFIGURED)
+            )
+        secret = self._open(message)
+        if isinstance(secret, DeadLetter):
+            self.breaker.settle(provider.name)
+            return secret
+        content = self.renderer.render(
+            template=message.template,
+            channel=message.channel,
+            locale=message.locale,
+            params=message.params,
+            secret=None if link_base else secret,
+            link=link_with_token(link_base, secret) if link_base and secret else None,
+        )
+        delivery = Delivery(
+            message_id=message.id,
+            channel=message.channel,
+            destination=message.destination,
+            content=content,
+        )
+        return await self._send(message, provider, delivery)
+
+    def _open(self, message: ClaimedMessage) -> str | DeadLetter | None:
+        if not message.purpose.carries_secret:
+            return None
+        try:
+            return self.sealer.open(
+                message_id=message.id, purpose=message.purpose, envelope=message.envelope or ""
+            )
+        except EnvelopeInvalid:
+            # OX-W8: never retried, and a signal for security monitoring.
+            self.telemetry.event(
+                "security.decryption_failed",
+                level="critical",
+                message_id=str(message.id),
+                purpose=message.purpose.value,
+            )
+            return DeadLetter(reason=FailureClass.DECRYPTION_FAILED)
+
+    async def _send(
+        self, message: ClaimedMessage, provider: DeliveryProvider, delivery: Delivery
+    ) -> Outcome:
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.provider_timeout.total_seconds()):
+                receipt = await provider.send(delivery)
+        except DeliveryFailed as failed:
+            return self._failed(message, provider, failed.failure)
+        except TimeoutError:
+            failure = DeliveryFailure(failure_class=FailureClass.INDETERMINATE, code="timeout")
+            return self._failed(message, provider, failure)
+        finally:
+            self.telemetry.observe(
+                "outbox_send_seconds", time.perf_counter() - started, provider=provider.name
+            )
+        if self.breaker.succeed(provider.name):
+            self.telemetry.event("provider.resumed", level="warning", provider=provider.name)
+        return Published(provider_message_id=receipt)
+
+    def _failed(
+        self, message: ClaimedMessage, provider: DeliveryProvider, failure: DeliveryFailure
+    ) -> Outcome:
+        outcome = self._decide(message, failure)
+        if failure.failure_class is FailureClass.PROVIDER_SUSPENDED and isinstance(
+            outcome, Release
+        ):
+            if self.breaker.trip(provider.name, outcome.available_at):
+                self.telemetry.event(
+                    "provider.suspended",
+                    level="critical",
+                    provider=provider.name,
+                    code=failure.code,
+                    probe_at=outcome.available_at.isoformat(),
+                )
+        else:
+            self.breaker.settle(provider.name)
+        self.telemetry.event(
+            "delivery.failed",
+            level="warning",
+            message_id=str(message.id),
+            purpose=message.purpose.value,
+            provider=provider.name,
+            destination=mask(message.destination),
+            failure_class=failure.failure_class.value,
+            code=failure.code,
+            attempt=message.attempts + 1,
+        )
+        return outcome
+
+    def _decide(self, message: ClaimedMessage, failure: DeliveryFailure) -> Outcome:
+        return self.policy.decide(
+            failure,
+            attempt=message.attempts + 1,
+            now=self.clock.now(),
+            expires_at=message.expires_at,
+            purpose=message.purpose,
+        )
+
+    async def _record(
+        self, claimed: Sequence[ClaimedMessage], records: list[AttemptRecord]
+    ) -> DispatchResult:
+        try:
+            results = await self.store.record(records)
+        except Exception as error:  # noqa: BLE001 - lease expiry is the fallback (OX-W6)
+            self.telemetry.event(
+                "outcome.record_failed",
+                level="error",
+                messages=len(records),
+                error=type(error).__name__,
+                code=str(getattr(error, "code", "") or getattr(error, "sqlstate", "") or ""),
+            )
+            return DispatchResult(claimed=len(claimed), unrecorded=len(records))
+        tally: Counter[str] = Counter()
+        for message, record, result in zip(claimed, records, results, strict=True):
+            tally[self._report(message, record, result)] += 1
+        return DispatchResult(
+            claimed=len(claimed),
+            published=tally["published"],
+            retried=tally["retried"],
+            released=tally["released"],
+            dead_lettered=tally["dead_lettered"],
+            lease_lost=tally["lease_lost"],
+        )
+
+    def _report(self, message: ClaimedMessage, record: AttemptRecord, result: RecordResult) -> str:
+        outcome = record.outcome
+        if result is RecordResult.LEASE_LOST:
+            self.telemetry.event(
+                "outcome.lease_lost",
+                level="warning",
+                message_id=str(message.id),
+                purpose=message.purpose.value,
+            )
+            return "lease_lost"
+        kind, failure_class = _describe(outcome)
+        self.telemetry.count(
+            "outbox_attempts_total",
+            provider=record.provider,
+            outcome=kind,
+            failure_class=failure_class,
+        )
+        available_at = None if isinstance(outcome, Published | DeadLetter) else outcome.available_at
+        self.telemetry.event(
+            f"message.{kind}",
+            level="warning" if kind == "dead_lettered" else "info",
+            message_id=str(message.id),
+            purpose=message.purpose.value,
+            channel=message.channel.value,
+            provider=record.provider,
+            attempt=record.attempt,
+            failure_class=failure_class or None,
+            available_at=available_at.isoformat() if available_at else None,
+        )
+        return kind
+
+
+def _describe(outcome: Outcome) -> tuple[str, str]:
+    match outcome:
+        case Published():
+            return "published", ""
+        case DeadLetter(reason=reason):
+            return "dead_lettered", reason.value
+        case Release(failure_class=failure_class):
+            return "released", failure_class.value
+        case _:
+            return "retried", outcome.failure_class.value
