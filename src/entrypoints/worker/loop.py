@@ -1,0 +1,99 @@
+"""The worker loop: claim and dispatch until stopped; wake on NOTIFY, poll as a fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import attrs
+
+from application.dispatch_due_messages import DispatchResult
+from application.errors import StoreUnavailable
+from application.ports import Telemetry
+
+MAX_BACKOFF = 10.0
+
+
+@attrs.define(kw_only=True)
+class WorkerLoop:
+    """Runs dispatch batches back to back while there is work, and waits when there is none.
+
+    ``stop()`` stops claiming; the batch in flight finishes and is recorded. A lost
+    database is retried with capped, jittered backoff; no state is kept between batches,
+    so nothing is half-done after a reconnect.
+    """
+
+    dispatch: Callable[[], Awaitable[DispatchResult]]
+    wait_for_work: Callable[[float], Awaitable[None]]
+    telemetry: Telemetry
+    poll_interval: timedelta
+    drain: bool = False
+    totals: DispatchResult = attrs.field(factory=DispatchResult)
+    _stopping: asyncio.Event = attrs.field(factory=asyncio.Event, alias="_stopping")
+
+    def stop(self) -> None:
+        """Stop claiming new batches; the batch in flight is allowed to finish."""
+        self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop()`` was called."""
+        return self._stopping.is_set()
+
+    async def run(self) -> DispatchResult:
+        """Dispatch until stopped (or, with ``drain``, until nothing is due); return the totals."""
+        failures = 0
+        while not self.stopping:
+            try:
+                result = await self.dispatch()
+            except StoreUnavailable as error:
+                failures += 1
+                delay = min(MAX_BACKOFF, 0.1 * 2**failures) * random.uniform(0.5, 1.0)  # noqa: S311
+                self.telemetry.event(
+                    "worker.database_unavailable",
+                    level="warning",
+                    code=error.code,
+                    retry_in=round(delay, 3),
+                )
+                await self._sleep(delay)
+                continue
+            if failures:
+                self.telemetry.event("worker.database_recovered", after_failures=failures)
+                failures = 0
+            self.totals = _add(self.totals, result)
+            if result.claimed:
+                continue
+            if self.drain:
+                break
+            await self._idle()
+        return self.totals
+
+    async def _idle(self) -> None:
+        """Wait for a NOTIFY, the poll interval, or stop, whichever comes first."""
+        seconds = self.poll_interval.total_seconds()
+        waiter = asyncio.ensure_future(self.wait_for_work(seconds))
+        stopper = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (waiter, stopper):
+                task.cancel()
+            # A failed wait (the listening connection dropped) is not fatal: we poll anyway.
+            await asyncio.gather(waiter, stopper, return_exceptions=True)
+
+    async def _sleep(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+        except TimeoutError:
+            return
+
+
+def _add(total: DispatchResult, batch: DispatchResult) -> DispatchResult:
+    return DispatchResult(
+        **{
+            field.name: getattr(total, field.name) + getattr(batch, field.name)
+            for field in attrs.fields(DispatchResult)
+        }
+    )
