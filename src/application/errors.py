@@ -43,3 +43,11 @@ class MessageNotFound(ApplicationError):
 
 class InvalidRequest(ApplicationError):
     """The caller's input breaks a rule; the message names the field and the rule."""
+
+
+class TemplateNotFound(ApplicationError):
+    """No template exists for this name and channel in any locale of the fallback chain."""
+
+
+class TemplateRenderFailed(ApplicationError):
+    """A template exists but cannot render: a missing parameter, bad syntax or an unsafe call."""
