@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from entrypoints.cli.keys import keys_app
+
 app = typer.Typer(
     name="outboxctl",
     help="Operate the outbox: run the service, the worker and sweeps; inspect and repair messages.",
@@ -11,6 +13,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     add_completion=False,
 )
+app.add_typer(keys_app, name="keys")
 
 
 @app.callback()
