@@ -1,0 +1,143 @@
+"""The worker's view of the queue (DispatchStore) over the outbox SQL functions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, LiteralString
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from adapters.postgres.error_translation import translated_errors
+from adapters.postgres.work_listener import WorkListener
+from application.ports import AttemptRecord, ClaimedMessage
+from domain.channels import Channel
+from domain.outcomes import DeadLetter, Published, RecordResult, Release, Retry
+from domain.purposes import Purpose
+from domain.retention import RetentionPolicy
+
+CLAIM = """
+SELECT id, purpose, channel, destination, subject_id, template, params, locale,
+       sealed_secret, attempt_count, expires_at, lease_token, lease_expires_at
+FROM outbox.claim_messages(%s::text, %s::integer, %s::double precision)
+"""
+RECORD = """
+SELECT result
+FROM outbox.record_outcomes(
+    %s::uuid[], %s::uuid[], %s::integer[], %s::text[], %s::text[],
+    %s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::boolean[]
+)
+"""
+EXPIRE = "SELECT outbox.expire_messages(%s::integer)"
+PURGE = "SELECT outbox.purge_messages(%s::interval, %s::interval, %s::integer)"
+
+# One row of the record call: outcome kind, failure class, code, receipt, retry time, attempted.
+_Encoded = tuple[str, str | None, str, str, datetime | None, bool]
+
+
+def _encode(record: AttemptRecord) -> _Encoded:
+    match record.outcome:
+        case Published(provider_message_id=receipt):
+            return ("published", None, "", receipt, None, True)
+        case Retry(available_at=at, failure_class=failure, code=code):
+            return ("retry", failure.value, code, "", at, True)
+        case Release(available_at=at, failure_class=failure, code=code):
+            return ("release", failure.value, code, "", at, False)
+        case DeadLetter(reason=reason, code=code, attempted=attempted):
+            return ("dead_letter", reason.value, code, "", None, attempted)
+
+
+def _claimed(row: tuple[Any, ...]) -> ClaimedMessage:
+    (
+        message_id,
+        purpose,
+        channel,
+        destination,
+        subject_id,
+        template,
+        params,
+        locale,
+        envelope,
+        attempts,
+        expires_at,
+        lease_token,
+        lease_expires_at,
+    ) = row
+    return ClaimedMessage(
+        id=message_id,
+        purpose=Purpose(purpose),
+        channel=Channel(channel),
+        destination=destination,
+        subject_id=subject_id,
+        template=template,
+        params=params,
+        locale=locale,
+        envelope=envelope,
+        attempts=attempts,
+        expires_at=expires_at,
+        lease_token=lease_token,
+        lease_expires_at=lease_expires_at,
+    )
+
+
+class PostgresDispatchStore:
+    """DispatchStore on a pool whose connections act as ``outbox_worker``.
+
+    Each method is one round trip (one function call in its own transaction); every
+    driver error is raised as an application error (StoreUnavailable, PermissionDenied…).
+    """
+
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection], listener: WorkListener) -> None:
+        self._pool = pool
+        self._listener = listener
+
+    async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedMessage]:
+        """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead."""
+        with translated_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(CLAIM, (owner, limit, lease.total_seconds()))
+                rows = await cursor.fetchall()
+        return [_claimed(row) for row in rows]
+
+    async def record(self, records: Sequence[AttemptRecord]) -> Sequence[RecordResult]:
+        """Record outcomes in one round trip; one result per record, in order."""
+        if not records:
+            return []
+        encoded = [_encode(record) for record in records]
+        params = (
+            [record.message_id for record in records],
+            [record.lease_token for record in records],
+            [record.attempt for record in records],
+            [row[0] for row in encoded],
+            [row[1] for row in encoded],
+            [row[2] for row in encoded],
+            [record.provider for record in records],
+            [row[3] for row in encoded],
+            [row[4] for row in encoded],
+            [row[5] for row in encoded],
+        )
+        with translated_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(RECORD, params)
+                rows = await cursor.fetchall()
+        return [RecordResult(row[0]) for row in rows]
+
+    async def expire(self, *, limit: int) -> int:
+        """Dead-letter up to ``limit`` expired messages nobody holds; return how many."""
+        return await self._scalar(EXPIRE, (limit,))
+
+    async def purge(self, *, retention: RetentionPolicy, limit: int) -> int:
+        """Delete up to ``limit`` final messages past retention, with history; return how many."""
+        return await self._scalar(PURGE, (retention.published, retention.dead_lettered, limit))
+
+    async def wait_for_work(self, within: float) -> None:
+        """Return when a producer signals new work, or after ``within`` seconds."""
+        await self._listener.wait(within)
+
+    async def _scalar(self, query: LiteralString, params: tuple[object, ...]) -> int:
+        with translated_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(query, params)
+                row = await cursor.fetchone()
+        return int(row[0]) if row is not None else 0

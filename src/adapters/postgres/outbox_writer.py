@@ -1,0 +1,64 @@
+"""The producer's side of the queue (OutboxWriter), inside the caller's own transaction."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+from adapters.postgres.error_translation import translated_errors
+from domain.failures import FailureClass
+from domain.messages import Message
+
+ENQUEUE = """
+SELECT outbox.enqueue_message(
+    p_id => %s::uuid,
+    p_purpose => %s::text,
+    p_channel => %s::text,
+    p_destination => %s::text,
+    p_subject_id => %s::uuid,
+    p_template => %s::text,
+    p_params => %s::jsonb,
+    p_locale => %s::text,
+    p_sealed_secret => %s::text,
+    p_expires_at => %s::timestamptz
+)
+"""
+CANCEL_BY_SUBJECT = "SELECT outbox.cancel_by_subject(%s::uuid, %s::text)"
+
+
+class PostgresOutboxWriter:
+    """OutboxWriter bound to one connection; its calls join whatever transaction is open there.
+
+    The message's own timestamps are not sent: the database clock sets created-at and
+    available-at. Raises DuplicateMessage, InvalidRequest, PermissionDenied or
+    StoreUnavailable for the matching database errors.
+    """
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self._conn = conn
+
+    async def enqueue(self, message: Message) -> None:
+        """Insert a pending message and its envelope; supersede older ones of its subject (OB7)."""
+        params = (
+            message.id,
+            message.purpose.value,
+            message.channel.value,
+            message.destination,
+            message.subject_id,
+            message.template,
+            Jsonb(dict(message.params)),
+            message.locale,
+            message.sealed_secret,
+            message.expires_at,
+        )
+        with translated_errors():
+            await self._conn.execute(ENQUEUE, params)
+
+    async def cancel_by_subject(self, *, subject_id: UUID, reason: FailureClass) -> int:
+        """Withdraw every live message of ``subject_id`` with ``reason``; return how many."""
+        with translated_errors():
+            cursor = await self._conn.execute(CANCEL_BY_SUBJECT, (subject_id, reason.value))
+            row = await cursor.fetchone()
+        return int(row[0]) if row is not None else 0

@@ -1,0 +1,51 @@
+"""LISTEN for the producers' wake-up hint on a dedicated session connection."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import psycopg
+
+CHANNEL = "outbox_work"
+LISTEN = "LISTEN outbox_work"
+
+
+class WorkListener:
+    """Waits for a notification on ``outbox_work``; a hint only, the table is the truth.
+
+    The connection is opened on first use and reopened after a failure; while the database
+    is unreachable ``wait`` simply sleeps, and the caller's next claim reports the outage.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._conn: psycopg.AsyncConnection | None = None
+
+    async def wait(self, within: float) -> None:
+        """Return when a notification arrives, or after ``within`` seconds."""
+        deadline = time.monotonic() + within
+        try:
+            async with asyncio.timeout(within):
+                conn = await self._connection()
+            async for _ in conn.notifies(timeout=within, stop_after=1):
+                pass
+            # Notifications that piled up while the worker was busy say the same thing.
+            async for _ in conn.notifies(timeout=0):
+                pass
+        except (psycopg.Error, TimeoutError):
+            await self.close()
+            await asyncio.sleep(max(0.0, deadline - time.monotonic()))
+
+    async def close(self) -> None:
+        """Close the listening connection, if open."""
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.closed:
+            await conn.close()
+
+    async def _connection(self) -> psycopg.AsyncConnection:
+        if self._conn is None or self._conn.closed:
+            conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+            await conn.execute(LISTEN)
+            self._conn = conn
+        return self._conn
