@@ -4,7 +4,8 @@
 - ``connect_as``: ``async with connect_as("outbox_worker") as conn`` opens an autocommit
   connection to that database and ``SET ROLE``s it (``None`` stays superuser).
 - ``worker_pool`` / ``dispatch_store``: the real adapter acting as ``outbox_worker``.
-- ``postgres_server``: the session's server, to create extra (e.g. empty) databases.
+- ``empty_database_url``: a fresh database with no migration applied (migration tests).
+- ``postgres_server``: the session's server, to create extra databases.
 """
 
 from __future__ import annotations
@@ -94,3 +95,13 @@ async def dispatch_store(
         yield PostgresDispatchStore(worker_pool, listener)
     finally:
         await listener.close()
+
+
+@pytest.fixture
+def empty_database_url(postgres_server: TestServer) -> Iterator[str]:
+    """Superuser connection string of a fresh database with no migration applied."""
+    name = postgres_server.create_database(prefix="outbox_empty")
+    try:
+        yield postgres_server.url(name)
+    finally:
+        postgres_server.drop_database(name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from entrypoints.cli.db import db_app
 from entrypoints.cli.keys import keys_app
 
 app = typer.Typer(
@@ -14,6 +15,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(keys_app, name="keys")
+app.add_typer(db_app, name="db")
 
 
 @app.callback()

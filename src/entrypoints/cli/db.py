@@ -1,0 +1,85 @@
+"""``outboxctl db``: apply the SQL migrations and show which are applied."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from adapters.postgres.migrations import MigrationError, apply_migrations, migration_status
+from application.errors import PermissionDenied, StoreUnavailable
+from entrypoints.bootstrap import resolve_database_url
+from entrypoints.cli.exit_codes import ExitCode
+from entrypoints.settings import SettingsError, load_settings
+
+db_app = typer.Typer(
+    help="Migrate the database and show its migration status.", no_args_is_help=True
+)
+
+_T = TypeVar("_T")
+
+
+def _fail(message: str, code: ExitCode) -> typer.Exit:
+    typer.echo(message, err=True)
+    return typer.Exit(int(code))
+
+
+def _with_database(action: Callable[[str], _T]) -> _T:
+    """Run ``action`` with the configured (or embedded) database URL; map errors to exit codes."""
+    try:
+        url = resolve_database_url(load_settings(os.environ))
+        return action(url)
+    except SettingsError as error:
+        raise _fail(str(error), ExitCode.CONFIGURATION) from None
+    except (StoreUnavailable, subprocess.SubprocessError) as error:
+        code = getattr(error, "code", "") or type(error).__name__
+        raise _fail(f"database unavailable ({code})", ExitCode.DATABASE_UNAVAILABLE) from None
+    except PermissionDenied:
+        raise _fail("the database role may not do this (42501)", ExitCode.REFUSED) from None
+    except MigrationError as error:
+        raise _fail(str(error), ExitCode.FAILURE) from None
+
+
+@db_app.command("migrate")
+def migrate() -> None:
+    """Apply every pending migration in order; running it again changes nothing."""
+    applied = _with_database(lambda url: asyncio.run(apply_migrations(url)))
+    for migration in applied:
+        typer.echo(f"applied {migration.version:04d}_{migration.name}")
+    if not applied:
+        typer.echo("up to date")
+
+
+@db_app.command("status")
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    """List every migration as applied, pending or changed (applied, file edited since)."""
+    statuses = _with_database(lambda url: asyncio.run(migration_status(url)))
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        "version": item.version,
+                        "name": item.name,
+                        "state": item.state,
+                        "applied_at": item.applied_at.isoformat() if item.applied_at else None,
+                    }
+                    for item in statuses
+                ]
+            )
+        )
+        return
+    table = Table("Version", "Name", "State", "Applied at")
+    for item in statuses:
+        applied_at = item.applied_at.isoformat(timespec="seconds") if item.applied_at else ""
+        table.add_row(f"{item.version:04d}", item.name, item.state, applied_at)
+    Console().print(table)

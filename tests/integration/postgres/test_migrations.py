@@ -1,0 +1,181 @@
+"""Migrations from scratch give the schema the code expects; reruns and races change nothing."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import pytest
+
+from adapters.postgres.migrations import (
+    Migration,
+    MigrationError,
+    apply_migrations,
+    load_migrations,
+    migration_status,
+)
+
+pytestmark = pytest.mark.integration
+
+EXPECTED_TABLES = {
+    ("outbox", "messages"),
+    ("outbox", "envelopes"),
+    ("outbox", "attempts"),
+    ("outbox_meta", "migrations"),
+}
+EXPECTED_FUNCTIONS = {
+    (
+        "outbox.enqueue_message(p_id uuid, p_purpose text, p_channel text, p_destination text, "
+        "p_subject_id uuid, p_template text, p_params jsonb DEFAULT '{}'::jsonb, "
+        "p_locale text DEFAULT 'en'::text, p_sealed_secret text DEFAULT NULL::text, "
+        "p_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone)"
+    ),
+    "outbox.cancel_by_subject(p_subject_id uuid, p_reason text)",
+    "outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision)",
+    (
+        "outbox.record_outcomes(p_message_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], "
+        "p_outcomes text[], p_failure_classes text[], p_codes text[], p_providers text[], "
+        "p_provider_message_ids text[], p_retry_at timestamp with time zone[], "
+        "p_attempted boolean[])"
+    ),
+    "outbox.expire_messages(p_limit integer)",
+    (
+        "outbox.purge_messages(p_published_retention interval, "
+        "p_dead_lettered_retention interval, p_limit integer)"
+    ),
+    "outbox.refuse_final_update()",
+}
+EXPECTED_INDEXES = {
+    "messages_pkey",
+    "messages_claim_order",
+    "messages_live_subject",
+    "messages_live_expiry",
+    "messages_published_age",
+    "messages_dead_letter_age",
+    "envelopes_pkey",
+    "attempts_pkey",
+    "attempts_by_message",
+}
+
+
+async def _rows(url: str, query: str) -> list[tuple[object, ...]]:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cursor = await conn.execute(query)  # type: ignore[arg-type]
+        return await cursor.fetchall()
+
+
+async def test_migrations_from_scratch_create_the_expected_schema(empty_database_url):
+    applied = await apply_migrations(empty_database_url)
+
+    assert [m.version for m in load_migrations()] == [m.version for m in applied]
+    tables = await _rows(
+        empty_database_url,
+        "SELECT table_schema, table_name FROM information_schema.tables"
+        " WHERE table_schema IN ('outbox', 'identity', 'outbox_meta')",
+    )
+    assert EXPECTED_TABLES == set(tables)
+    functions = await _rows(
+        empty_database_url,
+        "SELECT p.oid::regproc::text || '(' || pg_get_function_arguments(p.oid) || ')',"
+        " p.prosecdef, pg_get_userbyid(p.proowner), p.proconfig"
+        " FROM pg_proc p WHERE p.pronamespace = 'outbox'::regnamespace",
+    )
+    assert EXPECTED_FUNCTIONS == {row[0] for row in functions}
+    for signature, security_definer, owner, config in functions:
+        assert "outbox_owner" == owner, signature
+        assert ["search_path=pg_catalog, pg_temp"] == config, signature
+        assert security_definer is (signature != "outbox.refuse_final_update()"), signature
+    indexes = await _rows(
+        empty_database_url, "SELECT indexname FROM pg_indexes WHERE schemaname = 'outbox'"
+    )
+    assert EXPECTED_INDEXES == {row[0] for row in indexes}
+    owners = await _rows(
+        empty_database_url,
+        "SELECT DISTINCT pg_get_userbyid(c.relowner) FROM pg_class c"
+        " WHERE c.relnamespace = 'outbox'::regnamespace",
+    )
+    assert [("outbox_owner",)] == owners
+
+
+async def test_the_claim_index_covers_only_live_rows(empty_database_url):
+    await apply_migrations(empty_database_url)
+    rows = await _rows(
+        empty_database_url,
+        "SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_claim_order'",
+    )
+    assert [
+        (
+            (
+                "CREATE INDEX messages_claim_order ON outbox.messages USING btree"
+                " (claimable_at, created_at, id)"
+                " WHERE (state = ANY (ARRAY['pending'::text, 'leased'::text]))"
+            ),
+        )
+    ] == rows
+
+
+async def test_group_roles_exist_without_login(empty_database_url):
+    await apply_migrations(empty_database_url)
+    roles = await _rows(
+        empty_database_url,
+        "SELECT rolname, rolcanlogin, rolsuper FROM pg_roles"
+        " WHERE rolname IN ('outbox_owner', 'outbox_runtime', 'outbox_worker') ORDER BY 1",
+    )
+    assert [
+        ("outbox_owner", False, False),
+        ("outbox_runtime", False, False),
+        ("outbox_worker", False, False),
+    ] == roles
+
+
+async def test_running_migrations_again_applies_nothing(empty_database_url):
+    await apply_migrations(empty_database_url)
+    assert [] == await apply_migrations(empty_database_url)
+    statuses = await migration_status(empty_database_url)
+    assert {"applied"} == {status.state for status in statuses}
+
+
+async def test_concurrent_migrators_apply_each_file_exactly_once(empty_database_url):
+    results = await asyncio.gather(*(apply_migrations(empty_database_url) for _ in range(3)))
+
+    applied_versions = sorted(m.version for result in results for m in result)
+    assert [m.version for m in load_migrations()] == applied_versions
+    ledger = await _rows(
+        empty_database_url, "SELECT version FROM outbox_meta.migrations ORDER BY version"
+    )
+    assert [(m.version,) for m in load_migrations()] == ledger
+
+
+async def test_status_lists_pending_migrations_before_migrate(empty_database_url):
+    statuses = await migration_status(empty_database_url)
+    assert [(m.version, "pending") for m in load_migrations()] == [
+        (status.version, status.state) for status in statuses
+    ]
+
+
+async def test_status_flags_an_applied_migration_whose_file_changed(empty_database_url):
+    first = Migration(version=1, name="first", sql="CREATE TABLE public.first_table (id int)")
+    await apply_migrations(empty_database_url, [first])
+    edited = Migration(version=1, name="first", sql="CREATE TABLE public.other_table (id int)")
+
+    [status] = await migration_status(empty_database_url, [edited])
+    assert "changed" == status.state
+
+
+async def test_a_failing_migration_leaves_nothing_behind(empty_database_url):
+    good = Migration(version=1, name="good", sql="CREATE TABLE public.good_table (id int)")
+    bad = Migration(version=2, name="bad", sql="CREATE TABLE public.half_done (id int); SELECT 1/0")
+    with pytest.raises(Exception, match="division by zero"):
+        await apply_migrations(empty_database_url, [good, bad])
+
+    statuses = await migration_status(empty_database_url, [good, bad])
+    assert ["applied", "pending"] == [status.state for status in statuses]
+    leftovers = await _rows(empty_database_url, "SELECT to_regclass('public.half_done')")
+    assert [(None,)] == leftovers
+
+
+def test_a_misnamed_migration_file_is_refused(tmp_path):
+    (tmp_path / "0001_fine.sql").write_text("SELECT 1")
+    (tmp_path / "2_Bad-Name.sql").write_text("SELECT 1")
+    with pytest.raises(MigrationError, match=r"2_Bad-Name\.sql"):
+        load_migrations(tmp_path)
