@@ -1,1 +1,164 @@
-"""Logging and metrics set-up for every process (structlog, Prometheus)."""
+"""Logging and metrics set-up for every process (structlog, Prometheus).
+
+Call ``configure_logging`` once per process, before building telemetry. Every line —
+our own events and the standard library's (psycopg, uvicorn, asyncio) alike — goes
+through the same chain: context variables, level, logger name, an ISO UTC timestamp,
+exceptions as name + code only, then redaction as the last step before rendering.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from typing import Any, TextIO
+from wsgiref.simple_server import WSGIServer
+
+import attrs
+import structlog
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+    start_http_server,
+)
+
+from adapters.telemetry.error_fields import exception_as_fields
+from adapters.telemetry.redaction import redact_event
+from adapters.telemetry.reporter import LOGGER, StructlogPrometheusTelemetry
+from application.ports import Telemetry
+
+FORMATS = ("auto", "json", "console")
+LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+
+class _OutboxHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The root handler this module installs (so a second configuration replaces it)."""
+
+
+def configure_logging(
+    fmt: str = "auto",
+    level: str = "info",
+    *,
+    stream: TextIO | None = None,
+    development: bool = False,
+) -> None:
+    """Configure structlog and the standard library's root logger to write to ``stream``.
+
+    ``fmt`` is ``json``, ``console``, or ``auto``: console only in development on a
+    terminal, JSON otherwise. ``stream`` defaults to standard error, so standard output
+    stays clean for ``--json`` commands. Raises ValueError for an unknown format or level.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown log format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if level.lower() not in LEVELS:
+        raise ValueError(f"unknown log level {level!r}; expected one of {', '.join(LEVELS)}")
+    number = LEVELS[level.lower()]
+    out = stream if stream is not None else sys.stderr
+    tty = out.isatty()
+    console = fmt == "console" or (fmt == "auto" and development and tty)
+    renderer: Any = (
+        structlog.dev.ConsoleRenderer(colors=tty, exception_formatter=_exception_name_only)
+        if console
+        else structlog.processors.JSONRenderer()
+    )
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        _logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        exception_as_fields,
+    ]
+    structlog.configure(
+        processors=[*shared, redact_event, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(number),
+        context_class=dict,
+        logger_factory=structlog.WriteLoggerFactory(file=out),
+        cache_logger_on_first_use=True,
+    )
+    handler = _OutboxHandler(out)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=shared,
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                redact_event,
+                renderer,
+            ],
+        )
+    )
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _OutboxHandler)]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(number)
+
+
+def new_registry(*, process_metrics: bool = True) -> CollectorRegistry:
+    """A dedicated metrics registry, with process, platform and GC metrics unless told not to."""
+    registry = CollectorRegistry()
+    if process_metrics:
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
+    return registry
+
+
+def build_telemetry(registry: CollectorRegistry) -> Telemetry:
+    """The telemetry port for this process: structlog events and metrics in ``registry``."""
+    return StructlogPrometheusTelemetry(registry)
+
+
+def render_metrics(registry: CollectorRegistry) -> tuple[bytes, str]:
+    """The Prometheus text exposition of ``registry`` and its content type, for an HTTP route."""
+    return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+@attrs.frozen(kw_only=True)
+class MetricsServer:
+    """A running ``/metrics`` endpoint on its own thread; ``close()`` stops it."""
+
+    host: str
+    port: int
+    _server: WSGIServer = attrs.field(alias="server")
+    _thread: threading.Thread = attrs.field(alias="thread")
+
+    def close(self) -> None:
+        """Stop serving and wait for the thread to finish."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def serve_metrics(
+    registry: CollectorRegistry, *, port: int, host: str = "127.0.0.1"
+) -> MetricsServer:
+    """Serve ``registry`` at ``http://host:port/metrics`` (port 0 picks a free port)."""
+    server, thread = start_http_server(port, addr=host, registry=registry)
+    return MetricsServer(host=host, port=server.server_port, server=server, thread=thread)
+
+
+def _logger_name(
+    _logger: object, _method: str, event_dict: structlog.typing.EventDict
+) -> structlog.typing.EventDict:
+    """Name the logger: the standard library record's name, else ours."""
+    record = event_dict.get("_record")
+    if record is not None:
+        event_dict["logger"] = record.name
+    else:
+        event_dict.setdefault("logger", LOGGER)
+    return event_dict
+
+
+def _exception_name_only(sio: TextIO, exc_info: structlog.typing.ExcInfo) -> None:
+    """The console's exception formatter, should one ever reach it: the name, no locals."""
+    sio.write(f"\n{exc_info[0].__name__}")

@@ -1,0 +1,122 @@
+"""The metric catalogue: every name the application may report, as Prometheus metrics (SPEC §11).
+
+The telemetry name *is* the Prometheus name. What ``count`` and ``observe`` mean per kind:
+
+- counter: ``count`` adds (``observe`` is refused);
+- histogram: ``observe`` records one value (``count`` is refused);
+- gauge: ``observe`` sets the current value, ``count`` adds (may be negative).
+
+Labels are fixed per metric: a missing label is reported as ``""`` and an unknown one is
+dropped, so a careless caller can neither crash the process nor explode cardinality
+(nor leak a destination into a label).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+
+import attrs
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+BATCH = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000)
+
+
+class Kind(enum.Enum):
+    """How a metric accumulates."""
+
+    COUNTER = "counter"
+    GAUGE = "gauge"
+    HISTOGRAM = "histogram"
+
+
+@attrs.frozen
+class MetricSpec:
+    """One metric: its name, kind, help text, label names and (histograms) buckets."""
+
+    name: str
+    kind: Kind
+    documentation: str
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] = SECONDS
+
+
+CATALOGUE: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        "outbox_attempts_total",
+        Kind.COUNTER,
+        "Delivery attempts recorded, by provider, outcome and failure class.",
+        ("provider", "outcome", "failure_class"),
+    ),
+    MetricSpec(
+        "outbox_send_seconds",
+        Kind.HISTOGRAM,
+        "Time a provider took to accept or refuse one message.",
+        ("provider",),
+    ),
+    MetricSpec(
+        "outbox_claim_batch_size",
+        Kind.HISTOGRAM,
+        "Messages per claimed batch (empty claims are not observed).",
+        buckets=BATCH,
+    ),
+    MetricSpec("outbox_claim_seconds", Kind.HISTOGRAM, "Time one claim took."),
+    MetricSpec("outbox_record_seconds", Kind.HISTOGRAM, "Time recording one batch took."),
+    MetricSpec(
+        "outbox_sweep_rows_total",
+        Kind.COUNTER,
+        "Rows dead-lettered by the expiry sweep or deleted by the retention sweep.",
+        ("sweep",),
+    ),
+    MetricSpec("outbox_messages", Kind.GAUGE, "Messages by state, as last observed.", ("state",)),
+    MetricSpec(
+        "outbox_oldest_due_age_seconds",
+        Kind.GAUGE,
+        "Age of the oldest due pending message, as last observed.",
+    ),
+    MetricSpec(
+        "outbox_provider_paused",
+        Kind.GAUGE,
+        "1 while a provider is paused by its circuit breaker, else 0.",
+        ("provider",),
+    ),
+    MetricSpec("outbox_in_flight", Kind.GAUGE, "Messages this process is sending right now."),
+    MetricSpec(
+        "outbox_events_total",
+        Kind.COUNTER,
+        "Telemetry events reported, by event name and level (alert on security.* and errors).",
+        ("event", "level"),
+    ),
+)
+
+Metric = Counter | Gauge | Histogram
+
+
+@attrs.frozen
+class Registered:
+    """A catalogue entry bound to its live Prometheus metric."""
+
+    spec: MetricSpec
+    metric: Metric
+    label_set: frozenset[str]
+
+
+def register(
+    registry: CollectorRegistry, catalogue: Iterable[MetricSpec] = CATALOGUE
+) -> Mapping[str, Registered]:
+    """Create every metric of ``catalogue`` in ``registry``; return them by telemetry name."""
+    return {spec.name: _register(registry, spec) for spec in catalogue}
+
+
+def _register(registry: CollectorRegistry, spec: MetricSpec) -> Registered:
+    metric: Metric
+    if spec.kind is Kind.COUNTER:
+        metric = Counter(spec.name, spec.documentation, spec.labels, registry=registry)
+    elif spec.kind is Kind.GAUGE:
+        metric = Gauge(spec.name, spec.documentation, spec.labels, registry=registry)
+    else:
+        metric = Histogram(
+            spec.name, spec.documentation, spec.labels, registry=registry, buckets=spec.buckets
+        )
+    return Registered(spec=spec, metric=metric, label_set=frozenset(spec.labels))
