@@ -1,0 +1,443 @@
+"""In-memory fakes of the identity ports: store, unit of work, rate limiter, secret source."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+
+from application.errors import DuplicateMessage
+from application.identity_errors import IdentifierTaken
+from application.identity_ports import MagicLinkTarget, ReadinessReport, RecoveryTarget
+from domain.challenges import Challenge, ChallengeState
+from domain.channels import Channel
+from domain.failures import FailureClass
+from domain.identities import Account, Identity, LoginIdentifier
+from domain.invitations import Invitation, InvitationState
+from domain.magic_links import MagicLink
+from domain.messages import Message
+from domain.organizations import Membership, Organization
+from domain.purposes import Purpose
+from domain.sessions import Elevation, Session
+from tests.fakes.clock import FixedClock
+
+
+@attrs.define
+class IdentityTables:
+    """Everything the identity store and the outbox hold; copied whole for rollback."""
+
+    identities: dict[UUID, Identity] = attrs.field(factory=dict)
+    logins: dict[str, LoginIdentifier] = attrs.field(factory=dict)
+    passwords: dict[UUID, str] = attrs.field(factory=dict)
+    challenges: dict[UUID, Challenge] = attrs.field(factory=dict)
+    sessions: dict[UUID, Session] = attrs.field(factory=dict)
+    elevations: dict[UUID, Elevation] = attrs.field(factory=dict)
+    organizations: dict[UUID, Organization] = attrs.field(factory=dict)
+    memberships: dict[tuple[UUID, UUID], Membership] = attrs.field(factory=dict)
+    invitations: dict[UUID, Invitation] = attrs.field(factory=dict)
+    magic_links: dict[UUID, MagicLink] = attrs.field(factory=dict)
+    messages: dict[UUID, Message] = attrs.field(factory=dict)
+
+    def copy(self) -> IdentityTables:
+        """A copy whose dicts can change independently (the rows are immutable)."""
+        return IdentityTables(
+            **{
+                field.name: dict(getattr(self, field.name))
+                for field in attrs.fields(IdentityTables)
+            }
+        )
+
+
+@attrs.define
+class Faults:
+    """Failures to inject: a method name (or ``commit``/``begin``) to the error it raises."""
+
+    errors: dict[str, Exception] = attrs.field(factory=dict)
+    calls: list[str] = attrs.field(factory=list)
+
+    def check(self, name: str, *, statement: bool = True) -> None:
+        """Record the call (a client statement), then raise the error injected for ``name``."""
+        if statement:
+            self.calls.append(name)
+        error = self.errors.get(name)
+        if error is not None:
+            raise error
+
+
+@attrs.define
+class InMemoryOutbox:
+    """OutboxWriter over the tables' messages, with the store's supersede and cancel rules."""
+
+    tables: IdentityTables
+    faults: Faults
+    clock: FixedClock
+
+    async def enqueue(self, message: Message, *, statement: bool = True) -> None:
+        """Insert the message; supersede older live ones of its purpose and subject (OB7).
+
+        ``statement`` False stands for an enqueue inside another SQL function.
+        """
+        self.faults.check("enqueue", statement=statement)
+        if message.id in self.tables.messages:
+            raise DuplicateMessage(str(message.id))
+        if message.purpose.is_supersedable:
+            for other in list(self.tables.messages.values()):
+                if (
+                    other.subject_id == message.subject_id
+                    and other.purpose is message.purpose
+                    and other.is_live
+                ):
+                    self.tables.messages[other.id] = other.supersede(self.clock.now())
+        self.tables.messages[message.id] = message
+
+    async def cancel_by_subject(self, *, subject_id: UUID, reason: FailureClass) -> int:
+        """Withdraw every live message of ``subject_id``."""
+        self.faults.check("cancel_by_subject")
+        cancelled = 0
+        for other in list(self.tables.messages.values()):
+            if other.subject_id == subject_id and other.is_live:
+                self.tables.messages[other.id] = other.cancel(reason, self.clock.now())
+                cancelled += 1
+        return cancelled
+
+
+@attrs.define
+class InMemoryIdentityStore:
+    """IdentityStore over plain dicts; the same rules as the SQL functions."""
+
+    tables: IdentityTables
+    faults: Faults
+    outbox: InMemoryOutbox
+
+    async def find_account(self, identifier: str) -> Account | None:
+        """The login identifier with its identity and password hash."""
+        self.faults.check("find_account")
+        login = self.tables.logins.get(identifier)
+        if login is None:
+            return None
+        return Account(
+            identity_id=login.identity_id,
+            identifier=login,
+            password_hash=self.tables.passwords.get(login.identity_id),
+        )
+
+    async def find_verified_identifiers(self, identity_id: UUID) -> Sequence[LoginIdentifier]:
+        """Verified identifiers, emails first, oldest first."""
+        self.faults.check("find_verified_identifiers")
+        found = [
+            login
+            for login in self.tables.logins.values()
+            if login.identity_id == identity_id and login.is_verified
+        ]
+        return sorted(found, key=lambda x: (x.channel is not Channel.EMAIL, x.created_at))
+
+    async def add_identity(self, identity: Identity) -> None:
+        """Insert an identity."""
+        self.faults.check("add_identity")
+        self.tables.identities[identity.id] = identity
+
+    async def save_login_identifier(self, login: LoginIdentifier) -> None:
+        """Upsert; another identity's verified identifier is refused."""
+        self.faults.check("save_login_identifier")
+        current = self.tables.logins.get(login.value)
+        if current is not None and current.identity_id != login.identity_id and current.is_verified:
+            raise IdentifierTaken
+        self.tables.logins[login.value] = login
+
+    async def save_password(self, *, identity_id: UUID, password_hash: str, now: datetime) -> None:
+        """Set the password hash."""
+        self.faults.check("save_password")
+        self.tables.passwords[identity_id] = password_hash
+
+    async def find_challenge(
+        self, *, purpose: Purpose, identity_id: UUID | None, identifier: str | None
+    ) -> Challenge | None:
+        """The newest open-state challenge matching the keys."""
+        self.faults.check("find_challenge")
+        found = [
+            c
+            for c in self.tables.challenges.values()
+            if c.purpose is purpose
+            and c.state is ChallengeState.OPEN
+            and (identity_id is None or c.identity_id == identity_id)
+            and (identifier is None or c.identifier == identifier)
+        ]
+        return max(found, key=lambda c: c.created_at, default=None)
+
+    async def save_challenge(self, challenge: Challenge) -> None:
+        """Upsert the challenge."""
+        self.faults.check("save_challenge")
+        self.tables.challenges[challenge.id] = challenge
+
+    async def add_session(self, session: Session) -> None:
+        """Insert a session."""
+        self.faults.check("add_session")
+        self.tables.sessions[session.id] = session
+
+    async def find_session(self, token_digest: str) -> Session | None:
+        """The session with this digest."""
+        self.faults.check("find_session")
+        return next(
+            (s for s in self.tables.sessions.values() if s.token_digest == token_digest), None
+        )
+
+    async def revoke_sessions(self, *, identity_id: UUID, now: datetime) -> int:
+        """Revoke every active session of the identity."""
+        self.faults.check("revoke_sessions")
+        revoked = 0
+        for session in list(self.tables.sessions.values()):
+            if session.identity_id == identity_id and session.is_active(now):
+                self.tables.sessions[session.id] = attrs.evolve(session, revoked_at=now)
+                revoked += 1
+        return revoked
+
+    async def add_elevation(self, elevation: Elevation) -> None:
+        """Insert an elevation."""
+        self.faults.check("add_elevation")
+        self.tables.elevations[elevation.id] = elevation
+
+    async def find_elevation(self, token_digest: str) -> Elevation | None:
+        """The elevation with this digest."""
+        self.faults.check("find_elevation")
+        return next(
+            (e for e in self.tables.elevations.values() if e.token_digest == token_digest), None
+        )
+
+    async def add_organization(self, organization: Organization, founder: Membership) -> None:
+        """Insert the organization and the founder's membership."""
+        self.faults.check("add_organization")
+        self.tables.organizations[organization.id] = organization
+        self.tables.memberships[(organization.id, founder.identity_id)] = founder
+
+    async def find_organization(self, organization_id: UUID) -> Organization | None:
+        """The organization."""
+        self.faults.check("find_organization")
+        return self.tables.organizations.get(organization_id)
+
+    async def find_membership(
+        self, *, organization_id: UUID, identity_id: UUID
+    ) -> Membership | None:
+        """The membership."""
+        self.faults.check("find_membership")
+        return self.tables.memberships.get((organization_id, identity_id))
+
+    async def save_membership(self, membership: Membership) -> None:
+        """Upsert the membership."""
+        self.faults.check("save_membership")
+        key = (membership.organization_id, membership.identity_id)
+        self.tables.memberships[key] = membership
+
+    async def find_invitation(self, invitation_id: UUID) -> Invitation | None:
+        """The invitation."""
+        self.faults.check("find_invitation")
+        return self.tables.invitations.get(invitation_id)
+
+    async def find_invitation_by_token(self, token_digest: str) -> Invitation | None:
+        """The invitation with this token digest."""
+        self.faults.check("find_invitation_by_token")
+        return next(
+            (i for i in self.tables.invitations.values() if i.token_digest == token_digest), None
+        )
+
+    async def find_pending_invitation(
+        self, *, organization_id: UUID, email: str
+    ) -> Invitation | None:
+        """The pending-state invitation of the address to the organization."""
+        self.faults.check("find_pending_invitation")
+        return next(
+            (
+                i
+                for i in self.tables.invitations.values()
+                if i.organization_id == organization_id
+                and i.email == email
+                and i.state is InvitationState.PENDING
+            ),
+            None,
+        )
+
+    async def count_pending_invitations(self, *, organization_id: UUID, now: datetime) -> int:
+        """Pending, unexpired invitations of the organization."""
+        self.faults.check("count_pending_invitations")
+        return sum(
+            1
+            for i in self.tables.invitations.values()
+            if i.organization_id == organization_id and i.is_pending(now)
+        )
+
+    async def save_invitation(self, invitation: Invitation) -> None:
+        """Upsert the invitation."""
+        self.faults.check("save_invitation")
+        self.tables.invitations[invitation.id] = invitation
+
+    async def find_magic_link_by_token(self, token_digest: str) -> MagicLink | None:
+        """The magic link with this token digest."""
+        self.faults.check("find_magic_link_by_token")
+        return next(
+            (m for m in self.tables.magic_links.values() if m.token_digest == token_digest), None
+        )
+
+    async def save_magic_link(self, link: MagicLink) -> None:
+        """Upsert the link."""
+        self.faults.check("save_magic_link")
+        self.tables.magic_links[link.id] = link
+
+    async def find_recovery_target(self, identifier: str) -> RecoveryTarget:
+        """The verified identifier's identity and its open recovery challenge."""
+        self.faults.check("find_recovery_target")
+        login = self.tables.logins.get(identifier)
+        if login is None or not login.is_verified:
+            return RecoveryTarget(identity_id=None)
+        open_ones = [
+            c
+            for c in self.tables.challenges.values()
+            if c.purpose is Purpose.PASSWORD_RECOVERY
+            and c.identifier == identifier
+            and c.state is ChallengeState.OPEN
+        ]
+        return RecoveryTarget(
+            identity_id=login.identity_id,
+            challenge=max(open_ones, key=lambda c: c.created_at, default=None),
+        )
+
+    async def open_recovery_if_known(
+        self, *, identity_id: UUID | None, challenge: Challenge, message: Message
+    ) -> None:
+        """Save the challenge (closing any other open one) and enqueue, if known."""
+        self.faults.check("open_recovery_if_known")
+        if identity_id is None:
+            return
+        for other in list(self.tables.challenges.values()):
+            if (
+                other.id != challenge.id
+                and other.purpose is Purpose.PASSWORD_RECOVERY
+                and other.identifier == challenge.identifier
+                and other.state is ChallengeState.OPEN
+            ):
+                self.tables.challenges[other.id] = attrs.evolve(
+                    other, state=ChallengeState.CLOSED, ended_at=challenge.created_at
+                )
+        self.tables.challenges[challenge.id] = challenge
+        await self.outbox.enqueue(message, statement=False)
+
+    async def find_magic_link_target(self, email: str) -> MagicLinkTarget:
+        """The verified email's identity and its open magic link."""
+        self.faults.check("find_magic_link_target")
+        login = self.tables.logins.get(email)
+        if login is None or not login.is_verified or login.channel is not Channel.EMAIL:
+            return MagicLinkTarget(identity_id=None)
+        links = [
+            m
+            for m in self.tables.magic_links.values()
+            if m.identity_id == login.identity_id and m.email == email and m.redeemed_at is None
+        ]
+        return MagicLinkTarget(
+            identity_id=login.identity_id,
+            link=max(links, key=lambda m: m.created_at, default=None),
+        )
+
+    async def open_magic_link_if_known(
+        self, *, identity_id: UUID | None, link: MagicLink, message: Message
+    ) -> None:
+        """Save the link and enqueue, if known."""
+        self.faults.check("open_magic_link_if_known")
+        if identity_id is None:
+            return
+        self.tables.magic_links[link.id] = link
+        await self.outbox.enqueue(message, statement=False)
+
+
+@attrs.define
+class InMemoryUnitOfWork:
+    """A unit of work over a working copy of the tables; ``commit`` publishes the copy."""
+
+    identity: InMemoryIdentityStore
+    outbox: InMemoryOutbox
+    transactions: InMemoryIdentityTransactions
+
+    async def commit(self) -> None:
+        """Publish the working copy; a fault injected for ``commit`` refuses."""
+        self.identity.faults.check("commit")
+        self.transactions.tables = self.identity.tables.copy()
+        self.transactions.commits += 1
+
+
+@attrs.define
+class InMemoryIdentityTransactions:
+    """Opens units of work over ``tables``; leaving without commit drops every change.
+
+    ``clock`` stands for the database clock of the fake outbox (supersede and cancel times).
+    """
+
+    clock: FixedClock = attrs.field(factory=FixedClock)
+    tables: IdentityTables = attrs.field(factory=IdentityTables)
+    faults: Faults = attrs.field(factory=Faults)
+    commits: int = 0
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[InMemoryUnitOfWork]:
+        """A unit of work on a copy; the copy replaces the tables only at commit."""
+        self.faults.check("begin")
+        working = self.tables.copy()
+        outbox = InMemoryOutbox(tables=working, faults=self.faults, clock=self.clock)
+        yield InMemoryUnitOfWork(
+            identity=InMemoryIdentityStore(tables=working, faults=self.faults, outbox=outbox),
+            outbox=outbox,
+            transactions=self,
+        )
+
+    def live_messages(self, subject_id: UUID | None = None) -> list[Message]:
+        """Committed messages that can still be sent, optionally of one subject."""
+        return [
+            m
+            for m in self.tables.messages.values()
+            if m.is_live and (subject_id is None or m.subject_id == subject_id)
+        ]
+
+
+@attrs.define
+class InMemoryRateLimiter:
+    """Counts hits per (key, window start)."""
+
+    hits: dict[tuple[str, datetime], int] = attrs.field(factory=dict)
+    failure: Exception | None = None
+
+    async def hit(self, *, key: str, window_start: datetime, window_end: datetime) -> int:
+        """Count one hit and return the window's total."""
+        if self.failure is not None:
+            raise self.failure
+        total = self.hits.get((key, window_start), 0) + 1
+        self.hits[(key, window_start)] = total
+        return total
+
+
+@attrs.define
+class SequentialSecrets:
+    """Codes 000001, 000002… and tokens token-1, token-2…, kept in ``issued``."""
+
+    issued: list[str] = attrs.field(factory=list)
+
+    def code(self, digits: int) -> str:
+        """The next code."""
+        value = f"{len(self.issued) + 1:0{digits}d}"
+        self.issued.append(value)
+        return value
+
+    def token(self) -> str:
+        """The next token."""
+        value = f"token-{len(self.issued) + 1}"
+        self.issued.append(value)
+        return value
+
+
+@attrs.define
+class StaticReadiness:
+    """A readiness probe that answers what it is told."""
+
+    report: ReadinessReport = attrs.field(factory=lambda: ReadinessReport(database_reachable=True))
+
+    async def check(self) -> ReadinessReport:
+        """The configured report."""
+        return self.report

@@ -1,0 +1,207 @@
+"""Sign-up and its confirmation (OX-S1, OX-S8, OB7, OB8)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from application.confirm_sign_up import ConfirmSignUpCommand
+from application.errors import StoreUnavailable
+from application.identity_errors import InvalidCode, InvalidField, RateLimited
+from application.request_sign_up import RequestSignUpCommand
+from domain.challenges import ChallengeState
+from domain.failures import FailureClass
+from domain.messages import State
+from domain.purposes import Purpose
+from tests.unit.application.identity.world import CLIENT, PASSWORD, World
+
+EMAIL = "alice@Example.COM"
+CANONICAL = "alice@example.com"
+
+
+def sign_up(identifier: str = EMAIL, password: str = PASSWORD) -> RequestSignUpCommand:
+    return RequestSignUpCommand(identifier=identifier, password=password, client_address=CLIENT)
+
+
+def confirm(code: str, identifier: str = EMAIL) -> ConfirmSignUpCommand:
+    return ConfirmSignUpCommand(identifier=identifier, code=code, client_address=CLIENT)
+
+
+async def test_sign_up_commits_the_challenge_and_its_sealed_code_together(world: World) -> None:
+    receipt = await world.request_sign_up(sign_up())
+
+    [challenge] = world.db.tables.challenges.values()
+    [message] = world.messages()
+    assert world.clock.now() + timedelta(minutes=10) == receipt.challenge_expires_at
+    assert challenge.expires_at == receipt.challenge_expires_at
+    assert Purpose.SIGN_UP == message.purpose
+    assert CANONICAL == message.destination
+    assert challenge.id == message.subject_id
+    assert challenge.expires_at == message.expires_at
+    code = world.secret_of(message)
+    assert 6 == len(code)
+    assert code not in challenge.code_hash
+    assert world.hasher.verify(code, challenge.code_hash)
+    assert 1 == world.db.commits
+
+
+async def test_resend_keeps_the_challenge_with_a_new_code_and_supersedes_the_old_message(
+    world: World,
+) -> None:
+    await world.request_sign_up(sign_up())
+    first_code = world.last_secret(Purpose.SIGN_UP)
+    world.clock.advance(timedelta(minutes=3))
+
+    receipt = await world.request_sign_up(sign_up())
+
+    [challenge] = world.db.tables.challenges.values()
+    old, new = world.messages(Purpose.SIGN_UP)
+    assert State.DEAD_LETTERED == old.state
+    assert FailureClass.SUPERSEDED_BY_RESEND == old.dead_letter_reason
+    assert State.PENDING == new.state
+    assert challenge.id == new.subject_id == old.subject_id
+    assert world.clock.now() + timedelta(minutes=10) == receipt.challenge_expires_at
+    assert first_code != world.secret_of(new)
+    assert not world.hasher.verify(first_code, challenge.code_hash)
+
+
+async def test_a_failed_enqueue_rolls_back_the_challenge_and_the_account(world: World) -> None:
+    world.db.faults.errors["enqueue"] = StoreUnavailable("57P01")
+
+    with pytest.raises(StoreUnavailable):
+        await world.request_sign_up(sign_up())
+
+    assert {} == world.db.tables.challenges
+    assert {} == world.db.tables.identities
+    assert {} == world.db.tables.messages
+
+
+async def test_a_failed_challenge_insert_enqueues_nothing(world: World) -> None:
+    world.db.faults.errors["save_challenge"] = StoreUnavailable("40001")
+
+    with pytest.raises(StoreUnavailable):
+        await world.request_sign_up(sign_up())
+
+    assert {} == world.db.tables.messages
+    assert {} == world.db.tables.logins
+
+
+async def test_a_verified_identifier_gets_the_same_answer_and_no_message(world: World) -> None:
+    await world.signed_up(CANONICAL)
+    sent = len(world.messages())
+
+    receipt = await world.request_sign_up(sign_up())
+
+    assert world.clock.now() + timedelta(minutes=10) == receipt.challenge_expires_at
+    assert sent == len(world.messages())
+
+
+@pytest.mark.parametrize(
+    ("command", "field"),
+    [
+        (sign_up(identifier="not an address"), "identifier"),
+        (sign_up(identifier="0612345678"), "identifier"),
+        (sign_up(password="short"), "password"),
+    ],
+)
+async def test_invalid_input_names_the_field(
+    world: World, command: RequestSignUpCommand, field: str
+) -> None:
+    with pytest.raises(InvalidField) as caught:
+        await world.request_sign_up(command)
+    assert field == caught.value.field
+    assert {} == world.db.tables.messages
+
+
+async def test_too_many_sign_ups_for_one_destination_are_refused_with_a_wait(
+    world: World,
+) -> None:
+    for _ in range(world.policy.per_destination.limit):
+        await world.request_sign_up(sign_up())
+
+    with pytest.raises(RateLimited) as caught:
+        await world.request_sign_up(sign_up())
+    assert timedelta(0) < caught.value.retry_after <= world.policy.per_destination.window
+
+
+async def test_the_right_code_verifies_the_identifier_and_cancels_unsent_messages(
+    world: World,
+) -> None:
+    await world.request_sign_up(sign_up())
+
+    await world.confirm_sign_up(confirm(world.last_secret(Purpose.SIGN_UP)))
+
+    [challenge] = world.db.tables.challenges.values()
+    [message] = world.messages()
+    assert ChallengeState.CONSUMED == challenge.state
+    assert world.db.tables.logins[CANONICAL].is_verified
+    assert State.DEAD_LETTERED == message.state
+    assert FailureClass.CHALLENGE_CONSUMED == message.dead_letter_reason
+
+
+async def test_a_consumed_code_cannot_be_used_twice(world: World) -> None:
+    await world.request_sign_up(sign_up())
+    code = world.last_secret(Purpose.SIGN_UP)
+    await world.confirm_sign_up(confirm(code))
+
+    with pytest.raises(InvalidCode):
+        await world.confirm_sign_up(confirm(code))
+
+
+async def test_a_wrong_code_is_counted_even_though_it_is_refused(world: World) -> None:
+    await world.request_sign_up(sign_up())
+
+    with pytest.raises(InvalidCode):
+        await world.confirm_sign_up(confirm("999999"))
+
+    [challenge] = world.db.tables.challenges.values()
+    assert 1 == challenge.failed_attempts
+    assert ChallengeState.OPEN == challenge.state
+
+
+async def test_five_wrong_codes_lock_the_challenge_against_the_right_one(world: World) -> None:
+    await world.request_sign_up(sign_up())
+    code = world.last_secret(Purpose.SIGN_UP)
+    for _ in range(5):
+        with pytest.raises(InvalidCode):
+            await world.confirm_sign_up(confirm("999999"))
+
+    with pytest.raises(InvalidCode):
+        await world.confirm_sign_up(confirm(code))
+
+    [challenge] = world.db.tables.challenges.values()
+    assert ChallengeState.LOCKED == challenge.state
+    assert not world.db.tables.logins[CANONICAL].is_verified
+
+
+async def test_after_a_lock_the_same_route_opens_a_new_challenge(world: World) -> None:
+    await world.request_sign_up(sign_up())
+    for _ in range(5):
+        with pytest.raises(InvalidCode):
+            await world.confirm_sign_up(confirm("999999"))
+
+    await world.request_sign_up(sign_up())
+    await world.confirm_sign_up(confirm(world.last_secret(Purpose.SIGN_UP)))
+
+    states = sorted(c.state for c in world.db.tables.challenges.values())
+    assert [ChallengeState.CONSUMED, ChallengeState.LOCKED] == states
+
+
+async def test_an_expired_challenge_refuses_the_right_code(world: World) -> None:
+    await world.request_sign_up(sign_up())
+    code = world.last_secret(Purpose.SIGN_UP)
+    world.clock.advance(timedelta(minutes=10))
+
+    with pytest.raises(InvalidCode):
+        await world.confirm_sign_up(confirm(code))
+
+
+async def test_after_expiry_the_same_route_replaces_the_challenge(world: World) -> None:
+    await world.request_sign_up(sign_up())
+    world.clock.advance(timedelta(minutes=11))
+
+    await world.request_sign_up(sign_up())
+
+    states = sorted(c.state for c in world.db.tables.challenges.values())
+    assert [ChallengeState.CLOSED, ChallengeState.OPEN] == states

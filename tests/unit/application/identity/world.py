@@ -1,0 +1,240 @@
+"""Every identity use case wired to fakes, with the fakes in reach for assertions."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import attrs
+
+from adapters.crypto.envelope import EnvelopeSealer
+from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from adapters.crypto.keyring import Keyring, SealKey
+from application.accept_invitation import AcceptInvitation, AcceptInvitationCommand
+from application.authenticate_bearer import AuthenticateBearer, Principal
+from application.challenge_answers import ChallengeAnswers
+from application.challenge_issuer import ChallengeIssuer
+from application.confirm_password_recovery import ConfirmPasswordRecovery
+from application.confirm_sign_in_method import ConfirmSignInMethod
+from application.confirm_sign_up import ConfirmSignUp, ConfirmSignUpCommand
+from application.confirm_step_up import ConfirmStepUp
+from application.create_organization import CreateOrganization, CreateOrganizationCommand
+from application.invite_member import InviteMember
+from application.redeem_magic_link import RedeemMagicLink
+from application.request_limits import RateLimitPolicy, RequestLimits
+from application.request_magic_link import RequestMagicLink
+from application.request_password_recovery import RequestPasswordRecovery
+from application.request_sign_in_method import RequestSignInMethod
+from application.request_sign_up import RequestSignUp, RequestSignUpCommand
+from application.request_step_up import RequestStepUp
+from application.revoke_invitation import RevokeInvitation
+from application.sign_in import SessionStarter, SignIn, SignInCommand
+from domain.messages import Message
+from domain.purposes import Purpose
+from tests.fakes.clock import FixedClock
+from tests.fakes.identity import (
+    InMemoryIdentityTransactions,
+    InMemoryRateLimiter,
+    SequentialSecrets,
+)
+from tests.fakes.ids import SequentialIds
+from tests.fakes.telemetry import RecordingTelemetry
+
+CLIENT = "198.51.100.7"
+PASSWORD = "correct horse battery"
+
+
+@attrs.define
+class World:
+    """Fakes plus one instance of every use case built on them."""
+
+    clock: FixedClock = attrs.field(factory=FixedClock)
+    ids: SequentialIds = attrs.field(factory=SequentialIds)
+    secrets: SequentialSecrets = attrs.field(factory=SequentialSecrets)
+    telemetry: RecordingTelemetry = attrs.field(factory=RecordingTelemetry)
+    limiter: InMemoryRateLimiter = attrs.field(factory=InMemoryRateLimiter)
+    policy: RateLimitPolicy = attrs.field(factory=RateLimitPolicy)
+    hasher: Argon2idHasher = attrs.field(
+        factory=lambda: Argon2idHasher(Argon2Parameters.cheapest())
+    )
+    sealer: EnvelopeSealer = attrs.field(
+        factory=lambda: EnvelopeSealer(Keyring((SealKey("test", bytes(range(32))),)))
+    )
+    db: InMemoryIdentityTransactions = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.db = InMemoryIdentityTransactions(clock=self.clock)
+
+    # -- building blocks -------------------------------------------------------------------
+
+    @property
+    def limits(self) -> RequestLimits:
+        return RequestLimits(limiter=self.limiter, policy=self.policy)
+
+    @property
+    def issuer(self) -> ChallengeIssuer:
+        return ChallengeIssuer(
+            secrets=self.secrets, hasher=self.hasher, sealer=self.sealer, ids=self.ids
+        )
+
+    @property
+    def answers(self) -> ChallengeAnswers:
+        return ChallengeAnswers(hasher=self.hasher, telemetry=self.telemetry)
+
+    @property
+    def sessions(self) -> SessionStarter:
+        return SessionStarter(secrets=self.secrets, ids=self.ids)
+
+    def _common(self) -> dict[str, object]:
+        return {"transactions": self.db, "clock": self.clock, "telemetry": self.telemetry}
+
+    # -- use cases -------------------------------------------------------------------------
+
+    @property
+    def request_sign_up(self) -> RequestSignUp:
+        return RequestSignUp(
+            issuer=self.issuer,
+            hasher=self.hasher,
+            limits=self.limits,
+            ids=self.ids,
+            **self._common(),
+        )
+
+    @property
+    def confirm_sign_up(self) -> ConfirmSignUp:
+        return ConfirmSignUp(answers=self.answers, limits=self.limits, **self._common())
+
+    @property
+    def sign_in(self) -> SignIn:
+        return SignIn(
+            sessions=self.sessions,
+            hasher=self.hasher,
+            limits=self.limits,
+            **self._common(),
+        )
+
+    @property
+    def authenticate(self) -> AuthenticateBearer:
+        return AuthenticateBearer(transactions=self.db, clock=self.clock)
+
+    @property
+    def request_sign_in_method(self) -> RequestSignInMethod:
+        return RequestSignInMethod(issuer=self.issuer, limits=self.limits, **self._common())
+
+    @property
+    def confirm_sign_in_method(self) -> ConfirmSignInMethod:
+        return ConfirmSignInMethod(answers=self.answers, limits=self.limits, **self._common())
+
+    @property
+    def request_password_recovery(self) -> RequestPasswordRecovery:
+        return RequestPasswordRecovery(issuer=self.issuer, limits=self.limits, **self._common())
+
+    @property
+    def confirm_password_recovery(self) -> ConfirmPasswordRecovery:
+        return ConfirmPasswordRecovery(
+            answers=self.answers,
+            hasher=self.hasher,
+            limits=self.limits,
+            **self._common(),
+        )
+
+    @property
+    def request_step_up(self) -> RequestStepUp:
+        return RequestStepUp(issuer=self.issuer, limits=self.limits, **self._common())
+
+    @property
+    def confirm_step_up(self) -> ConfirmStepUp:
+        return ConfirmStepUp(
+            answers=self.answers,
+            secrets=self.secrets,
+            limits=self.limits,
+            ids=self.ids,
+            **self._common(),
+        )
+
+    @property
+    def create_organization(self) -> CreateOrganization:
+        return CreateOrganization(ids=self.ids, **self._common())
+
+    @property
+    def invite_member(self) -> InviteMember:
+        return InviteMember(
+            secrets=self.secrets,
+            sealer=self.sealer,
+            limits=self.limits,
+            ids=self.ids,
+            **self._common(),
+        )
+
+    @property
+    def revoke_invitation(self) -> RevokeInvitation:
+        return RevokeInvitation(**self._common())
+
+    @property
+    def accept_invitation(self) -> AcceptInvitation:
+        return AcceptInvitation(limits=self.limits, **self._common())
+
+    @property
+    def request_magic_link(self) -> RequestMagicLink:
+        return RequestMagicLink(
+            secrets=self.secrets,
+            sealer=self.sealer,
+            limits=self.limits,
+            ids=self.ids,
+            **self._common(),
+        )
+
+    @property
+    def redeem_magic_link(self) -> RedeemMagicLink:
+        return RedeemMagicLink(sessions=self.sessions, limits=self.limits, **self._common())
+
+    # -- reading what was sent -------------------------------------------------------------
+
+    def messages(self, purpose: Purpose | None = None) -> list[Message]:
+        """Every committed message (of ``purpose``), oldest first."""
+        found = [m for m in self.db.tables.messages.values() if purpose in (None, m.purpose)]
+        return sorted(found, key=lambda m: m.id)
+
+    def secret_of(self, message: Message) -> str:
+        """Open the message's envelope, as the worker would."""
+        assert message.sealed_secret is not None
+        return self.sealer.open(
+            message_id=message.id, purpose=message.purpose, envelope=message.sealed_secret
+        )
+
+    def last_secret(self, purpose: Purpose) -> str:
+        """The secret of the newest message of ``purpose``."""
+        return self.secret_of(self.messages(purpose)[-1])
+
+    # -- shortcuts -------------------------------------------------------------------------
+
+    async def signed_up(self, identifier: str = "alice@example.com") -> Principal:
+        """An account with a verified identifier, signed in."""
+        await self.request_sign_up(
+            RequestSignUpCommand(identifier=identifier, password=PASSWORD, client_address=CLIENT)
+        )
+        await self.confirm_sign_up(
+            ConfirmSignUpCommand(
+                identifier=identifier,
+                code=self.last_secret(Purpose.SIGN_UP),
+                client_address=CLIENT,
+            )
+        )
+        grant = await self.sign_in(
+            SignInCommand(identifier=identifier, password=PASSWORD, client_address=CLIENT)
+        )
+        return await self.authenticate(grant.token)
+
+    async def organization(self, founder: Principal, name: str = "Acme") -> UUID:
+        """A new organization founded by ``founder``."""
+        created = await self.create_organization(
+            CreateOrganizationCommand(identity_id=founder.identity_id, name=name)
+        )
+        return created.id
+
+    async def accept(self, principal: Principal, token: str) -> UUID:
+        """Accept an invitation token as ``principal``."""
+        return await self.accept_invitation(
+            AcceptInvitationCommand(
+                identity_id=principal.identity_id, token=token, client_address=CLIENT
+            )
+        )
