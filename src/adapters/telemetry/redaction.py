@@ -12,6 +12,8 @@ It cannot know every secret; application code must still never log one.
 
 from __future__ import annotations
 
+import enum
+import functools
 import re
 from collections.abc import Mapping, MutableMapping
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 from domain.destinations import mask
 
 REDACTED = "[REDACTED]"
+MAX_TEXT = 4096  # longer strings are cut: a log line is not a dump, and scrubbing stays cheap
 _MASK = "***"
 
 # Matched anywhere in a lower-cased key.
@@ -45,11 +48,12 @@ _FIRST = ("timestamp", "level", "logger", "event")
 _SAFE_KEYS = frozenset({*_FIRST, "key_id"})
 _SEPARATORS = re.compile(r"[._-]")
 
-# What an error code looks like: HTTP/SMTP statuses, enhanced SMTP codes, SQLSTATEs, and
-# names: ``Throttling``, ``timeout``, ``no_provider`` (letters with at least one lower-case)
-# or ``PROVIDER_SUSPENDED``. A one-time code (digits by default, SPEC §10) does not.
+# What an error code looks like: HTTP/SMTP statuses (``550``, ``401:unauthorized``),
+# enhanced SMTP codes, SQLSTATEs, and names: ``Throttling``, ``timeout``, ``no_provider``
+# (letters, at least one lower-case) or ``PROVIDER_SUSPENDED``. A one-time code (digits
+# by default, SPEC §10) does not.
 _ERROR_CODE = re.compile(
-    r"\d{3}|\d\.\d{1,3}\.\d{1,3}|[0-9A-Z]{5}"
+    r"\d{3}(?::[A-Za-z_]+)?|\d\.\d{1,3}\.\d{1,3}|[0-9A-Z]{5}"
     r"|(?=[A-Z_.:-]*[a-z])[A-Za-z]+(?:[_.:-][A-Za-z]+)*|[A-Z]+(?:_[A-Z]+)+",
     re.ASCII,
 )
@@ -60,7 +64,8 @@ _HARMLESS = re.compile(
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?",
     re.ASCII,
 )
-_LETTER_AND_DIGIT = re.compile(r"[A-Za-z].*\d|\d.*[A-Za-z]")
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[A-Za-z]")
 _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 _SCRUB = re.compile(
     r"(?P<bearer>(?i:\b(?:bearer|basic))\s+[A-Za-z0-9._~+/=-]{6,})"
@@ -68,7 +73,7 @@ _SCRUB = re.compile(
     r"[\"']?\s*[=:]\s*[\"']?)[^\s\"'&,;]+"
     r"|(?P<envelope>\bv1\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+){2,})"
     r"|(?P<fragment>(?<=[\w/.=-])\#[^\s\"'<>]+)"
-    r"|(?P<email>[A-Za-z0-9.!$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+    r"|(?P<email>(?<![A-Za-z0-9.!$%&'*+/=?^_`{|}~-])[A-Za-z0-9.!$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+)"
     r"|(?P<phone>(?<![\w+])\+[1-9]\d{6,14}(?!\d))"
     r"|(?P<long>(?<![\w-])[A-Za-z0-9_-]{32,}(?![\w-]))"
@@ -88,6 +93,8 @@ def redact_event(_logger: object, _method: str, event_dict: MutableMapping[str, 
 
 def redact_text(text: str) -> str:
     """Scrub secrets and personal data that have a recognisable shape out of ``text``."""
+    if len(text) > MAX_TEXT:
+        text = text[:MAX_TEXT] + "…[truncated]"
     if _HARMLESS.fullmatch(text):
         return text
     return _SCRUB.sub(_replace, text)
@@ -96,18 +103,38 @@ def redact_text(text: str) -> str:
 def _by_key(key: str, value: Any) -> Any:
     if value is None or isinstance(value, bool):
         return value
-    lowered = key.lower()
-    if lowered not in _SAFE_KEYS:
-        segments = _SEPARATORS.split(lowered)
-        if any(word in lowered for word in _SECRET_WORDS) or not _SECRET_SEGMENTS.isdisjoint(
-            segments
-        ):
-            return REDACTED
-        if segments[-1] == "code":
-            return _error_code(value)
-        if segments[-1] in _DESTINATION_SEGMENTS and isinstance(value, str):
-            return redact_text(value if _MASK in value else mask(value))
+    kind = _kind_of(key)
+    if kind is _Kind.SECRET:
+        return REDACTED
+    if kind is _Kind.CODE:
+        return _error_code(value)
+    if kind is _Kind.DESTINATION and isinstance(value, str):
+        return redact_text(value if _MASK in value else mask(value))
     return _value(key, value)
+
+
+class _Kind(enum.Enum):
+    """How a key's value is treated."""
+
+    SECRET = enum.auto()
+    CODE = enum.auto()
+    DESTINATION = enum.auto()
+    PLAIN = enum.auto()
+
+
+@functools.lru_cache(maxsize=4096)  # keys come from code: a small set, seen on every line
+def _kind_of(key: str) -> _Kind:
+    lowered = key.lower()
+    if lowered in _SAFE_KEYS:
+        return _Kind.PLAIN
+    segments = _SEPARATORS.split(lowered)
+    if any(word in lowered for word in _SECRET_WORDS) or not _SECRET_SEGMENTS.isdisjoint(segments):
+        return _Kind.SECRET
+    if segments[-1] == "code":
+        return _Kind.CODE
+    if segments[-1] in _DESTINATION_SEGMENTS:
+        return _Kind.DESTINATION
+    return _Kind.PLAIN
 
 
 def _value(key: str, value: Any) -> Any:
@@ -144,6 +171,6 @@ def _replace(match: re.Match[str]) -> str:
         return f"{match.group('assign')}{REDACTED}"
     if kind in {"email", "phone"}:
         return mask(text)
-    if _UUID.fullmatch(text) or not _LETTER_AND_DIGIT.search(text):
+    if _UUID.fullmatch(text) or not (_DIGIT.search(text) and _LETTER.search(text)):
         return text  # a long id, word or number, not a token
     return REDACTED

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from adapters.telemetry.redaction import REDACTED, redact_event, redact_text
+from adapters.telemetry.redaction import MAX_TEXT, REDACTED, redact_event, redact_text
 
 ENVELOPE = (
     "v1.20260101-example.QEFCQ0RFRkdISUpLTE1OTw.YGFiY2RlZmdoaWpr.W8L99E3QS5wRzlR9_PNYOBpiZ14HrA"
@@ -86,6 +86,8 @@ def test_a_list_of_destinations_is_masked_item_by_item() -> None:
         "no_provider",
         "PROVIDER_SUSPENDED",
         "550",
+        "401:unauthorized",
+        "403:not_enough_credits",
         "5.7.1",
         "40P01",
         "",
@@ -173,3 +175,11 @@ def test_the_standard_keys_come_first() -> None:
     redacted = _redact(a=1, event="x.y", level="info", timestamp="t", logger="outbox")
 
     assert ["timestamp", "level", "logger", "event", "a"] == list(redacted)
+
+
+def test_a_very_long_string_is_cut_before_it_is_scrubbed() -> None:
+    text = "x" * (MAX_TEXT + 10) + " alice@example.com"
+
+    redacted = redact_text(text)
+
+    assert "x" * MAX_TEXT + "…[truncated]" == redacted
