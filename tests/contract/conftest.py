@@ -1,0 +1,18 @@
+"""Every contract test runs twice: against the in-memory fake and against PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.contract.harness import Harness, MemoryHarness, PostgresHarness
+
+
+@pytest.fixture(params=["memory", pytest.param("postgres", marks=pytest.mark.integration)])
+def outbox(request: pytest.FixtureRequest) -> Harness:
+    """The store under test, with its producer side and its clock."""
+    if request.param == "memory":
+        return MemoryHarness()
+    return PostgresHarness(
+        store=request.getfixturevalue("dispatch_store"),
+        connect_as=request.getfixturevalue("connect_as"),
+    )

@@ -1,0 +1,164 @@
+"""One face for the contract tests over the in-memory fake and the PostgreSQL adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+from uuid import UUID
+
+import attrs
+import psycopg
+
+from adapters.postgres.outbox_writer import PostgresOutboxWriter
+from application.ports import DispatchStore
+from domain.channels import Channel
+from domain.failures import FailureClass
+from domain.messages import Message, State
+from domain.purposes import Purpose
+from tests.fakes.outbox_store import InMemoryOutboxStore
+
+ENVELOPE = "v1.test-key.c2FsdHNhbHQ.bm9uY2Vub25jZQ.Y2lwaGVydGV4dA"
+
+
+@attrs.frozen(kw_only=True)
+class View:
+    """What a test can see of one stored message, whichever store holds it."""
+
+    state: State
+    attempts: int
+    has_envelope: bool
+    reason: FailureClass | None
+    available_at: datetime
+    lease_token: UUID | None
+
+
+class Harness(Protocol):
+    """A store under test plus the producer side and a way to let time pass."""
+
+    store: DispatchStore
+
+    async def enqueue(self, message: Message) -> None: ...
+    async def cancel(self, subject_id: UUID, reason: FailureClass) -> int: ...
+    def now(self) -> datetime: ...
+    async def sleep(self, seconds: float) -> None: ...
+    async def view(self, message_id: UUID) -> View | None: ...
+    async def history(self, message_id: UUID) -> list[tuple[int, bool]]: ...
+
+
+def make_message(
+    harness: Harness,
+    *,
+    purpose: Purpose = Purpose.SIGN_UP,
+    subject_id: UUID | None = None,
+    expires_in: timedelta | None = timedelta(minutes=10),
+    params: dict[str, str] | None = None,
+) -> Message:
+    """A valid message for ``purpose``, sealed unless it is a notification."""
+    now = harness.now()
+    is_notification = purpose is Purpose.NOTIFICATION
+    return Message.enqueue(
+        id=uuid.uuid4(),
+        purpose=purpose,
+        channel=Channel.EMAIL,
+        destination="person@example.com",
+        subject_id=subject_id if subject_id or is_notification else uuid.uuid4(),
+        template=str(purpose),
+        params=params or {"name": "Ada"},
+        locale="en",
+        sealed_secret=None if is_notification else ENVELOPE,
+        expires_at=None if expires_in is None else now + expires_in,
+        now=now,
+    )
+
+
+@attrs.define
+class MemoryHarness:
+    """The fake; time moves only when a test sleeps."""
+
+    store: InMemoryOutboxStore = attrs.field(factory=InMemoryOutboxStore)
+
+    async def enqueue(self, message: Message) -> None:
+        await self.store.enqueue(message)
+
+    async def cancel(self, subject_id: UUID, reason: FailureClass) -> int:
+        return await self.store.cancel_by_subject(subject_id=subject_id, reason=reason)
+
+    def now(self) -> datetime:
+        return self.store.clock.now()
+
+    async def sleep(self, seconds: float) -> None:
+        self.store.clock.advance(timedelta(seconds=seconds))
+
+    async def view(self, message_id: UUID) -> View | None:
+        message = self.store.messages.get(message_id)
+        if message is None:
+            return None
+        return View(
+            state=message.state,
+            attempts=message.attempts,
+            has_envelope=message.sealed_secret is not None,
+            reason=message.dead_letter_reason,
+            available_at=message.available_at,
+            lease_token=message.lease.token if message.lease else None,
+        )
+
+    async def history(self, message_id: UUID) -> list[tuple[int, bool]]:
+        return [(a.attempt, a.counted) for a in self.store.attempts if a.message_id == message_id]
+
+
+VIEW = """
+SELECT m.state, m.attempt_count, e.message_id IS NOT NULL, m.dead_letter_reason,
+       m.available_at, m.lease_token
+FROM outbox.messages AS m LEFT JOIN outbox.envelopes AS e ON e.message_id = m.id
+WHERE m.id = %s
+"""
+HISTORY = "SELECT attempt, counted FROM outbox.attempts WHERE message_id = %s ORDER BY id"
+
+
+@attrs.define
+class PostgresHarness:
+    """The real adapter as outbox_worker; producers write as outbox_runtime; time is real."""
+
+    store: DispatchStore
+    connect_as: Callable[..., AbstractAsyncContextManager[psycopg.AsyncConnection]]
+
+    async def enqueue(self, message: Message) -> None:
+        async with self.connect_as("outbox_runtime") as conn, conn.transaction():
+            await PostgresOutboxWriter(conn).enqueue(message)
+
+    async def cancel(self, subject_id: UUID, reason: FailureClass) -> int:
+        async with self.connect_as("outbox_runtime") as conn, conn.transaction():
+            return await PostgresOutboxWriter(conn).cancel_by_subject(
+                subject_id=subject_id, reason=reason
+            )
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    async def view(self, message_id: UUID) -> View | None:
+        async with self.connect_as() as conn:
+            cursor = await conn.execute(VIEW, (message_id,))
+            row = await cursor.fetchone()
+        if row is None:
+            return None
+        state, attempts, has_envelope, reason, available_at, lease_token = row
+        return View(
+            state=State(state),
+            attempts=attempts,
+            has_envelope=has_envelope,
+            reason=FailureClass(reason) if reason else None,
+            available_at=available_at,
+            lease_token=lease_token,
+        )
+
+    async def history(self, message_id: UUID) -> list[tuple[int, bool]]:
+        async with self.connect_as() as conn:
+            cursor = await conn.execute(HISTORY, (message_id,))
+            return [tuple(row) for row in await cursor.fetchall()]  # type: ignore[misc]
