@@ -81,7 +81,11 @@ class JinjaRenderer:
 
         Raises TemplateRenderFailed naming the first file that does not compile.
         """
-        names = self._env.list_templates()
+        names = [
+            name
+            for name in self._env.list_templates()
+            if not any(segment.startswith(".") for segment in name.split("/"))  # .DS_Store, .git
+        ]
         for name in names:
             try:
                 self._env.get_template(name)

@@ -346,3 +346,11 @@ def test_preload_names_an_override_that_does_not_compile(tmp_path: Path) -> None
 
     with pytest.raises(TemplateRenderFailed, match=r"en/sign_up\.sms\.text"):
         renderer.preload()
+
+
+def test_preload_skips_hidden_files_in_the_override_directory(tmp_path: Path) -> None:
+    renderer = _override(
+        tmp_path, {".git/HEAD": "{% broken", "en/.DS_Store": "{{", "en/welcome.sms.text": "Hi"}
+    )
+
+    assert len([p for p in BUILTIN_DIR.rglob("*") if p.is_file()]) + 1 == renderer.preload()
