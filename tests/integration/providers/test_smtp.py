@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import attrs
 import pytest
-import trustme
 
 from adapters.providers.smtp.provider import SmtpProvider, SmtpSecurity
 from application.errors import DeliveryFailed
@@ -18,28 +17,6 @@ from tests.integration.providers.smtp_stand_in import PASSWORD, USERNAME, Behavi
 
 TIMEOUT = 0.5
 SENDER = "Example <no-reply@example.org>"
-
-
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    """A throwaway certificate authority for the TLS servers."""
-    return trustme.CA()
-
-
-@pytest.fixture(scope="module")
-def server_tls(ca: trustme.CA) -> ssl.SSLContext:
-    """The server side of TLS: a certificate for 127.0.0.1 from the test CA."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
-    return context
-
-
-@pytest.fixture(scope="module")
-def client_tls(ca: trustme.CA) -> ssl.SSLContext:
-    """The client side of TLS: trusts the test CA only."""
-    context = ssl.create_default_context()
-    ca.configure_trust(context)
-    return context
 
 
 @pytest.fixture
