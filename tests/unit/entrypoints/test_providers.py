@@ -261,3 +261,37 @@ async def test_wasender_serves_whatsapp() -> None:
 
     assert isinstance(providers[Channel.WHATSAPP], WasenderProvider)
     assert "wsk-secret" not in repr(load_provider_settings(settings))
+
+
+class _Closing:
+    """A provider that records being closed, or fails to close."""
+
+    def __init__(self, *, fails: bool = False) -> None:
+        self.closed = 0
+        self.fails = fails
+
+    @property
+    def name(self) -> str:
+        """Its name."""
+        return "closing"
+
+    async def send(self, delivery: object) -> str:
+        """Never used here."""
+        return ""
+
+    async def aclose(self) -> None:
+        """Count the close, then fail if told to."""
+        self.closed += 1
+        if self.fails:
+            raise OSError("close failed")
+
+
+async def test_closing_closes_each_provider_once_even_after_a_failure() -> None:
+    broken, shared = _Closing(fails=True), _Closing()
+
+    with pytest.raises(OSError, match="close failed"):
+        await close_providers(
+            {Channel.EMAIL: broken, Channel.SMS: shared, Channel.WHATSAPP: shared}
+        )
+
+    assert (1, 1) == (broken.closed, shared.closed)
