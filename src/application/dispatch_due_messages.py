@@ -6,11 +6,16 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import attrs
 
-from application.errors import DeliveryFailed, EnvelopeInvalid
+from application.errors import (
+    DeliveryFailed,
+    EnvelopeInvalid,
+    TemplateNotFound,
+    TemplateRenderFailed,
+)
 from application.links import LinkBases, link_with_token
 from application.ports import (
     AttemptRecord,
@@ -19,6 +24,7 @@ from application.ports import (
     Delivery,
     DeliveryProvider,
     DispatchStore,
+    RenderedMessage,
     Renderer,
     Sealer,
     Telemetry,
@@ -122,39 +128,13 @@ class DispatchDueMessages:
         )
 
     async def _attempt(self, message: ClaimedMessage, provider: DeliveryProvider | None) -> Outcome:
-        now = self.clock.now()
-        if message.expires_at is not None and message.expires_at <= now:
-            return DeadLetter(reason=expiry_reason(message.purpose), attempted=False)  # OX-W7
-        if provider is None:
-            return DeadLetter(reason=FailureClass.REJECTED, code=NO_PROVIDER)
-        retry_at = self.breaker.admit(provider.name, now)
-        if retry_at is not None:
-            return self._decide(
-                message,
-                DeliveryFailure(
-                    failure_class=FailureClass.PROVIDER_SUSPENDED,
-                    code="paused",
-                    retry_after=retry_at,
-                ),
-            )
-        link_base = self.links.base_for(message.purpose)
-        if message.purpose.renders_link and link_base is None:  # OB12: never open the token
+        early = self._before_send(message, provider, self.clock.now())
+        if early is not None or provider is None:
+            return early or DeadLetter(reason=FailureClass.REJECTED, code=NO_PROVIDER)
+        content = self._content(message)
+        if isinstance(content, DeadLetter):
             self.breaker.settle(provider.name)
-            return self._decide(
-                message, DeliveryFailure(failure_class=FailureClass.LINK_UNCONFIGURED)
-            )
-        secret = self._open(message)
-        if isinstance(secret, DeadLetter):
-            self.breaker.settle(provider.name)
-            return secret
-        content = self.renderer.render(
-            template=message.template,
-            channel=message.channel,
-            locale=message.locale,
-            params=message.params,
-            secret=None if link_base else secret,
-            link=link_with_token(link_base, secret) if link_base and secret else None,
-        )
+            return content
         delivery = Delivery(
             message_id=message.id,
             channel=message.channel,
@@ -162,6 +142,46 @@ class DispatchDueMessages:
             content=content,
         )
         return await self._send(message, provider, delivery)
+
+    def _before_send(
+        self, message: ClaimedMessage, provider: DeliveryProvider | None, now: datetime
+    ) -> Outcome | None:
+        """The outcomes decided without opening the secret or calling the provider."""
+        if message.expires_at is not None and message.expires_at <= now:
+            return DeadLetter(reason=expiry_reason(message.purpose), attempted=False)  # OX-W7
+        if provider is None:
+            return None
+        retry_at = self.breaker.admit(provider.name, now)
+        if retry_at is not None:
+            failure = DeliveryFailure(
+                failure_class=FailureClass.PROVIDER_SUSPENDED, code="paused", retry_after=retry_at
+            )
+            return self._decide(message, failure)
+        if message.purpose.renders_link and self.links.base_for(message.purpose) is None:
+            self.breaker.settle(provider.name)  # OB12: the token is never opened
+            return self._decide(
+                message, DeliveryFailure(failure_class=FailureClass.LINK_UNCONFIGURED)
+            )
+        return None
+
+    def _content(self, message: ClaimedMessage) -> RenderedMessage | DeadLetter:
+        """Open the secret and render; a dead letter when either can never succeed."""
+        secret = self._open(message)
+        if isinstance(secret, DeadLetter):
+            return secret
+        link_base = self.links.base_for(message.purpose)
+        try:
+            return self.renderer.render(
+                template=message.template,
+                channel=message.channel,
+                locale=message.locale,
+                params=message.params,
+                secret=None if link_base else secret,
+                link=link_with_token(link_base, secret) if link_base and secret else None,
+            )
+        except (TemplateNotFound, TemplateRenderFailed) as error:
+            # The same row renders the same way every time: waiting cannot fix it.
+            return DeadLetter(reason=FailureClass.REJECTED, code=_snake(type(error).__name__))
 
     def _open(self, message: ClaimedMessage) -> str | DeadLetter | None:
         if not message.purpose.carries_secret:
@@ -295,6 +315,10 @@ class DispatchDueMessages:
             available_at=available_at.isoformat() if available_at else None,
         )
         return kind
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
 def _describe(outcome: Outcome) -> tuple[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
 import attrs
 
@@ -18,7 +19,8 @@ class RecordingProvider:
 
     ``script`` holds what the next sends do, in order: a DeliveryFailure to refuse with,
     an Exception to raise as is, or None to accept. ``failures_for`` refuses a
-    destination every time. ``delay`` makes every send take that long.
+    destination every time. ``delay`` makes every send take that long;
+    ``before_send`` is called with each delivery first (to make the world change mid-send).
     """
 
     provider_name: str = "recording"
@@ -27,6 +29,7 @@ class RecordingProvider:
     script: deque[DeliveryFailure | Exception | None] = attrs.field(factory=deque)
     failures_for: dict[str, DeliveryFailure] = attrs.field(factory=dict)
     delay: float = 0.0
+    before_send: Callable[[Delivery], None] | None = None
 
     @property
     def name(self) -> str:
@@ -44,6 +47,8 @@ class RecordingProvider:
     async def send(self, delivery: Delivery) -> str:
         """Record the delivery, then accept it or fail as scripted."""
         self.tried.append(delivery)
+        if self.before_send is not None:
+            self.before_send(delivery)
         if self.delay:
             await asyncio.sleep(self.delay)
         step = self.script.popleft() if self.script else None
