@@ -1,0 +1,58 @@
+"""Our dispatch drain: claim → open → render → no-op provider → record, through the real worker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import attrs
+
+from adapters.crypto.envelope import EnvelopeSealer
+from adapters.crypto.keyring import parse_keyring
+from bench import workload
+from bench.databases import Database
+from bench.harness import Setting, rate
+from bench.worker import Worker, WorkerConfig
+
+Kind = str  # "notification" or "sealed_code"
+
+
+@attrs.frozen(kw_only=True)
+class DispatchDrain:
+    """Loads ``messages`` of one kind, then times the real worker loop draining them."""
+
+    database: Database
+    keyring: str = attrs.field(repr=False)
+    messages: int
+    kind: Kind
+    config: WorkerConfig
+
+    def settings(self) -> dict[str, Setting]:
+        """What this figure was measured with."""
+        return {
+            "messages": self.messages,
+            "kind": self.kind,
+            "loop": "WorkerLoop(drain=True)",
+            **self.config.settings(),
+        }
+
+    async def once(self, worker: Worker) -> float:
+        """Fill the queue, drain it, check every message was published; return messages/s."""
+        await self.fill(self.messages)
+        started = time.perf_counter()
+        totals = await worker.drain()
+        elapsed = time.perf_counter() - started
+        if totals.published != self.messages:
+            raise RuntimeError(f"published {totals.published} of {self.messages}: {totals}")
+        return rate(self.messages, elapsed)
+
+    async def fill(self, count: int) -> None:
+        """Empty the queue and enqueue ``count`` messages of this kind."""
+        await workload.empty(self.database.conninfo)
+        await workload.load(self.database.conninfo, [self._row()(n) for n in range(count)])
+
+    def _row(self) -> Callable[[int], dict[str, object]]:
+        if self.kind == "notification":
+            return workload.notification
+        sealer = EnvelopeSealer(parse_keyring(self.keyring))
+        return lambda n: workload.sealed_code(n, sealer)

@@ -1,0 +1,370 @@
+"""The run plan: every measurement, in its own database, repetitions interleaved across systems."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+
+import attrs
+from rich.console import Console
+
+from adapters.crypto.keyring import generate_key, key_line
+from adapters.postgres.migrations import apply_migrations
+from bench import workload
+from bench.backlog import BacklogDrain, drain_in_process
+from bench.databases import Server
+from bench.dispatch_drain import DispatchDrain
+from bench.enqueue import SealedEnqueue
+from bench.harness import Figure, Results, Setting
+from bench.latency import Percentiles, SteadyLatency
+from bench.pgqueuer_drain import PgqueuerDrain
+from bench.plain_insert import PlainInsert
+from bench.sizes import Sizes
+from bench.sql_ceiling import SqlCeiling
+from bench.worker import WorkerConfig, running_worker
+
+GROUPS = ("drain", "enqueue", "latency", "backlog")
+WARM_UP_MESSAGES = 500
+
+
+@attrs.define
+class Samples:
+    """Samples collected for one figure while repetitions interleave."""
+
+    key: str
+    label: str
+    unit: str
+    settings: dict[str, Setting]
+    values: list[float] = attrs.field(factory=list)
+
+    def figure(self) -> Figure:
+        """The finished figure."""
+        return Figure(
+            key=self.key,
+            label=self.label,
+            unit=self.unit,
+            samples=tuple(self.values),
+            settings=self.settings,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    """Runs the chosen groups against ``server`` with ``sizes`` and collects every figure."""
+
+    server: Server
+    sizes: Sizes
+    console: Console
+    groups: Sequence[str] = GROUPS
+
+    async def run(self) -> Results:
+        """Measure, then compute every check from this run's medians."""
+        results = Results()
+        keyring = key_line(generate_key("bench"))
+        config = WorkerConfig(batch_size=self.sizes.batch_size, concurrency=self.sizes.concurrency)
+        if "drain" in self.groups:
+            await self._drains(results, keyring, config)
+        if "enqueue" in self.groups:
+            await self._enqueues(results, keyring)
+        if "latency" in self.groups:
+            await self._latency(results, keyring, config)
+        if "backlog" in self.groups:
+            await self._backlog(results, keyring, config)
+        _checks(results)
+        return results
+
+    async def _drains(self, results: Results, keyring: str, config: WorkerConfig) -> None:
+        sizes = self.sizes
+        async with (
+            self.server.fresh_database("pgqueuer") as pgq_db,
+            self.server.fresh_database("ceiling") as ceiling_db,
+            self.server.fresh_database("dispatch") as dispatch_db,
+        ):
+            await apply_migrations(ceiling_db.conninfo)
+            await apply_migrations(dispatch_db.conninfo)
+            peer = PgqueuerDrain(
+                database=pgq_db, jobs=sizes.drain_messages, batch_size=sizes.batch_size
+            )
+            await peer.install()
+            ceiling = SqlCeiling(database=ceiling_db, batch_size=sizes.batch_size)
+            plain = DispatchDrain(
+                database=dispatch_db,
+                keyring=keyring,
+                messages=sizes.drain_messages,
+                kind="notification",
+                config=config,
+            )
+            sealed = attrs.evolve(plain, kind="sealed_code")
+            figures = {
+                "pgqueuer": Samples(
+                    "drain.pgqueuer", "pgqueuer no-op drain", "msg/s", peer.settings()
+                ),
+                "ceiling": Samples(
+                    "drain.sql_ceiling",
+                    "SQL-only ceiling (claim + record)",
+                    "msg/s",
+                    {**ceiling.settings(), "messages": sizes.drain_messages},
+                ),
+                "plain": Samples(
+                    "drain.dispatch_plain",
+                    "Dispatch drain, plain notifications",
+                    "msg/s",
+                    plain.settings(),
+                ),
+                "sealed": Samples(
+                    "drain.dispatch_sealed",
+                    "Dispatch drain, sealed codes + templates",
+                    "msg/s",
+                    sealed.settings(),
+                ),
+            }
+            warm = min(WARM_UP_MESSAGES, sizes.drain_messages)
+            async with running_worker(dispatch_db.conninfo, keyring, config) as worker:
+                self.console.log("warming up the four drains")
+                await attrs.evolve(peer, jobs=warm).once()
+                await workload.load(
+                    ceiling_db.conninfo, [workload.notification(n) for n in range(warm)]
+                )
+                await ceiling.once()
+                await attrs.evolve(plain, messages=warm).once(worker)
+                await attrs.evolve(sealed, messages=warm).once(worker)
+                for repetition in range(sizes.repetitions):
+                    self.console.log(f"drains, repetition {repetition + 1}/{sizes.repetitions}")
+                    figures["pgqueuer"].values.append(await peer.once())
+                    await workload.empty(ceiling_db.conninfo)
+                    await workload.load(
+                        ceiling_db.conninfo,
+                        [workload.notification(n) for n in range(sizes.drain_messages)],
+                    )
+                    figures["ceiling"].values.append(await ceiling.once())
+                    figures["plain"].values.append(await plain.once(worker))
+                    figures["sealed"].values.append(await sealed.once(worker))
+            for samples in figures.values():
+                results.add(samples.figure())
+
+    async def _enqueues(self, results: Results, keyring: str) -> None:
+        sizes = self.sizes
+        async with (
+            self.server.fresh_database("insert") as insert_db,
+            self.server.fresh_database("enqueue") as enqueue_db,
+            self.server.fresh_database("enqueue_nonotify") as silent_db,
+        ):
+            for database in (insert_db, enqueue_db, silent_db):
+                await apply_migrations(database.conninfo)
+            plain = PlainInsert(
+                database=insert_db, total=sizes.enqueue_transactions, producers=sizes.producers
+            )
+            await plain.prepare()
+            sealed = SealedEnqueue(
+                database=enqueue_db,
+                keyring=keyring,
+                total=sizes.enqueue_transactions,
+                producers=sizes.producers,
+            )
+            silent = attrs.evolve(sealed, database=silent_db, notify=False)
+            await silent.prepare()
+            figures = {
+                "plain": Samples(
+                    "enqueue.plain_insert",
+                    "Plain one-row INSERT transactions",
+                    "tx/s",
+                    plain.settings(),
+                ),
+                "sealed": Samples(
+                    "enqueue.sealed",
+                    "Sealed enqueue (enqueue_message, NOTIFY)",
+                    "tx/s",
+                    sealed.settings(),
+                ),
+                "silent": Samples(
+                    "enqueue.sealed_no_notify",
+                    "Sealed enqueue without NOTIFY (bench variant)",
+                    "tx/s",
+                    silent.settings(),
+                ),
+            }
+            runs: dict[str, Callable[[], object]] = {
+                "plain": plain.once,
+                "sealed": sealed.once,
+                "silent": silent.once,
+            }
+            for repetition in range(sizes.repetitions):
+                self.console.log(f"enqueue, repetition {repetition + 1}/{sizes.repetitions}")
+                for name, samples in figures.items():
+                    samples.values.append(await runs[name]())  # type: ignore[misc]
+            for samples in figures.values():
+                results.add(samples.figure())
+
+    async def _latency(self, results: Results, keyring: str, config: WorkerConfig) -> None:
+        sizes = self.sizes
+        async with self.server.fresh_database("latency") as database:
+            await apply_migrations(database.conninfo)
+            latency = SteadyLatency(
+                database=database,
+                keyring=keyring,
+                rate=sizes.latency_rate,
+                seconds=sizes.latency_seconds,
+                config=config,
+            )
+            runs: list[Percentiles] = []
+            for repetition in range(sizes.repetitions):
+                self.console.log(f"latency, repetition {repetition + 1}/{sizes.repetitions}")
+                runs.append(await latency.once())
+        settings = {
+            **latency.settings(),
+            "messages_per_repetition": runs[0].messages,
+            "offered_rate_median": round(statistics.median(r.offered_rate for r in runs), 1),
+        }
+        for name in ("p50", "p95", "p99"):
+            results.add(
+                Figure(
+                    key=f"latency.{name}",
+                    label=f"Enqueue-to-provider latency {name} at {sizes.latency_rate}/s",
+                    unit="ms",
+                    samples=tuple(getattr(r, name) for r in runs),
+                    settings=settings,
+                )
+            )
+
+    async def _backlog(self, results: Results, keyring: str, config: WorkerConfig) -> None:
+        sizes = self.sizes
+        async with (
+            self.server.fresh_database("backlog_small") as small_db,
+            self.server.fresh_database("backlog_large") as large_db,
+        ):
+            await apply_migrations(small_db.conninfo)
+            await apply_migrations(large_db.conninfo)
+            small = BacklogDrain(
+                database=small_db,
+                pending=sizes.backlog_small,
+                drained=sizes.backlog_drained,
+                config=config,
+            )
+            large = BacklogDrain(
+                database=large_db,
+                pending=sizes.backlog_large,
+                drained=sizes.backlog_drained,
+                config=config,
+            )
+            self.console.log(f"bulk-loading {sizes.backlog_large:,} pending messages")
+            await large.load()
+            figures = {
+                "small": Samples(
+                    "backlog.small",
+                    f"Drain with {sizes.backlog_small:,} pending",
+                    "msg/s",
+                    small.settings(),
+                ),
+                "large": Samples(
+                    "backlog.large",
+                    f"Drain with {sizes.backlog_large:,} pending",
+                    "msg/s",
+                    large.settings(),
+                ),
+            }
+            async with (
+                running_worker(small_db.conninfo, keyring, config) as small_worker,
+                running_worker(large_db.conninfo, keyring, config) as large_worker,
+            ):
+                for repetition in range(sizes.repetitions):
+                    self.console.log(f"backlog, repetition {repetition + 1}/{sizes.repetitions}")
+                    figures["small"].values.append(await small.once(small_worker, reload=True))
+                    figures["large"].values.append(await large.once(large_worker, reload=False))
+            for samples in figures.values():
+                results.add(samples.figure())
+            pending = await large.top_up()
+            self.console.log(f"draining all {pending:,} pending in a worker process")
+            drained = await drain_in_process(large_db, keyring, config)
+        if drained.published != pending:
+            raise RuntimeError(f"the worker process published {drained.published} of {pending}")
+        settings: dict[str, Setting] = {
+            "pending_at_start": pending,
+            "published": drained.published,
+            "measured": "VmHWM of the worker process (RUSAGE_CHILDREN ru_maxrss agrees)",
+            "children_maxrss_mb": round(drained.children_maxrss_mb, 1),
+            **config.settings(),
+        }
+        results.add(
+            Figure(
+                key="memory.worker_peak_rss",
+                label=f"Worker peak RSS draining {pending:,}",
+                unit="MB",
+                samples=(drained.peak_rss_mb,),
+                settings=settings,
+            )
+        )
+        results.add(
+            Figure(
+                key="backlog.full_drain_process",
+                label=f"Worker process draining all {pending:,}",
+                unit="msg/s",
+                samples=(drained.published / drained.seconds,),
+                settings=settings,
+            )
+        )
+
+
+def _checks(results: Results) -> None:
+    have = results.figures.keys()
+    if {"drain.dispatch_plain", "drain.pgqueuer"} <= have:
+        results.ratio(
+            "dispatch_plain_vs_pgqueuer",
+            "Dispatch (plain) / pgqueuer",
+            "drain.dispatch_plain",
+            "drain.pgqueuer",
+            at_least=1.5,
+        )
+        results.ratio(
+            "dispatch_sealed_vs_pgqueuer",
+            "Dispatch (sealed + templates) / pgqueuer",
+            "drain.dispatch_sealed",
+            "drain.pgqueuer",
+            at_least=1.0,
+        )
+        results.ratio(
+            "dispatch_plain_vs_ceiling",
+            "Dispatch (plain) / SQL-only ceiling",
+            "drain.dispatch_plain",
+            "drain.sql_ceiling",
+            at_least=0.5,
+        )
+        results.ratio(
+            "dispatch_sealed_vs_ceiling",
+            "Dispatch (sealed + templates) / SQL-only ceiling",
+            "drain.dispatch_sealed",
+            "drain.sql_ceiling",
+            at_least=0.5,
+        )
+        results.ratio(
+            "ceiling_vs_pgqueuer",
+            "SQL-only ceiling / pgqueuer",
+            "drain.sql_ceiling",
+            "drain.pgqueuer",
+            at_least=None,
+        )
+    if "enqueue.sealed" in have:
+        results.ratio(
+            "enqueue_vs_insert",
+            "Sealed enqueue / plain INSERT",
+            "enqueue.sealed",
+            "enqueue.plain_insert",
+            at_least=0.8,
+        )
+        results.ratio(
+            "notify_cost",
+            "Sealed enqueue with NOTIFY / without",
+            "enqueue.sealed",
+            "enqueue.sealed_no_notify",
+            at_least=None,
+        )
+    if "latency.p99" in have:
+        results.limit("latency_p99", "Enqueue-to-provider p99", "latency.p99", at_most=25.0)
+    if "backlog.large" in have:
+        results.ratio(
+            "backlog_large_vs_small",
+            "Drain with large backlog / small backlog",
+            "backlog.large",
+            "backlog.small",
+            at_least=0.8,
+        )
+        results.limit("worker_peak_rss", "Worker peak RSS", "memory.worker_peak_rss", at_most=150.0)

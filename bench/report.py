@@ -1,0 +1,92 @@
+"""Print a run's figures and checks as rich tables and write them as JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from bench.harness import Check, Figure, Results
+
+
+def write_json(path: Path, results: Results, header: Mapping[str, object]) -> None:
+    """Write every figure and check, with the run's header (mode, machine), to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {
+        **header,
+        "figures": {key: figure.as_json() for key, figure in results.figures.items()},
+        "checks": {key: check.as_json() for key, check in results.checks.items()},
+    }
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def print_tables(console: Console, results: Results, header: Mapping[str, object]) -> None:
+    """The figures table, then the checks table (each ratio computed in this run)."""
+    console.print(", ".join(f"{key}: {value}" for key, value in header.items() if key != "machine"))
+    machine = header.get("machine")
+    if isinstance(machine, Mapping):
+        console.print(", ".join(f"{key}: {value}" for key, value in machine.items()))
+    figures = Table(title="Figures (median of the repetitions, with min and max)")
+    for column in ("figure", "median", "min", "max", "unit", "n"):
+        figures.add_column(column, justify="left" if column == "figure" else "right")
+    for figure in results.figures.values():
+        figures.add_row(
+            figure.label,
+            _number(figure.median),
+            _number(figure.min),
+            _number(figure.max),
+            figure.unit,
+            str(len(figure.samples)),
+        )
+    console.print(figures)
+    checks = Table(title="Targets (SPEC §13), computed from the medians above")
+    for column in ("check", "value", "target", "met"):
+        checks.add_column(column, justify="left" if column == "check" else "right")
+    for check in results.checks.values():
+        checks.add_row(
+            check.label,
+            _value(check),
+            _target(check),
+            _met(check.met),
+        )
+    console.print(checks)
+
+
+def print_settings(console: Console, figures: Mapping[str, Figure]) -> None:
+    """The settings each figure was measured with (batch sizes, concurrency, sizes)."""
+    table = Table(title="Settings")
+    table.add_column("figure")
+    table.add_column("settings")
+    for figure in figures.values():
+        table.add_row(figure.key, ", ".join(f"{k}={v}" for k, v in figure.settings.items()))
+    console.print(table)
+
+
+def _number(value: float) -> str:
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:,.2f}"
+
+
+def _value(check: Check) -> str:
+    if check.unit == "x":
+        return f"{check.value:.2f}x"
+    return f"{_number(check.value)} {check.unit}"
+
+
+def _met(met: bool | None) -> str:
+    if met is None:
+        return "—"
+    return "[green]yes[/green]" if met else "[red]NO[/red]"
+
+
+def _target(check: Check) -> str:
+    if check.target is None:
+        return "(information)"
+    sign = "≥" if check.direction == "at_least" else "≤"
+    if check.unit == "x":
+        return f"{sign} {check.target:.2f}x"
+    return f"{sign} {_number(check.target)} {check.unit}"

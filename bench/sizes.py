@@ -1,0 +1,47 @@
+"""How big each measurement is: the full run, and the smoke run CI uses to keep it working."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen(kw_only=True)
+class Sizes:
+    """Message counts, repetitions and rates of one run."""
+
+    repetitions: int
+    drain_messages: int  # messages drained per repetition by pgqueuer, the ceiling and dispatch
+    enqueue_transactions: int  # one-message transactions per repetition
+    producers: int  # concurrent producer connections for both enqueue figures
+    latency_rate: int  # messages per second offered by the paced producer
+    latency_seconds: float  # how long the paced producer runs per repetition
+    backlog_small: int  # pending rows in the small-backlog case
+    backlog_large: int  # pending rows in the large-backlog case
+    backlog_drained: int  # messages drained per repetition in both backlog cases
+    batch_size: int = 100
+    concurrency: int = 32  # the worker's in-batch send concurrency
+
+
+FULL = Sizes(
+    repetitions=5,
+    drain_messages=10_000,
+    enqueue_transactions=5_000,
+    producers=4,
+    latency_rate=500,
+    latency_seconds=10.0,
+    backlog_small=10_000,
+    backlog_large=1_000_000,
+    backlog_drained=10_000,
+)
+
+SMOKE = Sizes(
+    repetitions=2,
+    drain_messages=300,
+    enqueue_transactions=200,
+    producers=2,
+    latency_rate=200,
+    latency_seconds=1.0,
+    backlog_small=300,
+    backlog_large=3_000,
+    backlog_drained=300,
+)

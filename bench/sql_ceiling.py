@@ -1,0 +1,87 @@
+"""The SQL-only ceiling: claim and record batches through our SQL functions, no per-message work."""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+import psycopg
+
+from bench.databases import Database
+from bench.harness import Setting, rate
+
+CLAIM = "SELECT id, lease_token, attempt_count FROM outbox.claim_messages(%s, %s, %s)"
+RECORD = """
+SELECT count(*) FROM outbox.record_outcomes(
+    %(ids)b, %(tokens)b, %(attempts)b, %(outcomes)b, %(classes)b::text[], %(codes)b,
+    %(providers)b, %(receipts)b, %(retry_at)b::timestamptz[], %(attempted)b
+)
+"""
+
+
+@attrs.frozen(kw_only=True)
+class SqlCeiling:
+    """One connection claims ``batch_size`` rows and records them all published, until none is left.
+
+    The only Python between the two calls turns the claimed columns into the record
+    arrays: it is what the database alone can do for one worker loop.
+    """
+
+    database: Database
+    batch_size: int = 100
+    lease_seconds: float = 60.0
+
+    def settings(self) -> dict[str, Setting]:
+        """What this figure was measured with."""
+        return {
+            "driver": "psycopg (async, prepared statements)",
+            "connections": 1,
+            "batch_size": self.batch_size,
+            "statements_per_batch": "claim_messages + record_outcomes",
+        }
+
+    async def drain(self) -> tuple[int, float]:
+        """Drain every due message; return how many and the seconds it took."""
+        drained = 0
+        async with await psycopg.AsyncConnection.connect(
+            self.database.conninfo, autocommit=True
+        ) as conn:
+            started = time.perf_counter()
+            while True:
+                claimed = await (
+                    await conn.execute(
+                        CLAIM, ("ceiling", self.batch_size, self.lease_seconds), prepare=True
+                    )
+                ).fetchall()
+                if not claimed:
+                    break
+                size = len(claimed)
+                ids, tokens, attempts = zip(*claimed, strict=True)
+                recorded = await (
+                    await conn.execute(
+                        RECORD,
+                        {
+                            "ids": list(ids),
+                            "tokens": list(tokens),
+                            "attempts": [attempt + 1 for attempt in attempts],
+                            "outcomes": ["published"] * size,
+                            "classes": [None] * size,
+                            "codes": [""] * size,
+                            "providers": ["noop"] * size,
+                            "receipts": [""] * size,
+                            "retry_at": [None] * size,
+                            "attempted": [True] * size,
+                        },
+                        prepare=True,
+                    )
+                ).fetchone()
+                if not recorded or recorded[0] != size:
+                    raise RuntimeError("record_outcomes did not answer for every claimed row")
+                drained += size
+            elapsed = time.perf_counter() - started
+        return drained, elapsed
+
+    async def once(self) -> float:
+        """Drain the loaded backlog; return messages per second."""
+        drained, elapsed = await self.drain()
+        return rate(drained, elapsed)

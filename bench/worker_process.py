@@ -1,0 +1,78 @@
+"""The worker in its own process, for latency (serve) and peak memory (drain) measurements.
+
+Run as ``python -m bench.worker_process serve|drain CONNINFO OUT_JSON``; the keyring comes
+in the ``BENCH_KEYRING`` environment variable. ``serve`` prints ``ready`` once it listens,
+runs until SIGTERM, then writes when each message reached the provider. ``drain`` runs until
+nothing is due and writes its count, duration and peak resident memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import signal
+import sys
+import time
+from pathlib import Path
+from uuid import UUID
+
+from bench.worker import WorkerConfig, running_worker
+from entrypoints.worker.loop import WorkerLoop
+
+KEYRING_VARIABLE = "BENCH_KEYRING"
+READY = "ready"
+
+
+def peak_rss_kib() -> int:
+    """This process's peak resident set size (VmHWM), in KiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+async def serve(conninfo: str, config: WorkerConfig) -> dict[str, float]:
+    """Run the worker loop until SIGTERM; return when each message reached the provider."""
+    received: dict[UUID, float] = {}
+    async with running_worker(
+        conninfo, os.environ[KEYRING_VARIABLE], config, received=received
+    ) as worker:
+        await worker.store.wait_for_work(0.2)  # opens the LISTEN connection before "ready"
+        loop = WorkerLoop(
+            dispatch=worker.dispatch,
+            wait_for_work=worker.store.wait_for_work,
+            telemetry=worker.dispatch.telemetry,
+            poll_interval=config.poll_interval,
+        )
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, loop.stop)
+        print(READY, flush=True)
+        await loop.run()
+    return {str(key): value for key, value in received.items()}
+
+
+async def drain(conninfo: str, config: WorkerConfig) -> dict[str, float]:
+    """Drain every due message; return how many, how long, and the peak RSS."""
+    async with running_worker(conninfo, os.environ[KEYRING_VARIABLE], config) as worker:
+        started = time.perf_counter()
+        totals = await worker.drain()
+        elapsed = time.perf_counter() - started
+    return {
+        "published": totals.published,
+        "claimed": totals.claimed,
+        "seconds": elapsed,
+        "peak_rss_kib": peak_rss_kib(),
+    }
+
+
+def main(argv: list[str]) -> None:
+    """Entry point: ``serve|drain CONNINFO OUT_JSON [BATCH_SIZE CONCURRENCY]``."""
+    mode, conninfo, out = argv[0], argv[1], Path(argv[2])
+    config = WorkerConfig(batch_size=int(argv[3]), concurrency=int(argv[4]))
+    runner = serve if mode == "serve" else drain
+    out.write_text(json.dumps(asyncio.run(runner(conninfo, config))))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,125 @@
+"""The benchmark's smoke mode runs end to end and reports every figure and check.
+
+Timings are never asserted: only that each figure was measured and each ratio computed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIGURES = {
+    "drain.pgqueuer",
+    "drain.sql_ceiling",
+    "drain.dispatch_plain",
+    "drain.dispatch_sealed",
+    "enqueue.plain_insert",
+    "enqueue.sealed",
+    "enqueue.sealed_no_notify",
+    "latency.p50",
+    "latency.p95",
+    "latency.p99",
+    "backlog.small",
+    "backlog.large",
+    "backlog.full_drain_process",
+    "memory.worker_peak_rss",
+}
+CHECKS = {
+    "dispatch_plain_vs_pgqueuer",
+    "dispatch_sealed_vs_pgqueuer",
+    "dispatch_plain_vs_ceiling",
+    "dispatch_sealed_vs_ceiling",
+    "ceiling_vs_pgqueuer",
+    "enqueue_vs_insert",
+    "notify_cost",
+    "latency_p99",
+    "backlog_large_vs_small",
+    "worker_peak_rss",
+}
+TARGETED = CHECKS - {"ceiling_vs_pgqueuer", "notify_cost"}
+
+
+@pytest.fixture(scope="module")
+def smoke_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """Run ``python -m bench --smoke`` once, on the test server when one is configured."""
+    out = tmp_path_factory.mktemp("bench") / "smoke.json"
+    env = dict(os.environ)
+    test_url = env.get("OUTBOX_TEST_DATABASE_URL", "").strip()
+    if test_url:
+        env["OUTBOX_DATABASE_URL"] = test_url
+    else:
+        env.pop("OUTBOX_DATABASE_URL", None)
+    completed = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "bench", "--smoke", "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert 0 == completed.returncode, completed.stdout[-3000:] + completed.stderr[-3000:]
+    document: dict[str, object] = json.loads(out.read_text())
+    return document
+
+
+@pytest.mark.integration
+def test_smoke_run_reports_every_figure_with_its_samples(smoke_results: dict[str, object]) -> None:
+    figures = smoke_results["figures"]
+    assert isinstance(figures, dict)
+    assert FIGURES == set(figures)
+    for key, figure in figures.items():
+        samples = figure["samples"]
+        assert samples, key
+        assert all(math.isfinite(value) and value > 0 for value in samples), key
+        assert min(samples) == figure["min"]
+        assert max(samples) == figure["max"]
+        assert figure["min"] <= figure["median"] <= figure["max"], key
+        assert figure["unit"], key
+        assert figure["settings"], key
+
+
+@pytest.mark.integration
+def test_smoke_run_repeats_every_repeated_figure(smoke_results: dict[str, object]) -> None:
+    figures = smoke_results["figures"]
+    assert isinstance(figures, dict)
+    single = {"backlog.full_drain_process", "memory.worker_peak_rss"}
+    for key in FIGURES - single:
+        assert smoke_results["repetitions"] == len(figures[key]["samples"]), key
+
+
+@pytest.mark.integration
+def test_smoke_run_computes_every_ratio_from_the_same_run(
+    smoke_results: dict[str, object],
+) -> None:
+    figures = smoke_results["figures"]
+    checks = smoke_results["checks"]
+    assert isinstance(figures, dict)
+    assert isinstance(checks, dict)
+    assert CHECKS == set(checks)
+    for key, check in checks.items():
+        numerator = figures[check["numerator"]]["median"]
+        if check["denominator"] is None:
+            assert numerator == check["value"], key
+        else:
+            assert math.isclose(
+                numerator / figures[check["denominator"]]["median"], check["value"]
+            ), key
+        assert (check["target"] is not None) == (key in TARGETED), key
+        assert isinstance(check["met"], bool) == (key in TARGETED), key
+
+
+@pytest.mark.integration
+def test_smoke_run_describes_the_machine_and_database(smoke_results: dict[str, object]) -> None:
+    machine = smoke_results["machine"]
+    assert isinstance(machine, dict)
+    assert machine["cores"] >= 1
+    assert machine["postgresql"]
+    assert "smoke" == smoke_results["mode"]
