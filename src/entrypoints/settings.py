@@ -39,6 +39,8 @@ class DatabaseSettings:
 
     url: str | None = attrs.field(repr=False)
     worker_url: str | None = attrs.field(repr=False)
+    worker_role: str | None  # SET ROLE on every worker connection (a group role, not a login)
+    api_role: str | None  # SET ROLE on every API connection
     prepared_statements: bool
     pool_min: int
     pool_max: int
@@ -185,6 +187,8 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         database=DatabaseSettings(
             url=read.raw("DATABASE_URL"),
             worker_url=read.raw("WORKER_DATABASE_URL"),
+            worker_role=read.raw("WORKER_DB_ROLE"),
+            api_role=read.raw("API_DB_ROLE"),
             prepared_statements=read.flag("DB_PREPARED_STATEMENTS", default=True),
             pool_min=read.integer("DB_POOL_MIN", 1),
             pool_max=read.integer("DB_POOL_MAX", 10),

@@ -6,6 +6,7 @@ import typer
 
 from entrypoints.cli.db import db_app
 from entrypoints.cli.keys import keys_app
+from entrypoints.cli.worker import sweep, worker
 
 app = typer.Typer(
     name="outboxctl",
@@ -16,6 +17,8 @@ app = typer.Typer(
 )
 app.add_typer(keys_app, name="keys")
 app.add_typer(db_app, name="db")
+app.command()(worker)
+app.command()(sweep)
 
 
 @app.callback()

@@ -1,0 +1,57 @@
+"""Runs a command body and turns application errors into a message on stderr and an exit code."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import typer
+
+from application.errors import (
+    InvalidRequest,
+    MessageNotFound,
+    PermissionDenied,
+    StoreUnavailable,
+)
+from entrypoints.cli.exit_codes import ExitCode
+from entrypoints.settings import SettingsError
+
+_T = TypeVar("_T")
+
+
+def fail(message: str, code: ExitCode) -> typer.Exit:
+    """Print ``message`` to stderr and return the Exit to raise with ``code``."""
+    typer.echo(message, err=True)
+    return typer.Exit(int(code))
+
+
+@contextmanager
+def guarded() -> Iterator[None]:
+    """Map the errors every command can meet to one line on stderr and an exit code."""
+    try:
+        yield
+    except SettingsError as error:
+        raise fail(str(error), ExitCode.CONFIGURATION) from None
+    except (StoreUnavailable, subprocess.SubprocessError) as error:
+        code = getattr(error, "code", "") or type(error).__name__
+        raise fail(
+            f"database unavailable ({code}); check OUTBOX_DATABASE_URL and that PostgreSQL is up",
+            ExitCode.DATABASE_UNAVAILABLE,
+        ) from None
+    except PermissionDenied:
+        raise fail(
+            "the database role may not do this (SQLSTATE 42501); grant the right outbox role",
+            ExitCode.REFUSED,
+        ) from None
+    except MessageNotFound as error:
+        raise fail(f"not found: {error}", ExitCode.NOT_FOUND) from None
+    except InvalidRequest as error:
+        raise fail(f"refused: {error}", ExitCode.REFUSED) from None
+
+
+def run_guarded(action: Callable[[], _T]) -> _T:
+    """Run ``action`` inside ``guarded()``."""
+    with guarded():
+        return action()

@@ -1,0 +1,85 @@
+"""``outboxctl worker`` and ``outboxctl sweep``: deliver messages and keep the queue tidy."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import os
+from typing import Annotated
+
+import typer
+
+from entrypoints.bootstrap import run_sweeps, run_worker
+from entrypoints.cli.guard import run_guarded
+from entrypoints.observability import configure_logging
+from entrypoints.settings import Settings, load_settings
+
+
+class SweepKind(enum.StrEnum):
+    """Which sweep to run."""
+
+    EXPIRY = "expiry"
+    RETENTION = "retention"
+    ALL = "all"
+
+
+def _settings() -> Settings:
+    settings = run_guarded(lambda: load_settings(os.environ))
+    configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
+    return settings
+
+
+def worker(
+    drain: Annotated[
+        bool, typer.Option("--drain", help="Exit once nothing is due (tests, cron, benchmarks).")
+    ] = False,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help="Messages sent at once (default OUTBOX_WORKER_CONCURRENCY)."),
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(min=1, help="Messages claimed per batch (default OUTBOX_WORKER_BATCH_SIZE)."),
+    ] = None,
+) -> None:
+    """Claim due messages, send them through their providers and record the outcomes.
+
+    SIGTERM or SIGINT stops claiming, lets the batch in flight finish within
+    OUTBOX_WORKER_SHUTDOWN_GRACE_SECONDS, records it and exits 0.
+    """
+    settings = _settings()
+    totals = run_guarded(
+        lambda: asyncio.run(
+            run_worker(settings, drain=drain, batch_size=batch_size, concurrency=concurrency)
+        )
+    )
+    if drain:
+        typer.echo(
+            json.dumps(
+                {
+                    "claimed": totals.claimed,
+                    "published": totals.published,
+                    "retried": totals.retried,
+                    "released": totals.released,
+                    "dead_lettered": totals.dead_lettered,
+                    "lease_lost": totals.lease_lost,
+                    "unrecorded": totals.unrecorded,
+                }
+            )
+        )
+
+
+def sweep(
+    kind: Annotated[SweepKind, typer.Argument(help="expiry, retention or all.")],
+    loop: Annotated[
+        bool, typer.Option("--loop", help="Keep sweeping on the configured intervals.")
+    ] = False,
+) -> None:
+    """Expire unsent messages whose secret can no longer be used, and/or delete old final rows.
+
+    Prints the counts as JSON.
+    """
+    settings = _settings()
+    counts = run_guarded(lambda: asyncio.run(run_sweeps(settings, which=kind.value, loop=loop)))
+    typer.echo(json.dumps(counts))
