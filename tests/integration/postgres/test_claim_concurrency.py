@@ -1,0 +1,67 @@
+"""Concurrent claimers get disjoint batches: SKIP LOCKED under a lease (OX-W1)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from uuid import UUID
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROWS = 10_000
+CLAIMERS = 8
+BATCH = 100
+
+SEED = """
+SELECT outbox.enqueue_message(
+    gen_random_uuid(), 'notification', 'email', 'person@example.com', NULL, 'hello'
+)
+FROM generate_series(1, %s)
+"""
+
+
+async def test_eight_concurrent_claimers_take_every_row_exactly_once(connect_as, dispatch_store):
+    async with connect_as("outbox_runtime") as conn:
+        await conn.execute(SEED, (ROWS,))
+    batch_sizes: list[int] = []
+
+    async def claimer(owner: str) -> list[UUID]:
+        taken: list[UUID] = []
+        while True:
+            claimed = await dispatch_store.claim(
+                owner=owner, limit=BATCH, lease=timedelta(minutes=5)
+            )
+            batch_sizes.append(len(claimed))
+            if not claimed:
+                return taken
+            taken.extend(message.id for message in claimed)
+
+    results = await asyncio.gather(*(claimer(f"worker-{n}") for n in range(CLAIMERS)))
+
+    every_claim = [message_id for taken in results for message_id in taken]
+    assert ROWS == len(every_claim)
+    assert ROWS == len(set(every_claim))
+    assert max(batch_sizes) <= BATCH
+    assert sum(1 for taken in results if taken) > 1, "the claimers did not run concurrently"
+    async with connect_as() as conn:
+        cursor = await conn.execute(
+            "SELECT count(*), count(DISTINCT lease_owner) FROM outbox.messages"
+            " WHERE state = 'leased'"
+        )
+        leased, owners = await cursor.fetchone()
+    assert ROWS == leased
+    assert owners == sum(1 for taken in results if taken)
+
+
+async def test_a_claim_never_returns_more_rows_than_asked(connect_as, dispatch_store):
+    async with connect_as("outbox_runtime") as conn:
+        await conn.execute(SEED, (50,))
+
+    sizes = [
+        len(await dispatch_store.claim(owner="worker-1", limit=limit, lease=timedelta(minutes=5)))
+        for limit in (1, 7, 13, 100)
+    ]
+
+    assert [1, 7, 13, 29] == sizes

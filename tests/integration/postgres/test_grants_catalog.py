@@ -1,0 +1,172 @@
+"""Every grant on every function, table and schema of the outbox matches the allowlist (SPEC §6).
+
+A new function without its REVOKE, or a table someone granted by hand, fails this file. When
+a migration adds an object, add it here with exactly the grants SPEC §6 allows.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+RUNTIME = "outbox_runtime"
+WORKER = "outbox_worker"
+EXECUTE_BY_RUNTIME = {(RUNTIME, "EXECUTE")}
+EXECUTE_BY_WORKER = {(WORKER, "EXECUTE")}
+
+FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
+    "outbox.enqueue_message(uuid,text,text,text,uuid,text,jsonb,text,text,"
+    "timestamp with time zone)": EXECUTE_BY_RUNTIME,
+    "outbox.cancel_by_subject(uuid,text)": EXECUTE_BY_RUNTIME,
+    "outbox.claim_messages(text,integer,double precision)": EXECUTE_BY_WORKER,
+    "outbox.record_outcomes(uuid[],uuid[],integer[],text[],text[],text[],text[],text[],"
+    "timestamp with time zone[],boolean[])": EXECUTE_BY_WORKER,
+    "outbox.expire_messages(integer)": EXECUTE_BY_WORKER,
+    "outbox.purge_messages(interval,interval,integer)": EXECUTE_BY_WORKER,
+    "outbox.refuse_final_update()": set(),
+}
+# Tables, sequences and views; column grants count too (as table.column).
+RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
+    "outbox.messages": set(),
+    "outbox.envelopes": set(),
+    "outbox.attempts": set(),
+    "outbox.attempts_id_seq": set(),
+    "outbox_meta.migrations": set(),
+}
+SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
+    "outbox": {(RUNTIME, "USAGE"), (WORKER, "USAGE")},
+    "identity": set(),
+    "outbox_meta": set(),
+}
+SCHEMAS = tuple(SCHEMA_GRANTS)
+
+# Every privilege other than the owner's own, with PUBLIC spelled out; a NULL ACL means the
+# built-in default (which, for functions, is EXECUTE for PUBLIC).
+FUNCTIONS = """
+SELECT p.oid::regprocedure::text,
+       CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END,
+       a.privilege_type
+FROM pg_proc AS p
+JOIN pg_namespace AS n ON n.oid = p.pronamespace
+LEFT JOIN LATERAL aclexplode(COALESCE(p.proacl, acldefault('f', p.proowner))) AS a
+    ON a.grantee <> p.proowner
+WHERE n.nspname = ANY(%(schemas)s)
+"""
+RELATIONS = """
+SELECT format('%%I.%%I', n.nspname, c.relname),
+       CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END,
+       a.privilege_type
+FROM pg_class AS c
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+LEFT JOIN LATERAL aclexplode(COALESCE(
+    c.relacl, acldefault((CASE c.relkind WHEN 'S' THEN 's' ELSE 'r' END)::"char", c.relowner)
+)) AS a ON a.grantee <> c.relowner
+WHERE n.nspname = ANY(%(schemas)s) AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+UNION ALL
+SELECT format('%%I.%%I.%%I', n.nspname, c.relname, att.attname),
+       CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END,
+       a.privilege_type
+FROM pg_attribute AS att
+JOIN pg_class AS c ON c.oid = att.attrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+JOIN LATERAL aclexplode(att.attacl) AS a ON a.grantee <> c.relowner
+WHERE n.nspname = ANY(%(schemas)s) AND att.attacl IS NOT NULL
+"""
+NAMESPACES = """
+SELECT n.nspname,
+       CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END,
+       a.privilege_type
+FROM pg_namespace AS n
+LEFT JOIN LATERAL aclexplode(COALESCE(n.nspacl, acldefault('n', n.nspowner))) AS a
+    ON a.grantee <> n.nspowner
+WHERE n.nspname = ANY(%(schemas)s)
+"""
+EFFECTIVE_FUNCTIONS = """
+SELECT p.oid::regprocedure::text, r.role
+FROM pg_proc AS p
+JOIN pg_namespace AS n ON n.oid = p.pronamespace
+CROSS JOIN unnest(ARRAY['public', 'outbox_runtime', 'outbox_worker']) AS r (role)
+WHERE n.nspname = ANY(%(schemas)s) AND has_function_privilege(r.role, p.oid, 'EXECUTE')
+"""
+EFFECTIVE_TABLES = """
+SELECT format('%%I.%%I', n.nspname, c.relname), r.role, privilege
+FROM pg_class AS c
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+CROSS JOIN unnest(ARRAY['public', 'outbox_runtime', 'outbox_worker']) AS r (role)
+CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES',
+                        'TRIGGER']) AS privilege
+WHERE n.nspname = ANY(%(schemas)s) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND (has_table_privilege(r.role, c.oid, privilege)
+       OR has_any_column_privilege(r.role, c.oid, CASE privilege
+              WHEN 'SELECT' THEN 'SELECT' WHEN 'INSERT' THEN 'INSERT'
+              WHEN 'UPDATE' THEN 'UPDATE' ELSE 'REFERENCES' END))
+"""
+
+
+async def _grants(conn, query: str) -> dict[str, set[tuple[str, str]]]:
+    cursor = await conn.execute(query, {"schemas": list(SCHEMAS)})
+    grants: dict[str, set[tuple[str, str]]] = {}
+    for name, grantee, privilege in await cursor.fetchall():
+        grants.setdefault(name, set())
+        if grantee is not None:
+            grants[name].add((grantee, privilege))
+    return grants
+
+
+async def test_function_grants_match_the_allowlist(connect_as):
+    async with connect_as() as conn:
+        assert FUNCTION_GRANTS == await _grants(conn, FUNCTIONS)
+
+
+async def test_table_and_sequence_grants_match_the_allowlist(connect_as):
+    async with connect_as() as conn:
+        assert RELATION_GRANTS == await _grants(conn, RELATIONS)
+
+
+async def test_schema_grants_match_the_allowlist(connect_as):
+    async with connect_as() as conn:
+        assert SCHEMA_GRANTS == await _grants(conn, NAMESPACES)
+
+
+async def test_effective_execute_rights_match_the_allowlist(connect_as):
+    """The same through has_function_privilege, so inherited and PUBLIC rights count too."""
+    expected = {
+        (name, grantee)
+        for name, grants in FUNCTION_GRANTS.items()
+        for grantee, _ in grants
+        if grantee in {RUNTIME, WORKER}
+    }
+    async with connect_as() as conn:
+        cursor = await conn.execute(EFFECTIVE_FUNCTIONS, {"schemas": list(SCHEMAS)})
+        assert expected == set(await cursor.fetchall())
+
+
+async def test_no_role_but_the_owner_can_touch_any_table(connect_as):
+    async with connect_as() as conn:
+        cursor = await conn.execute(EFFECTIVE_TABLES, {"schemas": list(SCHEMAS)})
+        assert [] == await cursor.fetchall()
+
+
+async def test_a_function_created_without_its_revoke_breaks_the_allowlist(connect_as):
+    """The check itself can fail: a function left with PUBLIC's default EXECUTE shows up."""
+    async with connect_as() as conn:
+        await conn.execute("CREATE FUNCTION outbox.leaky() RETURNS int LANGUAGE sql AS 'SELECT 1'")
+        grants = await _grants(conn, FUNCTIONS)
+    assert {("PUBLIC", "EXECUTE")} == grants.pop("outbox.leaky()")
+    assert FUNCTION_GRANTS == grants
+
+
+async def test_a_table_granted_by_hand_breaks_the_allowlist(connect_as):
+    async with connect_as() as conn:
+        await conn.execute("GRANT SELECT (sealed) ON outbox.envelopes TO outbox_runtime")
+        grants = await _grants(conn, RELATIONS)
+    assert {(RUNTIME, "SELECT")} == grants.pop("outbox.envelopes.sealed")
+
+
+async def test_functions_the_owner_creates_start_without_public_execute(connect_as):
+    """Default privileges revoke PUBLIC's EXECUTE, a second line behind each REVOKE."""
+    async with connect_as("outbox_owner") as conn:
+        await conn.execute("CREATE FUNCTION outbox.fresh() RETURNS int LANGUAGE sql AS 'SELECT 1'")
+        grants = await _grants(conn, FUNCTIONS)
+    assert set() == grants["outbox.fresh()"]

@@ -1,0 +1,113 @@
+"""The tables defend themselves: lease shape, final states, envelopes, no plaintext."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from psycopg import errors
+
+pytestmark = pytest.mark.integration
+
+INSERT = """
+INSERT INTO outbox.messages (id, purpose, channel, destination, subject_id, template,
+                             available_at, created_at, state, lease_owner, lease_token,
+                             lease_expires_at)
+VALUES (%s, 'sign_up', 'email', 'person@example.com', gen_random_uuid(), 'code', now(), now(),
+        %s, %s, %s, %s)
+"""
+NOW = datetime.now(UTC)
+
+
+@pytest.mark.parametrize(
+    ("state", "owner", "token", "expires"),
+    [
+        ("leased", None, uuid.uuid4(), NOW),
+        ("leased", "w", None, NOW),
+        ("leased", "w", uuid.uuid4(), None),
+        ("pending", "w", uuid.uuid4(), NOW),
+        ("pending", None, None, NOW),
+    ],
+)
+async def test_the_lease_is_complete_exactly_when_the_message_is_leased(
+    connect_as, state, owner, token, expires
+):
+    async with connect_as() as conn:
+        with pytest.raises(errors.CheckViolation, match="messages_lease_shape"):
+            await conn.execute(INSERT, (uuid.uuid4(), state, owner, token, expires))
+
+
+async def test_a_final_message_cannot_change(connect_as):
+    message_id = uuid.uuid4()
+    async with connect_as() as conn:
+        await conn.execute(
+            "SELECT outbox.enqueue_message(%s, 'notification', 'email', 'p@example.com', NULL,"
+            " 'hello')",
+            (message_id,),
+        )
+        await conn.execute(
+            "UPDATE outbox.messages SET state = 'published', published_at = now() WHERE id = %s",
+            (message_id,),
+        )
+        with pytest.raises(errors.IntegrityConstraintViolation, match="final"):
+            await conn.execute(
+                "UPDATE outbox.messages SET state = 'pending', published_at = NULL WHERE id = %s",
+                (message_id,),
+            )
+
+
+async def test_a_plaintext_code_cannot_be_stored_as_an_envelope(connect_as):
+    async with connect_as() as conn:
+        with pytest.raises(errors.CheckViolation, match="envelopes_sealed_shape"):
+            await conn.execute(
+                "SELECT outbox.enqueue_message(gen_random_uuid(), 'step_up', 'sms', '+15550100',"
+                " gen_random_uuid(), 'code', '{}', 'en', '493817')"
+            )
+
+
+async def test_no_text_column_outside_the_envelope_could_hold_a_secret_by_design(connect_as):
+    """The only columns that hold message content are listed; a new one needs a look."""
+    async with connect_as() as conn:
+        cursor = await conn.execute(
+            "SELECT table_name || '.' || column_name FROM information_schema.columns"
+            " WHERE table_schema = 'outbox' AND data_type IN ('text', 'jsonb')"
+            " ORDER BY 1"
+        )
+        columns = [row[0] for row in await cursor.fetchall()]
+    assert [
+        "attempts.code",
+        "attempts.failure_class",
+        "attempts.outcome",
+        "attempts.provider",
+        "attempts.provider_message_id",
+        "envelopes.sealed",
+        "messages.channel",
+        "messages.dead_letter_reason",
+        "messages.destination",
+        "messages.lease_owner",
+        "messages.locale",
+        "messages.params",
+        "messages.purpose",
+        "messages.state",
+        "messages.template",
+    ] == columns
+
+
+@pytest.mark.parametrize(
+    ("purpose", "secret", "subject", "problem"),
+    [
+        ("sign_up", None, "gen_random_uuid()", "needs a sealed secret"),
+        ("notification", "'v1.k.c2FsdA.bm9uY2U'", "NULL", "carries no secret"),
+        ("teleport", None, "NULL", "unknown purpose"),
+    ],
+)
+async def test_enqueue_names_the_parameter_it_refuses(
+    connect_as, purpose, secret, subject, problem
+):
+    async with connect_as("outbox_runtime") as conn:
+        with pytest.raises(errors.InvalidParameterValue, match=problem):
+            await conn.execute(
+                f"SELECT outbox.enqueue_message(gen_random_uuid(), '{purpose}', 'email',"
+                f" 'p@example.com', {subject}, 'code', '{{}}', 'en', {secret or 'NULL'})"
+            )

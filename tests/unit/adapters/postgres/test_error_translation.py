@@ -1,0 +1,65 @@
+"""Driver errors become application errors; programming errors stay what they are."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg import errors
+from psycopg_pool import PoolTimeout
+
+from adapters.postgres.error_translation import translate, translated_errors
+from application.errors import (
+    DuplicateMessage,
+    InvalidRequest,
+    PermissionDenied,
+    StoreUnavailable,
+)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (errors.InsufficientPrivilege(), PermissionDenied),
+        (errors.UniqueViolation(), DuplicateMessage),
+        (errors.InvalidParameterValue(), InvalidRequest),
+        (errors.CheckViolation(), InvalidRequest),
+        (errors.IntegrityConstraintViolation(), InvalidRequest),
+        (errors.AdminShutdown(), StoreUnavailable),
+        (errors.SerializationFailure(), StoreUnavailable),
+        (errors.DeadlockDetected(), StoreUnavailable),
+        (errors.TooManyConnections(), StoreUnavailable),
+        (PoolTimeout(), StoreUnavailable),
+        (psycopg.OperationalError(), StoreUnavailable),
+        (psycopg.InterfaceError(), StoreUnavailable),
+    ],
+)
+def test_each_driver_error_maps_to_its_application_error(error, expected):
+    assert isinstance(translate(error), expected)
+
+
+def test_store_unavailable_carries_the_sqlstate():
+    translated = translate(errors.AdminShutdown())
+    assert isinstance(translated, StoreUnavailable)
+    assert "57P01" == translated.code
+
+
+def test_store_unavailable_without_a_sqlstate_names_the_driver_error():
+    translated = translate(PoolTimeout())
+    assert isinstance(translated, StoreUnavailable)
+    assert "PoolTimeout" == translated.code
+
+
+@pytest.mark.parametrize(
+    "error", [errors.UndefinedFunction(), errors.SyntaxError(), errors.UndefinedTable()]
+)
+def test_programming_errors_are_not_disguised(error):
+    assert translate(error) is None
+    with pytest.raises(type(error)), translated_errors():
+        raise error
+
+
+def test_the_application_error_is_chained_to_the_driver_error():
+    original = errors.InsufficientPrivilege()
+    with pytest.raises(PermissionDenied) as caught, translated_errors():
+        raise original
+    assert original is caught.value.__cause__
