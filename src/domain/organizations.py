@@ -34,7 +34,7 @@ class Membership:
 
     organization_id: UUID
     identity_id: UUID
-    permissions: frozenset[Permission] = attrs.field(converter=frozenset, factory=frozenset)
+    permissions: frozenset[Permission] = attrs.field(factory=frozenset)
     created_at: datetime
 
     def allows(self, permission: Permission) -> bool:
@@ -53,6 +53,8 @@ def found_organization(
     name = name.strip()
     if not name or len(name) > MAX_NAME_LENGTH:
         raise ValueError(f"an organization name has 1 to {MAX_NAME_LENGTH} characters")
+    if not name.isprintable():
+        raise ValueError("an organization name has no control or unpaired surrogate characters")
     organization = Organization(id=organization_id, name=name, created_by=founder, created_at=now)
     membership = Membership(
         organization_id=organization_id,

@@ -7,4 +7,4 @@ import hashlib
 
 def token_digest(token: str) -> str:
     """The hex SHA-256 digest a table keeps in place of ``token``."""
-    return hashlib.sha256(token.encode()).hexdigest()
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()

@@ -6,6 +6,7 @@ import typer
 
 from entrypoints.cli.db import db_app
 from entrypoints.cli.keys import keys_app
+from entrypoints.cli.serve import serve
 from entrypoints.cli.worker import sweep, worker
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(db_app, name="db")
 app.command()(worker)
 app.command()(sweep)
+app.command()(serve)
 
 
 @app.callback()

@@ -22,6 +22,24 @@ EXPECTED_TABLES = {
     ("outbox", "envelopes"),
     ("outbox", "attempts"),
     ("outbox_meta", "migrations"),
+    # The Identity module's tables (0100_identity_tables.sql).
+    *(
+        ("identity", name)
+        for name in (
+            "identities",
+            "login_identifiers",
+            "password_credentials",
+            "challenges",
+            "sessions",
+            "elevations",
+            "organizations",
+            "memberships",
+            "invitations",
+            "magic_links",
+            "staff_members",
+            "rate_limit_counters",
+        )
+    ),
 }
 EXPECTED_FUNCTIONS = {
     (

@@ -13,11 +13,13 @@ from application.accept_invitation import AcceptInvitation, AcceptInvitationComm
 from application.authenticate_bearer import AuthenticateBearer, Principal
 from application.challenge_answers import ChallengeAnswers
 from application.challenge_issuer import ChallengeIssuer
+from application.check_readiness import CheckReadiness
 from application.confirm_password_recovery import ConfirmPasswordRecovery
 from application.confirm_sign_in_method import ConfirmSignInMethod
 from application.confirm_sign_up import ConfirmSignUp, ConfirmSignUpCommand
 from application.confirm_step_up import ConfirmStepUp
 from application.create_organization import CreateOrganization, CreateOrganizationCommand
+from application.identity_services import IdentityServices
 from application.invite_member import InviteMember
 from application.redeem_magic_link import RedeemMagicLink
 from application.request_limits import RateLimitPolicy, RequestLimits
@@ -35,6 +37,7 @@ from tests.fakes.identity import (
     InMemoryIdentityTransactions,
     InMemoryRateLimiter,
     SequentialSecrets,
+    StaticReadiness,
 )
 from tests.fakes.ids import SequentialIds
 from tests.fakes.telemetry import RecordingTelemetry
@@ -59,6 +62,7 @@ class World:
     sealer: EnvelopeSealer = attrs.field(
         factory=lambda: EnvelopeSealer(Keyring((SealKey("test", bytes(range(32))),)))
     )
+    readiness: StaticReadiness = attrs.field(factory=StaticReadiness)
     db: InMemoryIdentityTransactions = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -186,6 +190,29 @@ class World:
     @property
     def redeem_magic_link(self) -> RedeemMagicLink:
         return RedeemMagicLink(sessions=self.sessions, limits=self.limits, **self._common())
+
+    def services(self) -> IdentityServices:
+        """Every use case, as the HTTP app takes them."""
+        return IdentityServices(
+            request_sign_up=self.request_sign_up,
+            confirm_sign_up=self.confirm_sign_up,
+            sign_in=self.sign_in,
+            authenticate=self.authenticate,
+            request_sign_in_method=self.request_sign_in_method,
+            confirm_sign_in_method=self.confirm_sign_in_method,
+            request_password_recovery=self.request_password_recovery,
+            confirm_password_recovery=self.confirm_password_recovery,
+            request_step_up=self.request_step_up,
+            confirm_step_up=self.confirm_step_up,
+            create_organization=self.create_organization,
+            invite_member=self.invite_member,
+            revoke_invitation=self.revoke_invitation,
+            accept_invitation=self.accept_invitation,
+            request_magic_link=self.request_magic_link,
+            redeem_magic_link=self.redeem_magic_link,
+            check_readiness=CheckReadiness(probe=self.readiness, telemetry=self.telemetry),
+            telemetry=self.telemetry,
+        )
 
     # -- reading what was sent -------------------------------------------------------------
 

@@ -1,0 +1,64 @@
+"""Units of work on a pooled connection: the identity store and the outbox writer share one
+transaction, committed explicitly."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.pq import TransactionStatus
+from psycopg_pool import AsyncConnectionPool
+
+from adapters.postgres.identity_errors import identity_errors
+from adapters.postgres.identity_store import PostgresIdentityStore
+from adapters.postgres.outbox_writer import PostgresOutboxWriter
+
+
+class PostgresUnitOfWork:
+    """One transaction: ``identity`` and ``outbox`` run on the same connection."""
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self._conn = conn
+        self.identity = PostgresIdentityStore(conn)
+        self.outbox = PostgresOutboxWriter(conn)
+
+    async def commit(self) -> None:
+        """Commit; raises StoreUnavailable (or Conflict) when the commit fails."""
+        with identity_errors():
+            await self._conn.commit()
+
+
+class PostgresIdentityTransactions:
+    """Opens units of work on connections of the API pool (role ``outbox_runtime``)."""
+
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
+        self._pool = pool
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[PostgresUnitOfWork]:
+        """A transaction that rolls back unless ``commit()`` was called.
+
+        Raises StoreUnavailable when no connection can be had.
+        """
+        with identity_errors():
+            async with self._pool.connection() as conn:
+                await conn.set_autocommit(False)
+                try:
+                    yield PostgresUnitOfWork(conn)
+                finally:
+                    await _settle(conn)
+
+
+async def _settle(conn: AsyncConnection) -> None:
+    """Roll back what was not committed and hand the connection back in autocommit mode.
+
+    A broken connection is left as it is: the pool notices and discards it.
+    """
+    try:
+        if conn.info.transaction_status is not TransactionStatus.IDLE:
+            await conn.rollback()
+        await conn.set_autocommit(True)
+    except psycopg.Error:
+        await conn.close()

@@ -1,0 +1,32 @@
+"""Who is calling: the bearer token's principal, and the client address for rate limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request
+from litestar.datastructures import State
+
+from application.authenticate_bearer import Principal
+from application.identity_errors import Unauthenticated
+from application.identity_services import IdentityServices
+
+SCHEME = "bearer "
+
+
+def client_address(request: Request[Any, Any, State]) -> str:
+    """The peer address (a proxy in front must be trusted to set it right)."""
+    return request.client.host if request.client is not None else "unknown"
+
+
+async def principal(request: Request[Any, Any, State]) -> Principal:
+    """The signed-in caller; raises Unauthenticated without a valid bearer token."""
+    header = request.headers.get("authorization", "")
+    if not header.lower().startswith(SCHEME):
+        raise Unauthenticated
+    services: IdentityServices = request.app.state.services
+    return await services.authenticate(header[len(SCHEME) :].strip())
+
+
+SECURITY_SCHEME = "BearerToken"
+SECURITY: list[dict[str, list[str]]] = [{SECURITY_SCHEME: []}]

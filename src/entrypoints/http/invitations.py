@@ -1,0 +1,45 @@
+"""POST /invitations/acceptances: a signed-in caller joins with the token from the link."""
+
+from __future__ import annotations
+
+from litestar import Controller, post
+from litestar.status_codes import HTTP_201_CREATED
+
+from application.accept_invitation import AcceptInvitationCommand
+from application.authenticate_bearer import Principal
+from application.identity_services import IdentityServices
+from entrypoints.http.caller import SECURITY
+from entrypoints.http.problems import responses
+from entrypoints.http.schemas import InvitationAccepted, TokenRequest
+
+
+class InvitationController(Controller):
+    """Invitation acceptances: single-use, expiring tokens."""
+
+    path = "/invitations"
+    tags = ["organizations"]  # noqa: RUF012 - Litestar reads a class attribute
+    security = SECURITY
+
+    @post(
+        "/acceptances",
+        status_code=HTTP_201_CREATED,
+        summary="Accept an invitation",
+        responses=responses(
+            "validation-error",
+            "unauthenticated",
+            "invalid-token",
+            "rate-limited",
+            "conflict",
+            "service-unavailable",
+        ),
+    )
+    async def accept(
+        self, data: TokenRequest, services: IdentityServices, client: str, principal: Principal
+    ) -> InvitationAccepted:
+        """Join the organization."""
+        organization_id = await services.accept_invitation(
+            AcceptInvitationCommand(
+                identity_id=principal.identity_id, token=data.token, client_address=client
+            )
+        )
+        return InvitationAccepted(organization_id=organization_id)

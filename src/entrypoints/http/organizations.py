@@ -1,0 +1,118 @@
+"""POST /organizations, and invitations under one organization (OB12)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from litestar import Controller, delete, post
+from litestar.params import Parameter
+from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
+
+from application.authenticate_bearer import Principal
+from application.create_organization import CreateOrganizationCommand
+from application.identity_services import IdentityServices
+from application.invite_member import InviteMemberCommand
+from application.revoke_invitation import RevokeInvitationCommand
+from entrypoints.http.caller import SECURITY
+from entrypoints.http.problems import responses
+from entrypoints.http.schemas import (
+    InvitationCreated,
+    InvitationRequest,
+    OrganizationCreated,
+    OrganizationRequest,
+)
+
+OrganizationId = Annotated[UUID, Parameter(description="The organization's id.")]
+InvitationId = Annotated[UUID, Parameter(description="The invitation's id.")]
+
+
+class OrganizationController(Controller):
+    """Organizations and the invitations they send."""
+
+    path = "/organizations"
+    tags = ["organizations"]  # noqa: RUF012 - Litestar reads a class attribute
+    security = SECURITY
+
+    @post(
+        "/",
+        status_code=HTTP_201_CREATED,
+        summary="Create an organization; its creator may manage its accounts",
+        responses=responses("validation-error", "unauthenticated", "service-unavailable"),
+    )
+    async def create(
+        self, data: OrganizationRequest, services: IdentityServices, principal: Principal
+    ) -> OrganizationCreated:
+        """Create the organization."""
+        organization = await services.create_organization(
+            CreateOrganizationCommand(identity_id=principal.identity_id, name=data.name)
+        )
+        return OrganizationCreated(id=organization.id, name=organization.name)
+
+    @post(
+        "/{organization_id:uuid}/invitations",
+        status_code=HTTP_201_CREATED,
+        summary="Invite an email address; the token travels only by email",
+        description=(
+            "Needs organization.account.manage. Inviting a pending address again reissues: the"
+            " old invitation is revoked and its unsent message withdrawn. Limits: pending"
+            " invitations per organization (409), sends per organization and per address (429)."
+        ),
+        responses=responses(
+            "validation-error",
+            "unauthenticated",
+            "permission-required",
+            "not-found",
+            "invitation-limit-reached",
+            "conflict",
+            "rate-limited",
+            "service-unavailable",
+        ),
+    )
+    async def invite(
+        self,
+        organization_id: OrganizationId,
+        data: InvitationRequest,
+        services: IdentityServices,
+        client: str,
+        principal: Principal,
+    ) -> InvitationCreated:
+        """Issue an invitation."""
+        receipt = await services.invite_member(
+            InviteMemberCommand(
+                identity_id=principal.identity_id,
+                organization_id=organization_id,
+                email=data.email,
+                client_address=client,
+            )
+        )
+        return InvitationCreated(id=receipt.invitation_id, expires_at=receipt.expires_at)
+
+    @delete(
+        "/{organization_id:uuid}/invitations/{invitation_id:uuid}",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Revoke an invitation; its unsent message is withdrawn",
+        responses=responses(
+            "validation-error",
+            "unauthenticated",
+            "permission-required",
+            "not-found",
+            "invitation-not-pending",
+            "service-unavailable",
+        ),
+    )
+    async def revoke(
+        self,
+        organization_id: OrganizationId,
+        invitation_id: InvitationId,
+        services: IdentityServices,
+        principal: Principal,
+    ) -> None:
+        """Revoke the invitation."""
+        await services.revoke_invitation(
+            RevokeInvitationCommand(
+                identity_id=principal.identity_id,
+                organization_id=organization_id,
+                invitation_id=invitation_id,
+            )
+        )

@@ -1,0 +1,78 @@
+"""POST /sign-in-methods and /sign-in-methods/confirmations (OX-S2), signed in."""
+
+from __future__ import annotations
+
+from litestar import Controller, post
+from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
+
+from application.authenticate_bearer import Principal
+from application.confirm_sign_in_method import ConfirmSignInMethodCommand
+from application.identity_services import IdentityServices
+from application.request_sign_in_method import RequestSignInMethodCommand
+from entrypoints.http.caller import SECURITY
+from entrypoints.http.problems import responses
+from entrypoints.http.schemas import ChallengeAccepted, ConfirmationRequest, SignInMethodRequest
+
+
+class SignInMethodController(Controller):
+    """Sign-in methods: add an email address or phone number to the signed-in identity."""
+
+    path = "/sign-in-methods"
+    tags = ["sign-in-methods"]  # noqa: RUF012 - Litestar reads a class attribute
+    security = SECURITY
+
+    @post(
+        "/",
+        status_code=HTTP_201_CREATED,
+        summary="Add a sign-in method; a code is queued for it",
+        responses=responses(
+            "validation-error", "unauthenticated", "rate-limited", "conflict", "service-unavailable"
+        ),
+    )
+    async def request(
+        self,
+        data: SignInMethodRequest,
+        services: IdentityServices,
+        client: str,
+        principal: Principal,
+    ) -> ChallengeAccepted:
+        """Open or resend the challenge."""
+        receipt = await services.request_sign_in_method(
+            RequestSignInMethodCommand(
+                identity_id=principal.identity_id,
+                identifier=data.identifier,
+                client_address=client,
+            )
+        )
+        return ChallengeAccepted(challenge_expires_at=receipt.challenge_expires_at)
+
+    @post(
+        "/confirmations",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Confirm the new sign-in method with its code",
+        responses=responses(
+            "validation-error",
+            "unauthenticated",
+            "invalid-code",
+            "identifier-taken",
+            "rate-limited",
+            "conflict",
+            "service-unavailable",
+        ),
+    )
+    async def confirm(
+        self,
+        data: ConfirmationRequest,
+        services: IdentityServices,
+        client: str,
+        principal: Principal,
+    ) -> None:
+        """Attach the identifier, verified."""
+        await services.confirm_sign_in_method(
+            ConfirmSignInMethodCommand(
+                identity_id=principal.identity_id,
+                identifier=data.identifier,
+                code=data.code,
+                client_address=client,
+            )
+        )

@@ -1,0 +1,63 @@
+"""POST /sign-ups and /sign-ups/confirmations (OX-S1)."""
+
+from __future__ import annotations
+
+from litestar import Controller, post
+from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
+
+from application.confirm_sign_up import ConfirmSignUpCommand
+from application.identity_services import IdentityServices
+from application.request_sign_up import RequestSignUpCommand
+from entrypoints.http.problems import responses
+from entrypoints.http.schemas import ChallengeAccepted, ConfirmationRequest, SignUpRequest
+
+
+class SignUpController(Controller):
+    """Sign-ups: register an identifier and prove it with a code."""
+
+    path = "/sign-ups"
+    tags = ["sign-up"]  # noqa: RUF012 - Litestar reads a class attribute
+
+    @post(
+        "/",
+        status_code=HTTP_201_CREATED,
+        summary="Sign up; a code is queued for the identifier",
+        description=(
+            "Answers 201 with the challenge expiry only (never whether anything was sent or"
+            " whether the identifier exists). Again while the challenge is open: the same"
+            " challenge with a new code; the older unsent message is withdrawn."
+        ),
+        responses=responses("validation-error", "rate-limited", "conflict", "service-unavailable"),
+    )
+    async def sign_up(
+        self, data: SignUpRequest, services: IdentityServices, client: str
+    ) -> ChallengeAccepted:
+        """Open or resend the sign-up challenge."""
+        receipt = await services.request_sign_up(
+            RequestSignUpCommand(
+                identifier=data.identifier, password=data.password, client_address=client
+            )
+        )
+        return ChallengeAccepted(challenge_expires_at=receipt.challenge_expires_at)
+
+    @post(
+        "/confirmations",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Confirm a sign-up with its code",
+        description="Five wrong codes lock the challenge; a new sign-up request opens another.",
+        responses=responses(
+            "validation-error",
+            "invalid-code",
+            "identifier-taken",
+            "rate-limited",
+            "conflict",
+            "service-unavailable",
+        ),
+    )
+    async def confirm(
+        self, data: ConfirmationRequest, services: IdentityServices, client: str
+    ) -> None:
+        """Verify the identifier."""
+        await services.confirm_sign_up(
+            ConfirmSignUpCommand(identifier=data.identifier, code=data.code, client_address=client)
+        )

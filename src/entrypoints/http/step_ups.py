@@ -1,0 +1,64 @@
+"""POST /step-ups and /step-ups/confirmations (OX-S4), signed in."""
+
+from __future__ import annotations
+
+from litestar import Controller, post
+from litestar.status_codes import HTTP_201_CREATED
+
+from application.authenticate_bearer import Principal
+from application.confirm_step_up import ConfirmStepUpCommand
+from application.identity_services import IdentityServices
+from application.request_step_up import RequestStepUpCommand
+from entrypoints.http.caller import SECURITY
+from entrypoints.http.problems import responses
+from entrypoints.http.schemas import ChallengeAccepted, ElevationCreated, StepUpConfirmationRequest
+
+
+class StepUpController(Controller):
+    """Step-up: prove presence again with a code for a short-lived elevation token."""
+
+    path = "/step-ups"
+    tags = ["step-up"]  # noqa: RUF012 - Litestar reads a class attribute
+    security = SECURITY
+
+    @post(
+        "/",
+        status_code=HTTP_201_CREATED,
+        summary="Ask for a step-up code, queued to the first verified identifier",
+        description="Nothing is sent before the challenge commits: the code is only enqueued.",
+        responses=responses("unauthenticated", "rate-limited", "conflict", "service-unavailable"),
+    )
+    async def request(
+        self, services: IdentityServices, client: str, principal: Principal
+    ) -> ChallengeAccepted:
+        """Open or resend the step-up challenge."""
+        receipt = await services.request_step_up(
+            RequestStepUpCommand(principal=principal, client_address=client)
+        )
+        return ChallengeAccepted(challenge_expires_at=receipt.challenge_expires_at)
+
+    @post(
+        "/confirmations",
+        status_code=HTTP_201_CREATED,
+        summary="Confirm the step-up; answers an elevation token",
+        responses=responses(
+            "validation-error",
+            "unauthenticated",
+            "invalid-code",
+            "rate-limited",
+            "conflict",
+            "service-unavailable",
+        ),
+    )
+    async def confirm(
+        self,
+        data: StepUpConfirmationRequest,
+        services: IdentityServices,
+        client: str,
+        principal: Principal,
+    ) -> ElevationCreated:
+        """Grant an elevation."""
+        grant = await services.confirm_step_up(
+            ConfirmStepUpCommand(principal=principal, code=data.code, client_address=client)
+        )
+        return ElevationCreated(elevation_token=grant.token, expires_at=grant.expires_at)
