@@ -26,18 +26,92 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.purge_messages(interval,interval,integer)": EXECUTE_BY_WORKER,
     "outbox.refuse_final_update()": set(),
 }
+# The Identity module (0101_identity_functions.sql): every function for the API role only.
+FUNCTION_GRANTS.update(
+    (signature, EXECUTE_BY_RUNTIME)
+    for signature in (
+        (
+            "identity.add_elevation(uuid,uuid,uuid,text,timestamp with time zone,"
+            "timestamp with time zone)"
+        ),
+        "identity.add_identity(uuid,timestamp with time zone)",
+        "identity.add_organization(uuid,text,uuid,timestamp with time zone,text[])",
+        "identity.add_session(uuid,uuid,text,timestamp with time zone,timestamp with time zone)",
+        "identity.applied_migrations()",
+        "identity.count_pending_invitations(uuid,timestamp with time zone)",
+        "identity.find_account(text)",
+        "identity.find_challenge(text,uuid,text)",
+        "identity.find_elevation(text)",
+        "identity.find_invitation(uuid)",
+        "identity.find_invitation_by_token(text)",
+        "identity.find_magic_link_by_token(text)",
+        "identity.find_magic_link_target(text)",
+        "identity.find_membership(uuid,uuid)",
+        "identity.find_organization(uuid)",
+        "identity.find_pending_invitation(uuid,text)",
+        "identity.find_recovery_target(text)",
+        "identity.find_session(text)",
+        "identity.find_verified_identifiers(uuid)",
+        "identity.hit_rate_limit(text,timestamp with time zone,timestamp with time zone)",
+        (
+            "identity.open_magic_link_if_known(uuid,uuid,text,text,timestamp with time zone,"
+            "timestamp with time zone,uuid,text,jsonb,text,text)"
+        ),
+        (
+            "identity.open_recovery_if_known(uuid,uuid,text,text,text,integer,"
+            "timestamp with time zone,timestamp with time zone,uuid,text,jsonb,text,text)"
+        ),
+        "identity.revoke_sessions(uuid,timestamp with time zone)",
+        (
+            "identity.save_challenge(uuid,text,uuid,text,text,text,integer,text,"
+            "timestamp with time zone,timestamp with time zone,timestamp with time zone)"
+        ),
+        (
+            "identity.save_invitation(uuid,uuid,text,text,uuid,text,timestamp with time zone,"
+            "timestamp with time zone,timestamp with time zone,uuid)"
+        ),
+        (
+            "identity.save_login_identifier(text,text,uuid,timestamp with time zone,"
+            "timestamp with time zone)"
+        ),
+        (
+            "identity.save_magic_link(uuid,uuid,text,text,timestamp with time zone,"
+            "timestamp with time zone,timestamp with time zone)"
+        ),
+        "identity.save_membership(uuid,uuid,text[],timestamp with time zone)",
+        "identity.save_password(uuid,text,timestamp with time zone)",
+    )
+)
 # Tables, sequences and views; column grants count too (as table.column).
 RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.messages": set(),
     "outbox.envelopes": set(),
     "outbox.attempts": set(),
     "outbox.attempts_id_seq": set(),
-    "outbox_meta.migrations": set(),
+    "outbox_meta.migrations": {("outbox_owner", "SELECT")},  # read by identity.applied_migrations
 }
+# The Identity module's tables (0100_identity_tables.sql): reached only through functions.
+RELATION_GRANTS.update(
+    (f"identity.{table}", set())
+    for table in (
+        "identities",
+        "login_identifiers",
+        "password_credentials",
+        "challenges",
+        "sessions",
+        "elevations",
+        "organizations",
+        "memberships",
+        "invitations",
+        "magic_links",
+        "staff_members",
+        "rate_limit_counters",
+    )
+)
 SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox": {(RUNTIME, "USAGE"), (WORKER, "USAGE")},
-    "identity": set(),
-    "outbox_meta": set(),
+    "identity": {(RUNTIME, "USAGE")},
+    "outbox_meta": {("outbox_owner", "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
 
