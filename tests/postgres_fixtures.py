@@ -90,11 +90,11 @@ async def dispatch_store(
     database_url: str, worker_pool: AsyncConnectionPool
 ) -> AsyncIterator[PostgresDispatchStore]:
     """The real DispatchStore acting as ``outbox_worker`` on the test database."""
-    listener = WorkListener(database_url)
+    store = PostgresDispatchStore(worker_pool, WorkListener(database_url))
     try:
-        yield PostgresDispatchStore(worker_pool, listener)
+        yield store
     finally:
-        await listener.close()
+        await store.close()
 
 
 @pytest.fixture

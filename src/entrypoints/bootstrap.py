@@ -429,3 +429,12 @@ async def run_api(settings: Settings) -> None:
         )
         services.telemetry.event("api.started", host=settings.http.host, port=settings.http.port)
         await uvicorn.Server(config).serve()
+
+
+def session_role(settings: Settings, group_role: str) -> str | None:
+    """The group role pools must ``SET ROLE`` to, or None when a login role already has it.
+
+    The embedded server is reached as its superuser, so its pools act as ``outbox_runtime`` or
+    ``outbox_worker`` explicitly; a configured URL names a login role granted the group role.
+    """
+    return group_role if settings.database.url is None else None

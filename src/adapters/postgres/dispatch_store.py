@@ -84,6 +84,8 @@ def _claimed(row: tuple[Any, ...]) -> ClaimedMessage:
 class PostgresDispatchStore:
     """DispatchStore on a pool whose connections act as ``outbox_worker``.
 
+    ``listener`` waits for producers' notifications on its own session connection.
+
     Each method is one round trip (one function call in its own transaction); every
     driver error is raised as an application error (StoreUnavailable, PermissionDenied…).
     """
@@ -134,6 +136,10 @@ class PostgresDispatchStore:
     async def wait_for_work(self, within: float) -> None:
         """Return when a producer signals new work, or after ``within`` seconds."""
         await self._listener.wait(within)
+
+    async def close(self) -> None:
+        """Close the listening connection; the pool belongs to whoever opened it."""
+        await self._listener.close()
 
     async def _scalar(self, query: LiteralString, params: tuple[object, ...]) -> int:
         with translated_errors():
