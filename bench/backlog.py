@@ -8,7 +8,6 @@ import os
 import resource
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import attrs
@@ -16,7 +15,7 @@ import psycopg
 
 from bench import workload
 from bench.databases import Database
-from bench.harness import Setting, rate
+from bench.harness import Drained, Setting, Stopwatch
 from bench.worker import Worker, WorkerConfig
 from bench.worker_process import KEYRING_VARIABLE
 
@@ -52,16 +51,15 @@ class BacklogDrain:
         await workload.empty(self.database.conninfo)
         await workload.bulk_load(self.database.conninfo, self.pending)
 
-    async def once(self, worker: Worker, *, reload: bool) -> float:
-        """Dispatch the next ``drained`` messages; return messages per second."""
+    async def once(self, worker: Worker, *, reload: bool) -> Drained:
+        """Dispatch the next ``drained`` messages; return the timing."""
         if reload:
             await self.load()
-        started = time.perf_counter()
-        taken = await worker.take(self.drained)
-        elapsed = time.perf_counter() - started
+        with Stopwatch() as timing:
+            taken = await worker.take(self.drained)
         if taken < self.drained:
             raise RuntimeError(f"only {taken} of {self.drained} messages were due")
-        return rate(taken, elapsed)
+        return Drained(taken, timing)
 
     async def top_up(self) -> int:
         """Bring the pending count back to ``pending``; return how many pending there are."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import attrs
@@ -11,7 +10,7 @@ from adapters.crypto.envelope import EnvelopeSealer
 from adapters.crypto.keyring import parse_keyring
 from bench import workload
 from bench.databases import Database
-from bench.harness import Setting, rate
+from bench.harness import Drained, Setting, Stopwatch
 from bench.worker import Worker, WorkerConfig
 
 Kind = str  # "notification" or "sealed_code"
@@ -36,15 +35,14 @@ class DispatchDrain:
             **self.config.settings(),
         }
 
-    async def once(self, worker: Worker) -> float:
-        """Fill the queue, drain it, check every message was published; return messages/s."""
+    async def once(self, worker: Worker) -> Drained:
+        """Fill the queue, drain it, check every message was published; return the timing."""
         await self.fill(self.messages)
-        started = time.perf_counter()
-        totals = await worker.drain()
-        elapsed = time.perf_counter() - started
+        with Stopwatch() as timing:
+            totals = await worker.drain()
         if totals.published != self.messages:
             raise RuntimeError(f"published {totals.published} of {self.messages}: {totals}")
-        return rate(self.messages, elapsed)
+        return Drained(self.messages, timing)
 
     async def fill(self, count: int) -> None:
         """Empty the queue and enqueue ``count`` messages of this kind."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal
 
@@ -142,6 +143,40 @@ async def repeat(times: int, once: Callable[[], Awaitable[float]]) -> tuple[floa
             raise ValueError(f"a measurement returned {sample}")
         samples.append(sample)
     return tuple(samples)
+
+
+@attrs.define
+class Stopwatch:
+    """Wall-clock and this process's CPU time of one timed block (``with Stopwatch() as t``)."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+
+    def __enter__(self) -> Stopwatch:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+
+@attrs.frozen
+class Drained:
+    """One timed drain: how many messages, in how long, for how much of this process's CPU."""
+
+    count: int
+    timing: Stopwatch
+
+    @property
+    def rate(self) -> float:
+        """Messages per second of wall-clock time."""
+        return rate(self.count, self.timing.wall)
+
+    @property
+    def cpu_us(self) -> float:
+        """Microseconds of this process's CPU per message (robust to a busy machine)."""
+        return self.timing.cpu / self.count * 1e6
 
 
 def rate(count: int, seconds: float) -> float:

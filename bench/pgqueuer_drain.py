@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import timedelta
 from importlib.metadata import version
 
@@ -16,7 +15,7 @@ from pgqueuer.qm import QueueManager
 from pgqueuer.queries import Queries
 
 from bench.databases import Database
-from bench.harness import Setting, rate
+from bench.harness import Drained, Setting, Stopwatch
 
 ENTRYPOINT = "noop"
 ENQUEUE_CHUNK = 5_000
@@ -57,33 +56,32 @@ class PgqueuerDrain:
         finally:
             await conn.close()
 
-    async def once(self) -> float:
-        """Fill the queue, drain it, check it is empty; return jobs per second."""
+    async def once(self) -> Drained:
+        """Fill the queue, drain it, check it is empty; return the timing."""
         await self._fill()
         connections = [
             await asyncpg.connect(**self.database.asyncpg_params()) for _ in range(self.managers)
         ]
         try:
             managers = [_manager(conn) for conn in connections]
-            started = time.perf_counter()
-            await asyncio.gather(
-                *(
-                    qm.run(
-                        batch_size=self.batch_size,
-                        mode=QueueExecutionMode.drain,
-                        dequeue_timeout=timedelta(seconds=1),
+            with Stopwatch() as timing:
+                await asyncio.gather(
+                    *(
+                        qm.run(
+                            batch_size=self.batch_size,
+                            mode=QueueExecutionMode.drain,
+                            dequeue_timeout=timedelta(seconds=1),
+                        )
+                        for qm in managers
                     )
-                    for qm in managers
                 )
-            )
-            elapsed = time.perf_counter() - started
             left = await connections[0].fetchval("SELECT count(*) FROM pgqueuer")
         finally:
             for conn in connections:
                 await conn.close()
         if left:
             raise RuntimeError(f"pgqueuer drain left {left} jobs behind")
-        return rate(self.jobs, elapsed)
+        return Drained(self.jobs, timing)
 
     async def _fill(self) -> None:
         conn = await asyncpg.connect(**self.database.asyncpg_params())

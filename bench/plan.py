@@ -15,7 +15,7 @@ from bench.backlog import BacklogDrain, drain_in_process
 from bench.databases import Server
 from bench.dispatch_drain import DispatchDrain
 from bench.enqueue import SealedEnqueue
-from bench.harness import Figure, Results, Setting
+from bench.harness import Drained, Figure, Results, Setting
 from bench.latency import Percentiles, SteadyLatency
 from bench.pgqueuer_drain import PgqueuerDrain
 from bench.plain_insert import PlainInsert
@@ -36,6 +36,15 @@ class Samples:
     unit: str
     settings: dict[str, Setting]
     values: list[float] = attrs.field(factory=list)
+
+    def cpu(self) -> Samples:
+        """The companion figure: this process's CPU microseconds per message."""
+        return Samples(
+            self.key.replace(".", ".cpu_", 1),
+            f"{self.label}: CPU per message",
+            "us/msg",
+            {"measured": "time.process_time() of the draining process (not PostgreSQL)"},
+        )
 
     def figure(self) -> Figure:
         """The finished figure."""
@@ -118,6 +127,12 @@ class Plan:
                     sealed.settings(),
                 ),
             }
+            cpu = {name: samples.cpu() for name, samples in figures.items()}
+
+            def keep(name: str, drained: Drained) -> None:
+                figures[name].values.append(drained.rate)
+                cpu[name].values.append(drained.cpu_us)
+
             warm = min(WARM_UP_MESSAGES, sizes.drain_messages)
             async with running_worker(dispatch_db.conninfo, keyring, config) as worker:
                 self.console.log("warming up the four drains")
@@ -130,16 +145,16 @@ class Plan:
                 await attrs.evolve(sealed, messages=warm).once(worker)
                 for repetition in range(sizes.repetitions):
                     self.console.log(f"drains, repetition {repetition + 1}/{sizes.repetitions}")
-                    figures["pgqueuer"].values.append(await peer.once())
+                    keep("pgqueuer", await peer.once())
                     await workload.empty(ceiling_db.conninfo)
                     await workload.load(
                         ceiling_db.conninfo,
                         [workload.notification(n) for n in range(sizes.drain_messages)],
                     )
-                    figures["ceiling"].values.append(await ceiling.once())
-                    figures["plain"].values.append(await plain.once(worker))
-                    figures["sealed"].values.append(await sealed.once(worker))
-            for samples in figures.values():
+                    keep("ceiling", await ceiling.once())
+                    keep("plain", await plain.once(worker))
+                    keep("sealed", await sealed.once(worker))
+            for samples in [*figures.values(), *cpu.values()]:
                 results.add(samples.figure())
 
     async def _enqueues(self, results: Results, keyring: str) -> None:
@@ -262,15 +277,20 @@ class Plan:
                     large.settings(),
                 ),
             }
+            cpu = {name: samples.cpu() for name, samples in figures.items()}
             async with (
                 running_worker(small_db.conninfo, keyring, config) as small_worker,
                 running_worker(large_db.conninfo, keyring, config) as large_worker,
             ):
                 for repetition in range(sizes.repetitions):
                     self.console.log(f"backlog, repetition {repetition + 1}/{sizes.repetitions}")
-                    figures["small"].values.append(await small.once(small_worker, reload=True))
-                    figures["large"].values.append(await large.once(large_worker, reload=False))
-            for samples in figures.values():
+                    for name, timed in (
+                        ("small", await small.once(small_worker, reload=True)),
+                        ("large", await large.once(large_worker, reload=False)),
+                    ):
+                        figures[name].values.append(timed.rate)
+                        cpu[name].values.append(timed.cpu_us)
+            for samples in [*figures.values(), *cpu.values()]:
                 results.add(samples.figure())
             pending = await large.top_up()
             self.console.log(f"draining all {pending:,} pending in a worker process")
@@ -340,6 +360,20 @@ def _checks(results: Results) -> None:
             "SQL-only ceiling / pgqueuer",
             "drain.sql_ceiling",
             "drain.pgqueuer",
+            at_least=None,
+        )
+        results.ratio(
+            "cpu_pgqueuer_vs_plain",
+            "Client CPU per message: pgqueuer / dispatch (plain)",
+            "drain.cpu_pgqueuer",
+            "drain.cpu_dispatch_plain",
+            at_least=None,
+        )
+        results.ratio(
+            "cpu_pgqueuer_vs_sealed",
+            "Client CPU per message: pgqueuer / dispatch (sealed)",
+            "drain.cpu_pgqueuer",
+            "drain.cpu_dispatch_sealed",
             at_least=None,
         )
     if "enqueue.sealed" in have:

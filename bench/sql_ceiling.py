@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
+from typing import Any
 
 import attrs
 import psycopg
 
 from bench.databases import Database
-from bench.harness import Setting, rate
+from bench.harness import Drained, Setting, Stopwatch
 
 CLAIM = "SELECT id, lease_token, attempt_count FROM outbox.claim_messages(%s, %s, %s)"
 RECORD = """
@@ -40,48 +40,47 @@ class SqlCeiling:
             "statements_per_batch": "claim_messages + record_outcomes",
         }
 
-    async def drain(self) -> tuple[int, float]:
-        """Drain every due message; return how many and the seconds it took."""
+    async def once(self) -> Drained:
+        """Drain every due message; return how many and the timing."""
         drained = 0
         async with await psycopg.AsyncConnection.connect(
             self.database.conninfo, autocommit=True
         ) as conn:
-            started = time.perf_counter()
-            while True:
-                claimed = await (
-                    await conn.execute(
-                        CLAIM, ("ceiling", self.batch_size, self.lease_seconds), prepare=True
-                    )
-                ).fetchall()
-                if not claimed:
-                    break
-                size = len(claimed)
-                ids, tokens, attempts = zip(*claimed, strict=True)
-                recorded = await (
-                    await conn.execute(
-                        RECORD,
-                        {
-                            "ids": list(ids),
-                            "tokens": list(tokens),
-                            "attempts": [attempt + 1 for attempt in attempts],
-                            "outcomes": ["published"] * size,
-                            "classes": [None] * size,
-                            "codes": [""] * size,
-                            "providers": ["noop"] * size,
-                            "receipts": [""] * size,
-                            "retry_at": [None] * size,
-                            "attempted": [True] * size,
-                        },
-                        prepare=True,
-                    )
-                ).fetchone()
-                if not recorded or recorded[0] != size:
-                    raise RuntimeError("record_outcomes did not answer for every claimed row")
-                drained += size
-            elapsed = time.perf_counter() - started
-        return drained, elapsed
+            with Stopwatch() as timing:
+                drained = await self._loop(conn)
+        return Drained(drained, timing)
 
-    async def once(self) -> float:
-        """Drain the loaded backlog; return messages per second."""
-        drained, elapsed = await self.drain()
-        return rate(drained, elapsed)
+    async def _loop(self, conn: psycopg.AsyncConnection[tuple[Any, ...]]) -> int:
+        drained = 0
+        while True:
+            claimed = await (
+                await conn.execute(
+                    CLAIM, ("ceiling", self.batch_size, self.lease_seconds), prepare=True
+                )
+            ).fetchall()
+            if not claimed:
+                break
+            size = len(claimed)
+            ids, tokens, attempts = zip(*claimed, strict=True)
+            recorded = await (
+                await conn.execute(
+                    RECORD,
+                    {
+                        "ids": list(ids),
+                        "tokens": list(tokens),
+                        "attempts": [attempt + 1 for attempt in attempts],
+                        "outcomes": ["published"] * size,
+                        "classes": [None] * size,
+                        "codes": [""] * size,
+                        "providers": ["noop"] * size,
+                        "receipts": [""] * size,
+                        "retry_at": [None] * size,
+                        "attempted": [True] * size,
+                    },
+                    prepare=True,
+                )
+            ).fetchone()
+            if not recorded or recorded[0] != size:
+                raise RuntimeError("record_outcomes did not answer for every claimed row")
+            drained += size
+        return drained

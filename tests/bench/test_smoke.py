@@ -20,6 +20,10 @@ FIGURES = {
     "drain.sql_ceiling",
     "drain.dispatch_plain",
     "drain.dispatch_sealed",
+    "drain.cpu_pgqueuer",
+    "drain.cpu_sql_ceiling",
+    "drain.cpu_dispatch_plain",
+    "drain.cpu_dispatch_sealed",
     "enqueue.plain_insert",
     "enqueue.sealed",
     "enqueue.sealed_no_notify",
@@ -28,6 +32,8 @@ FIGURES = {
     "latency.p99",
     "backlog.small",
     "backlog.large",
+    "backlog.cpu_small",
+    "backlog.cpu_large",
     "backlog.full_drain_process",
     "memory.worker_peak_rss",
 }
@@ -37,13 +43,20 @@ CHECKS = {
     "dispatch_plain_vs_ceiling",
     "dispatch_sealed_vs_ceiling",
     "ceiling_vs_pgqueuer",
+    "cpu_pgqueuer_vs_plain",
+    "cpu_pgqueuer_vs_sealed",
     "enqueue_vs_insert",
     "notify_cost",
     "latency_p99",
     "backlog_large_vs_small",
     "worker_peak_rss",
 }
-TARGETED = CHECKS - {"ceiling_vs_pgqueuer", "notify_cost"}
+TARGETED = CHECKS - {
+    "ceiling_vs_pgqueuer",
+    "cpu_pgqueuer_vs_plain",
+    "cpu_pgqueuer_vs_sealed",
+    "notify_cost",
+}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +69,7 @@ def smoke_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]
         env["OUTBOX_DATABASE_URL"] = test_url
     else:
         env.pop("OUTBOX_DATABASE_URL", None)
-    completed = subprocess.run(  # noqa: S603 - our own interpreter and module
+    completed = subprocess.run(
         [sys.executable, "-m", "bench", "--smoke", "--out", str(out)],
         cwd=REPO,
         env=env,
