@@ -10,6 +10,7 @@ from uuid import UUID
 
 import psycopg
 import pytest
+import structlog
 
 from application.ports import Delivery
 from domain.channels import Channel
@@ -146,7 +147,7 @@ async def test_a_provider_error_quoting_secrets_leaves_them_out_of_every_log_lin
     try:
         await _drain_with_real_telemetry(worker_env, provider)
     finally:
-        configure_logging("json", "warning")
+        structlog.reset_defaults()
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert any(line["event"] == "delivery.unexpected_error" for line in lines)
     text = out.getvalue()
