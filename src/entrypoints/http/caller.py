@@ -6,6 +6,7 @@ from typing import Any
 
 from litestar import Request
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 
 from application.authenticate_bearer import Principal
 from application.identity_errors import Unauthenticated
@@ -30,3 +31,8 @@ async def principal(request: Request[Any, Any, State]) -> Principal:
 
 SECURITY_SCHEME = "BearerToken"
 SECURITY: list[dict[str, list[str]]] = [{SECURITY_SCHEME: []}]
+
+# Handler parameter types: injected by name from the app's dependencies.
+Services = NamedDependency[IdentityServices]
+Caller = NamedDependency[Principal]
+ClientAddress = NamedDependency[str]

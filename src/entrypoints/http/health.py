@@ -6,7 +6,7 @@ from litestar import Controller, Response, get
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
-from application.identity_services import IdentityServices
+from entrypoints.http.caller import Services
 from entrypoints.http.schemas import Health
 
 
@@ -31,7 +31,7 @@ class HealthController(Controller):
             )
         },
     )
-    async def readyz(self, services: IdentityServices) -> Response[Health]:
+    async def readyz(self, services: Services) -> Response[Health]:
         """200 when ready, else 503 naming pending migrations."""
         report = await services.check_readiness()
         if report.ready:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from litestar import Controller, post
+from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
 from application.accept_invitation import AcceptInvitationCommand
-from application.authenticate_bearer import Principal
-from application.identity_services import IdentityServices
-from entrypoints.http.caller import SECURITY
+from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import InvitationAccepted, TokenRequest
 
@@ -34,7 +33,11 @@ class InvitationController(Controller):
         ),
     )
     async def accept(
-        self, data: TokenRequest, services: IdentityServices, client: str, principal: Principal
+        self,
+        data: JSONBody[TokenRequest],
+        services: Services,
+        client: ClientAddress,
+        principal: Caller,
     ) -> InvitationAccepted:
         """Join the organization."""
         organization_id = await services.accept_invitation(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from litestar import Controller, post
+from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.identity_services import IdentityServices
 from application.redeem_magic_link import RedeemMagicLinkCommand
 from application.request_magic_link import RequestMagicLinkCommand
+from entrypoints.http.caller import ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import (
     ChallengeAccepted,
@@ -34,7 +35,7 @@ class MagicLinkController(Controller):
         responses=responses("validation-error", "rate-limited", "service-unavailable"),
     )
     async def request(
-        self, data: MagicLinkRequest, services: IdentityServices, client: str
+        self, data: JSONBody[MagicLinkRequest], services: Services, client: ClientAddress
     ) -> ChallengeAccepted:
         """Issue or resend a link if the address is an account."""
         receipt = await services.request_magic_link(
@@ -51,7 +52,7 @@ class MagicLinkController(Controller):
         ),
     )
     async def redeem(
-        self, data: TokenRequest, services: IdentityServices, client: str
+        self, data: JSONBody[TokenRequest], services: Services, client: ClientAddress
     ) -> SessionCreated:
         """Start a session."""
         grant = await services.redeem_magic_link(

@@ -6,15 +6,13 @@ from typing import Annotated
 from uuid import UUID
 
 from litestar import Controller, delete, post
-from litestar.params import Parameter
+from litestar.params import JSONBody, Parameter
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from application.authenticate_bearer import Principal
 from application.create_organization import CreateOrganizationCommand
-from application.identity_services import IdentityServices
 from application.invite_member import InviteMemberCommand
 from application.revoke_invitation import RevokeInvitationCommand
-from entrypoints.http.caller import SECURITY
+from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import (
     InvitationCreated,
@@ -41,7 +39,7 @@ class OrganizationController(Controller):
         responses=responses("validation-error", "unauthenticated", "service-unavailable"),
     )
     async def create(
-        self, data: OrganizationRequest, services: IdentityServices, principal: Principal
+        self, data: JSONBody[OrganizationRequest], services: Services, principal: Caller
     ) -> OrganizationCreated:
         """Create the organization."""
         organization = await services.create_organization(
@@ -72,10 +70,10 @@ class OrganizationController(Controller):
     async def invite(
         self,
         organization_id: OrganizationId,
-        data: InvitationRequest,
-        services: IdentityServices,
-        client: str,
-        principal: Principal,
+        data: JSONBody[InvitationRequest],
+        services: Services,
+        client: ClientAddress,
+        principal: Caller,
     ) -> InvitationCreated:
         """Issue an invitation."""
         receipt = await services.invite_member(
@@ -105,8 +103,8 @@ class OrganizationController(Controller):
         self,
         organization_id: OrganizationId,
         invitation_id: InvitationId,
-        services: IdentityServices,
-        principal: Principal,
+        services: Services,
+        principal: Caller,
     ) -> None:
         """Revoke the invitation."""
         await services.revoke_invitation(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from litestar import Controller, post
+from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from application.confirm_password_recovery import ConfirmPasswordRecoveryCommand
-from application.identity_services import IdentityServices
 from application.request_password_recovery import RequestPasswordRecoveryCommand
+from entrypoints.http.caller import ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import (
     ChallengeAccepted,
@@ -35,7 +36,7 @@ class PasswordRecoveryController(Controller):
         responses=responses("validation-error", "rate-limited", "service-unavailable"),
     )
     async def request(
-        self, data: PasswordRecoveryRequest, services: IdentityServices, client: str
+        self, data: JSONBody[PasswordRecoveryRequest], services: Services, client: ClientAddress
     ) -> ChallengeAccepted:
         """Open or resend a recovery challenge if the identifier is an account."""
         receipt = await services.request_password_recovery(
@@ -52,7 +53,10 @@ class PasswordRecoveryController(Controller):
         ),
     )
     async def confirm(
-        self, data: PasswordRecoveryConfirmationRequest, services: IdentityServices, client: str
+        self,
+        data: JSONBody[PasswordRecoveryConfirmationRequest],
+        services: Services,
+        client: ClientAddress,
     ) -> None:
         """Set the password."""
         await services.confirm_password_recovery(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from litestar import Controller, post
+from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.identity_services import IdentityServices
 from application.sign_in import SignInCommand
+from entrypoints.http.caller import ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import SessionCreated, SignInRequest
 
@@ -26,7 +27,7 @@ class SessionController(Controller):
         ),
     )
     async def sign_in(
-        self, data: SignInRequest, services: IdentityServices, client: str
+        self, data: JSONBody[SignInRequest], services: Services, client: ClientAddress
     ) -> SessionCreated:
         """Start a session."""
         grant = await services.sign_in(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from litestar import Controller, post
+from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from application.authenticate_bearer import Principal
 from application.confirm_sign_in_method import ConfirmSignInMethodCommand
-from application.identity_services import IdentityServices
 from application.request_sign_in_method import RequestSignInMethodCommand
-from entrypoints.http.caller import SECURITY
+from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import ChallengeAccepted, ConfirmationRequest, SignInMethodRequest
 
@@ -31,10 +30,10 @@ class SignInMethodController(Controller):
     )
     async def request(
         self,
-        data: SignInMethodRequest,
-        services: IdentityServices,
-        client: str,
-        principal: Principal,
+        data: JSONBody[SignInMethodRequest],
+        services: Services,
+        client: ClientAddress,
+        principal: Caller,
     ) -> ChallengeAccepted:
         """Open or resend the challenge."""
         receipt = await services.request_sign_in_method(
@@ -62,10 +61,10 @@ class SignInMethodController(Controller):
     )
     async def confirm(
         self,
-        data: ConfirmationRequest,
-        services: IdentityServices,
-        client: str,
-        principal: Principal,
+        data: JSONBody[ConfirmationRequest],
+        services: Services,
+        client: ClientAddress,
+        principal: Caller,
     ) -> None:
         """Attach the identifier, verified."""
         await services.confirm_sign_in_method(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from litestar import Controller, post
+from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from application.confirm_sign_up import ConfirmSignUpCommand
-from application.identity_services import IdentityServices
 from application.request_sign_up import RequestSignUpCommand
+from entrypoints.http.caller import ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import ChallengeAccepted, ConfirmationRequest, SignUpRequest
 
@@ -30,7 +31,7 @@ class SignUpController(Controller):
         responses=responses("validation-error", "rate-limited", "conflict", "service-unavailable"),
     )
     async def sign_up(
-        self, data: SignUpRequest, services: IdentityServices, client: str
+        self, data: JSONBody[SignUpRequest], services: Services, client: ClientAddress
     ) -> ChallengeAccepted:
         """Open or resend the sign-up challenge."""
         receipt = await services.request_sign_up(
@@ -55,7 +56,7 @@ class SignUpController(Controller):
         ),
     )
     async def confirm(
-        self, data: ConfirmationRequest, services: IdentityServices, client: str
+        self, data: JSONBody[ConfirmationRequest], services: Services, client: ClientAddress
     ) -> None:
         """Verify the identifier."""
         await services.confirm_sign_up(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from litestar import Controller, post
+from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.authenticate_bearer import Principal
 from application.confirm_step_up import ConfirmStepUpCommand
-from application.identity_services import IdentityServices
 from application.request_step_up import RequestStepUpCommand
-from entrypoints.http.caller import SECURITY
+from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import ChallengeAccepted, ElevationCreated, StepUpConfirmationRequest
 
@@ -29,7 +28,7 @@ class StepUpController(Controller):
         responses=responses("unauthenticated", "rate-limited", "conflict", "service-unavailable"),
     )
     async def request(
-        self, services: IdentityServices, client: str, principal: Principal
+        self, services: Services, client: ClientAddress, principal: Caller
     ) -> ChallengeAccepted:
         """Open or resend the step-up challenge."""
         receipt = await services.request_step_up(
@@ -52,10 +51,10 @@ class StepUpController(Controller):
     )
     async def confirm(
         self,
-        data: StepUpConfirmationRequest,
-        services: IdentityServices,
-        client: str,
-        principal: Principal,
+        data: JSONBody[StepUpConfirmationRequest],
+        services: Services,
+        client: ClientAddress,
+        principal: Caller,
     ) -> ElevationCreated:
         """Grant an elevation."""
         grant = await services.confirm_step_up(

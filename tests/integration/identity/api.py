@@ -1,0 +1,245 @@
+"""The real app over a real database: services from the composition root, a worker that
+delivers to a recording provider, and a record of every SQL statement the API sent."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any, LiteralString
+from uuid import UUID
+
+import attrs
+import psycopg
+from litestar.testing import AsyncTestClient
+from psycopg import AsyncConnection, AsyncCursor
+from psycopg_pool import AsyncConnectionPool
+
+from adapters.crypto.envelope import EnvelopeSealer
+from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from adapters.crypto.keyring import Keyring, SealKey
+from adapters.postgres.dispatch_store import PostgresDispatchStore
+from adapters.system.ids import Uuid7Ids
+from adapters.system.secrets import SystemSecrets
+from application.dispatch_due_messages import DispatchDueMessages
+from application.identity_services import IdentityServices
+from application.links import LinkBases
+from application.ports import Delivery
+from application.provider_breaker import ProviderBreaker
+from application.request_limits import RateLimitPolicy
+from domain.channels import Channel
+from domain.purposes import Purpose
+from domain.rate_limits import RateLimit
+from domain.retry_policy import RetryPolicy
+from entrypoints.bootstrap import build_identity_services
+from entrypoints.http.app import create_app
+from entrypoints.identity_settings import IdentitySettings, load_identity_settings
+from tests.fakes.clock import FixedClock
+from tests.fakes.providers import RecordingProvider
+from tests.fakes.renderer import RecordingRenderer
+from tests.fakes.telemetry import RecordingTelemetry
+
+SEALER = EnvelopeSealer(Keyring((SealKey("test", bytes(range(32))),)))
+INVITATION_BASE = "https://app.example/join"
+MAGIC_LINK_BASE = "https://app.example/sign-in"
+PASSWORD = "correct horse battery"
+GENEROUS = RateLimit(limit=1000, window=timedelta(minutes=1))
+
+
+def generous_limits() -> RateLimitPolicy:
+    """Limits no ordinary test reaches; tests of the limits set their own."""
+    return RateLimitPolicy(
+        per_client=GENEROUS,
+        per_destination=GENEROUS,
+        invitations_per_organization=GENEROUS,
+        invitations_per_address=GENEROUS,
+    )
+
+
+class StatementLog:
+    """Every statement the API's connections sent, in order (parameters left out)."""
+
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+        self.recording = False
+
+    def cursor_class(self) -> type[AsyncCursor[Any]]:
+        """A cursor class that appends each executed query to this log."""
+        log = self
+
+        class RecordingCursor(AsyncCursor[Any]):
+            async def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+                if log.recording:
+                    log.statements.append(str(query))
+                return await super().execute(query, params, **kwargs)
+
+        return RecordingCursor
+
+
+async def open_api_pool(database_url: str, log: StatementLog) -> AsyncConnectionPool:
+    """A pool acting as ``outbox_runtime`` whose cursors record their statements."""
+
+    async def configure(conn: AsyncConnection) -> None:
+        await conn.execute("SET ROLE outbox_runtime")
+
+    pool: AsyncConnectionPool = AsyncConnectionPool(
+        database_url,
+        min_size=1,
+        max_size=4,
+        kwargs={"autocommit": True, "cursor_factory": log.cursor_class()},
+        configure=configure,
+        open=False,
+    )
+    await pool.open(wait=True)
+    return pool
+
+
+@attrs.define
+class Api:
+    """A client of the real app, and the worker side of the same database."""
+
+    client: AsyncTestClient
+    services: IdentityServices
+    clock: FixedClock
+    telemetry: RecordingTelemetry
+    provider: RecordingProvider
+    dispatch: DispatchDueMessages
+    database_url: str
+    log: StatementLog
+
+    async def post(self, path: str, body: Any = None, token: str | None = None) -> Any:
+        """POST ``body`` as JSON (with a bearer token if given)."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return await self.client.post(path, json=body, headers=headers)
+
+    async def deliver(self) -> list[Delivery]:
+        """Run the worker until nothing is due; return what reached the provider."""
+        before = len(self.provider.sent)
+        while (await self.dispatch()).claimed:
+            pass
+        return self.provider.sent[before:]
+
+    async def deliver_one(self) -> Delivery:
+        """Run the worker; exactly one message must reach the provider."""
+        [delivery] = await self.deliver()
+        return delivery
+
+    async def rows(self, query: LiteralString, *params: Any) -> list[tuple[Any, ...]]:
+        """Rows of ``query`` run as superuser (test inspection only)."""
+        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as c:
+            cursor = await c.execute(query, params)
+            return await cursor.fetchall()
+
+    async def execute(self, query: LiteralString) -> None:
+        """Run ``query`` as superuser (fault injection)."""
+        async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True) as c:
+            await c.execute(query)
+
+    async def sealed_code(self, subject_id: UUID | None = None) -> str:
+        """The code of the newest live message (of ``subject_id``), opened as the worker would."""
+        rows = await self.rows(
+            "SELECT m.id, m.purpose, e.sealed FROM outbox.messages m"
+            " JOIN outbox.envelopes e ON e.message_id = m.id"
+            " WHERE m.state = 'pending' AND (%s::uuid IS NULL OR m.subject_id = %s::uuid)"
+            " ORDER BY m.created_at DESC, m.id DESC LIMIT 1",
+            subject_id,
+            subject_id,
+        )
+        message_id, purpose, sealed = rows[0]
+        return SEALER.open(message_id=message_id, purpose=Purpose(purpose), envelope=sealed)
+
+    async def messages(self, purpose: str) -> list[tuple[Any, ...]]:
+        """(state, dead_letter_reason, subject_id, has envelope) of each message, oldest first."""
+        return await self.rows(
+            "SELECT m.state, m.dead_letter_reason, m.subject_id, e.message_id IS NOT NULL"
+            " FROM outbox.messages m LEFT JOIN outbox.envelopes e ON e.message_id = m.id"
+            " WHERE m.purpose = %s ORDER BY m.created_at, m.id",
+            purpose,
+        )
+
+    async def signed_up(self, identifier: str = "alice@example.com") -> str:
+        """Sign up, confirm with the delivered code, sign in; return the bearer token."""
+        response = await self.post("/sign-ups", {"identifier": identifier, "password": PASSWORD})
+        assert 201 == response.status_code, response.text
+        code = (await self.deliver_one()).content.text
+        response = await self.post(
+            "/sign-ups/confirmations", {"identifier": identifier, "code": code}
+        )
+        assert 204 == response.status_code, response.text
+        return await self.sign_in(identifier)
+
+    async def sign_in(self, identifier: str, password: str = PASSWORD) -> str:
+        """Sign in; return the bearer token."""
+        response = await self.post("/sessions", {"identifier": identifier, "password": password})
+        assert 201 == response.status_code, response.text
+        return str(response.json()["token"])
+
+
+def token_of(delivery: Delivery) -> str:
+    """The token in a delivered link (``…#token=…``)."""
+    match = re.search(r"#token=(\S+)", delivery.content.text)
+    assert match is not None, "no link in the message"
+    return match.group(1)
+
+
+def problem_type(response: Any) -> str:
+    """The problem type URN of an error response."""
+    assert "application/problem+json" == response.headers["content-type"]
+    return str(json.loads(response.content)["type"])
+
+
+@attrs.frozen(kw_only=True)
+class ApiSettings:
+    """What a test may change about the service."""
+
+    identity: IdentitySettings = attrs.field(
+        factory=lambda: attrs.evolve(load_identity_settings({}), rate_limits=generous_limits())
+    )
+
+
+async def running_api(
+    database_url: str, dispatch_store: PostgresDispatchStore, settings: ApiSettings
+) -> AsyncIterator[Api]:
+    """Build the services the way the composition root does and serve them in-process."""
+    log = StatementLog()
+    pool = await open_api_pool(database_url, log)
+    clock = FixedClock(datetime.now(UTC).replace(microsecond=0))
+    telemetry = RecordingTelemetry()
+    services = build_identity_services(
+        pool=pool,
+        sealer=SEALER,
+        hasher=Argon2idHasher(Argon2Parameters.cheapest()),
+        clock=clock,
+        ids=Uuid7Ids(),
+        secret_source=SystemSecrets(),
+        telemetry=telemetry,
+        identity=settings.identity,
+    )
+    provider = RecordingProvider()
+    dispatch = DispatchDueMessages(
+        store=dispatch_store,
+        sealer=SEALER,
+        renderer=RecordingRenderer(),
+        providers={Channel.EMAIL: provider, Channel.SMS: provider},
+        clock=clock,
+        telemetry=RecordingTelemetry(),
+        policy=RetryPolicy(),
+        breaker=ProviderBreaker(),
+        links=LinkBases(invitation=INVITATION_BASE, magic_link=MAGIC_LINK_BASE),
+        owner="identity-tests",
+    )
+    try:
+        async with AsyncTestClient(create_app(services)) as client:
+            yield Api(
+                client=client,
+                services=services,
+                clock=clock,
+                telemetry=telemetry,
+                provider=provider,
+                dispatch=dispatch,
+                database_url=database_url,
+                log=log,
+            )
+    finally:
+        await pool.close()
