@@ -4,6 +4,9 @@
 - ``connect_as``: ``async with connect_as("outbox_worker") as conn`` opens an autocommit
   connection to that database and ``SET ROLE``s it (``None`` stays superuser).
 - ``worker_pool`` / ``dispatch_store``: the real adapter acting as ``outbox_worker``.
+- ``queue_database_url``: one migrated database per session whose queue tables are emptied
+  before each test; cheaper than a copy, for tests that touch queue rows only. A test
+  directory opts in by overriding ``database_url`` with it (see tests/contract/conftest.py).
 - ``empty_database_url``: a fresh database with no migration applied (migration tests).
 - ``postgres_server``: the session's server, to create extra databases.
 """
@@ -105,3 +108,22 @@ def empty_database_url(postgres_server: TestServer) -> Iterator[str]:
         yield postgres_server.url(name)
     finally:
         postgres_server.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def shared_queue_database(postgres_server: TestServer, migrated_template: str) -> Iterator[str]:
+    """One migrated database for the whole session (see ``queue_database_url``)."""
+    name = postgres_server.create_database(prefix="outbox_shared", template=migrated_template)
+    try:
+        yield postgres_server.url(name)
+    finally:
+        postgres_server.drop_database(name)
+
+
+@pytest.fixture
+async def queue_database_url(shared_queue_database: str) -> str:
+    """Superuser connection string of the session's shared database, queue tables emptied."""
+    async with await psycopg.AsyncConnection.connect(shared_queue_database) as conn:
+        await conn.execute("TRUNCATE outbox.attempts, outbox.envelopes, outbox.messages")
+        await conn.commit()
+    return shared_queue_database
