@@ -9,6 +9,7 @@ each xdist worker is its own process with its own template (and its own embedded
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
@@ -52,9 +53,10 @@ class TestServer:
         return server
 
     def stop(self) -> None:
-        """Stop the embedded server, if this session started one."""
+        """Stop the embedded server, if this session started one, and remove its directory."""
         if self.embedded is not None:
             self.embedded.stop()
+            shutil.rmtree(self.embedded.data_dir.parent, ignore_errors=True)
 
     def create_database(self, *, prefix: str, template: str | None = None) -> str:
         """Create a database with a unique name (copied from ``template``) and return its name."""

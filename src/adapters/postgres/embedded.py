@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import warnings
 from pathlib import Path
 from typing import Any
@@ -59,3 +60,5 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         """Stop the server if this process is the last one using it."""
         self._server.cleanup()
+        # The wheel also registered the same clean-up to run at exit; it has run now.
+        atexit.unregister(self._server._cleanup)
