@@ -8,6 +8,10 @@ from datetime import UTC, datetime
 import pytest
 from psycopg import errors
 
+from adapters.crypto.envelope import EnvelopeSealer
+from adapters.crypto.keyring import Keyring, generate_key
+from domain.purposes import Purpose
+
 pytestmark = pytest.mark.integration
 
 INSERT = """
@@ -111,3 +115,21 @@ async def test_enqueue_names_the_parameter_it_refuses(
                 f"SELECT outbox.enqueue_message(gen_random_uuid(), '{purpose}', 'email',"
                 f" 'p@example.com', {subject}, 'code', '{{}}', 'en', {secret or 'NULL'})"
             )
+
+
+@pytest.mark.parametrize("key_id", ["k1", "2026-01-01_rotated-key"])
+async def test_a_real_envelope_passes_the_shape_check_and_comes_back_unchanged(connect_as, key_id):
+    message_id = uuid.uuid4()
+    sealer = EnvelopeSealer(Keyring((generate_key(key_id),)))
+    envelope = sealer.seal(message_id=message_id, purpose=Purpose.STEP_UP, plaintext="493817")
+    async with connect_as("outbox_runtime") as conn:
+        await conn.execute(
+            "SELECT outbox.enqueue_message(%s, 'step_up', 'sms', '+15550100', gen_random_uuid(),"
+            " 'code', '{}', 'en', %s)",
+            (message_id, envelope),
+        )
+    async with connect_as("outbox_worker") as conn:
+        cursor = await conn.execute("SELECT sealed_secret FROM outbox.claim_messages('w', 1, 60)")
+        row = await cursor.fetchone()
+    assert row is not None
+    assert "493817" == sealer.open(message_id=message_id, purpose=Purpose.STEP_UP, envelope=row[0])
