@@ -11,8 +11,8 @@ from typing import Any, LiteralString
 from uuid import UUID
 
 import attrs
+import httpx
 import psycopg
-from litestar.testing import AsyncTestClient
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool
 
@@ -27,7 +27,7 @@ from application.identity_services import IdentityServices
 from application.links import LinkBases
 from application.ports import Delivery
 from application.provider_breaker import ProviderBreaker
-from application.request_limits import RateLimitPolicy
+from application.request_limits import RateLimitPolicy, RequestLimits
 from domain.channels import Channel
 from domain.purposes import Purpose
 from domain.rate_limits import RateLimit
@@ -99,7 +99,7 @@ async def open_api_pool(database_url: str, log: StatementLog) -> AsyncConnection
 class Api:
     """A client of the real app, and the worker side of the same database."""
 
-    client: AsyncTestClient
+    client: httpx.AsyncClient
     services: IdentityServices
     clock: FixedClock
     telemetry: RecordingTelemetry
@@ -107,6 +107,15 @@ class Api:
     dispatch: DispatchDueMessages
     database_url: str
     log: StatementLog
+
+    def tighten(self, **limits: RateLimit) -> None:
+        """Replace rate limits in every use case (the services are rebuilt around them)."""
+        for name in attrs.fields_dict(type(self.services)):
+            use_case = getattr(self.services, name)
+            current = getattr(use_case, "limits", None)
+            if isinstance(current, RequestLimits):
+                policy = attrs.evolve(current.policy, **limits)
+                object.__setattr__(use_case, "limits", attrs.evolve(current, policy=policy))
 
     async def post(self, path: str, body: Any = None, token: str | None = None) -> Any:
         """POST ``body`` as JSON (with a bearer token if given)."""
@@ -230,7 +239,10 @@ async def running_api(
         owner="identity-tests",
     )
     try:
-        async with AsyncTestClient(create_app(services)) as client:
+        # The app runs in this event loop (Litestar's own test client would run it in a
+        # thread, away from the loop the pool belongs to).
+        transport = httpx.ASGITransport(app=create_app(services))
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
             yield Api(
                 client=client,
                 services=services,

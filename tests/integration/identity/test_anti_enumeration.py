@@ -1,0 +1,155 @@
+"""Password recovery and magic links answer known and unknown identifiers alike (OX-S3)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from domain.rate_limits import RateLimit
+from tests.integration.identity.api import Api, problem_type, token_of
+
+pytestmark = pytest.mark.integration
+
+KNOWN = "alice@example.com"
+UNKNOWN = "nobody@example.com"
+ROUTES = [("/password-recoveries", "identifier"), ("/magic-links", "email")]
+
+
+async def _ask(api: Api, path: str, field: str, address: str) -> tuple[Any, list[str]]:
+    """The response and the statements the API sent while answering it."""
+    api.log.statements.clear()
+    api.log.recording = True
+    try:
+        response = await api.post(path, {field: address})
+    finally:
+        api.log.recording = False
+    return response, list(api.log.statements)
+
+
+def _wire(response: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+    return response.status_code, sorted(response.headers.items()), response.content
+
+
+@pytest.mark.parametrize(("path", "field"), ROUTES)
+async def test_known_and_unknown_get_identical_bytes_and_run_identical_statements(
+    api: Api, path: str, field: str
+) -> None:
+    await api.signed_up(KNOWN)
+
+    known, known_statements = await _ask(api, path, field, KNOWN)
+    unknown, unknown_statements = await _ask(api, path, field, UNKNOWN)
+
+    assert 201 == known.status_code
+    assert _wire(known) == _wire(unknown)
+    assert known_statements == unknown_statements
+    assert any("_if_known" in statement for statement in known_statements)
+    [delivery] = await api.deliver()
+    assert KNOWN == delivery.destination
+
+
+@pytest.mark.parametrize(("path", "field"), ROUTES)
+async def test_a_resend_answers_exactly_like_a_first_request(
+    api: Api, path: str, field: str
+) -> None:
+    await api.signed_up(KNOWN)
+    await api.post(path, {field: KNOWN})
+
+    again, _ = await _ask(api, path, field, KNOWN)
+    unknown, _ = await _ask(api, path, field, UNKNOWN)
+
+    assert _wire(again) == _wire(unknown)
+
+
+@pytest.mark.parametrize(
+    ("path", "field", "table"),
+    [
+        ("/password-recoveries", "identifier", "identity.challenges"),
+        ("/password-recoveries", "identifier", "outbox.messages"),
+        ("/magic-links", "email", "identity.magic_links"),
+        ("/magic-links", "email", "outbox.envelopes"),
+    ],
+)
+async def test_a_failure_after_the_lookup_is_hidden_behind_the_same_201(
+    api: Api, path: str, field: str, table: str
+) -> None:
+    await api.signed_up(KNOWN)
+    before = len(await api.rows("SELECT 1 FROM outbox.messages"))
+    await api.execute(
+        "CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql AS"
+        " $$BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = '53100'; END$$"
+    )
+    await api.execute(
+        f"CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON {table}"  # type: ignore[misc]
+        " FOR EACH ROW EXECUTE FUNCTION public.refuse()"
+    )
+
+    known, _ = await _ask(api, path, field, KNOWN)
+    unknown, _ = await _ask(api, path, field, UNKNOWN)
+
+    assert _wire(known) == _wire(unknown)
+    assert 201 == known.status_code
+    assert before == len(await api.rows("SELECT 1 FROM outbox.messages"))
+    [event] = [e for e in api.telemetry.events if e.name.endswith(".failed")]
+    assert ("error", "53100") == (event.level, event.fields["code"])
+    assert "refused" not in str(event.fields)
+
+
+@pytest.mark.parametrize(("path", "field"), ROUTES)
+@pytest.mark.parametrize(("sqlstate", "status"), [("57P01", 503), ("XX000", 500)])
+async def test_a_failure_of_the_lookup_itself_is_reported_alike_for_everyone(
+    api: Api, path: str, field: str, sqlstate: str, status: int
+) -> None:
+    await api.signed_up(KNOWN)
+    lookup = "find_recovery_target" if "password" in path else "find_magic_link_target"
+    [(definition,)] = await api.rows("SELECT pg_get_functiondef(%s::regproc)", f"identity.{lookup}")
+    body_start = definition.index("AS $function$") + len("AS $function$")
+    broken = (
+        definition[:body_start]
+        + f"BEGIN RAISE EXCEPTION 'lookup failed' USING ERRCODE = '{sqlstate}'; END"
+        + definition[definition.index("$function$", body_start) :]
+    )
+    await api.execute(broken)  # type: ignore[arg-type]
+
+    known, _ = await _ask(api, path, field, KNOWN)
+    unknown, _ = await _ask(api, path, field, UNKNOWN)
+
+    assert status == known.status_code
+    assert _wire(known) == _wire(unknown)
+    assert "lookup failed" not in known.text
+    if status == 503:
+        assert "5" == known.headers["retry-after"]
+        assert "urn:outbox:problem:service-unavailable" == problem_type(known)
+
+
+@pytest.mark.parametrize(("path", "field"), ROUTES)
+async def test_the_destination_limit_is_silent_and_sends_nothing_more(
+    api: Api, path: str, field: str
+) -> None:
+    await api.signed_up(KNOWN)
+    api.provider.sent.clear()
+    api.tighten(per_destination=RateLimit(limit=1, window=timedelta(minutes=15)))
+
+    first, _ = await _ask(api, path, field, KNOWN)
+    second, _ = await _ask(api, path, field, KNOWN)
+    unknown, _ = await _ask(api, path, field, UNKNOWN)
+
+    assert _wire(first) == _wire(second) == _wire(unknown)
+    assert 1 == len(await api.deliver())
+    assert any(e.name.endswith("destination_limited") for e in api.telemetry.events)
+
+
+async def test_a_magic_link_signs_in_once(api: Api) -> None:
+    await api.signed_up(KNOWN)
+    await api.post("/magic-links", {"email": KNOWN})
+    delivery = await api.deliver_one()
+    assert delivery.content.text.startswith("https://app.example/sign-in#token=")
+    token = token_of(delivery)
+
+    redeemed = await api.post("/magic-links/redemptions", {"token": token})
+    again = await api.post("/magic-links/redemptions", {"token": token})
+
+    assert 201 == redeemed.status_code
+    assert 201 == (await api.post("/step-ups", token=redeemed.json()["token"])).status_code
+    assert "urn:outbox:problem:invalid-token" == problem_type(again)
