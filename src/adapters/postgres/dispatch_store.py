@@ -20,15 +20,18 @@ from domain.retention import RetentionPolicy
 CLAIM = """
 SELECT id, purpose, channel, destination, subject_id, template, params, locale,
        sealed_secret, attempt_count, expires_at, lease_token, lease_expires_at
-FROM outbox.claim_messages(%s::text, %s::integer, %s::double precision)
+FROM outbox.claim_messages(%b::text, %b::integer, %b::double precision)
 """
 RECORD = """
 SELECT result
 FROM outbox.record_outcomes(
-    %s::uuid[], %s::uuid[], %s::integer[], %s::text[], %s::text[],
-    %s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::boolean[]
+    %b::uuid[], %b::uuid[], %b::integer[], %b::text[], %b::text[],
+    %b::text[], %b::text[], %b::text[], %b::timestamptz[], %b::boolean[]
 )
 """
+# The hot path speaks binary both ways (%b, binary=True): psycopg dumps ten arrays of a
+# hundred in about 180 us in binary against 730 us as text, and parses UUIDs and timestamps
+# without string round trips (docs/benchmarks.md).
 EXPIRE = "SELECT outbox.expire_messages(%s::integer)"
 PURGE = "SELECT outbox.purge_messages(%s::interval, %s::interval, %s::integer)"
 
@@ -98,7 +101,9 @@ class PostgresDispatchStore:
         """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead."""
         with translated_errors():
             async with self._pool.connection() as conn:
-                cursor = await conn.execute(CLAIM, (owner, limit, lease.total_seconds()))
+                cursor = await conn.execute(
+                    CLAIM, (owner, limit, lease.total_seconds()), binary=True
+                )
                 rows = await cursor.fetchall()
         return [_claimed(row) for row in rows]
 
@@ -121,7 +126,7 @@ class PostgresDispatchStore:
         )
         with translated_errors():
             async with self._pool.connection() as conn:
-                cursor = await conn.execute(RECORD, params)
+                cursor = await conn.execute(RECORD, params, binary=True)
                 rows = await cursor.fetchall()
         return [RecordResult(row[0]) for row in rows]
 
