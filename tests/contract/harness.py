@@ -47,6 +47,7 @@ class Harness(Protocol):
     async def sleep(self, seconds: float) -> None: ...
     async def view(self, message_id: UUID) -> View | None: ...
     async def history(self, message_id: UUID) -> list[tuple[int, bool]]: ...
+    async def history_tokens(self, message_id: UUID) -> list[UUID | None]: ...
 
 
 def make_message(
@@ -109,6 +110,9 @@ class MemoryHarness:
     async def history(self, message_id: UUID) -> list[tuple[int, bool]]:
         return [(a.attempt, a.counted) for a in self.store.attempts if a.message_id == message_id]
 
+    async def history_tokens(self, message_id: UUID) -> list[UUID | None]:
+        return [a.lease_token for a in self.store.attempts if a.message_id == message_id]
+
 
 VIEW = """
 SELECT m.state, m.attempt_count, e.message_id IS NOT NULL, m.dead_letter_reason,
@@ -117,6 +121,7 @@ FROM outbox.messages AS m LEFT JOIN outbox.envelopes AS e ON e.message_id = m.id
 WHERE m.id = %s
 """
 HISTORY = "SELECT attempt, counted FROM outbox.attempts WHERE message_id = %s ORDER BY id"
+HISTORY_TOKENS = "SELECT lease_token FROM outbox.attempts WHERE message_id = %s ORDER BY id"
 
 
 @attrs.define
@@ -162,3 +167,8 @@ class PostgresHarness:
         async with self.connect_as() as conn:
             cursor = await conn.execute(HISTORY, (message_id,))
             return [tuple(row) for row in await cursor.fetchall()]  # type: ignore[misc]
+
+    async def history_tokens(self, message_id: UUID) -> list[UUID | None]:
+        async with self.connect_as() as conn:
+            cursor = await conn.execute(HISTORY_TOKENS, (message_id,))
+            return [row[0] for row in await cursor.fetchall()]

@@ -178,6 +178,18 @@ async def test_recording_published_makes_the_message_final_and_deletes_the_envel
     assert [(1, True)] == await outbox.history(claimed.id)
 
 
+async def test_each_history_row_names_the_lease_it_was_recorded_under(outbox: Harness):
+    """The audit of SPEC §13 compares these tokens with the leases workers held."""
+    await outbox.enqueue(make_message(outbox))
+    [first] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
+    await outbox.store.record([_record(first, _retry(outbox, seconds=0))])
+    [second] = await outbox.store.claim(owner="worker-2", limit=1, lease=LEASE)
+    await outbox.store.record([_record(second, Published())])
+
+    assert first.lease_token != second.lease_token
+    assert [first.lease_token, second.lease_token] == await outbox.history_tokens(first.id)
+
+
 async def test_recording_a_retry_counts_the_attempt_and_waits_until_the_retry_time(
     outbox: Harness,
 ):

@@ -41,6 +41,7 @@ class RecordedAttempt:
     outcome: Outcome
     provider: str
     recorded_at: datetime
+    lease_token: UUID  # the lease the outcome was recorded under
 
 
 def _claimable_at(message: Message) -> datetime:
@@ -226,6 +227,7 @@ class InMemoryOutboxStore:
                 outcome=record.outcome,
                 provider=record.provider,
                 recorded_at=now,
+                lease_token=record.lease_token,
             )
         )
         return RecordResult.RECORDED
