@@ -9,6 +9,9 @@ import psycopg
 
 CHANNEL = "outbox_work"
 LISTEN = "LISTEN outbox_work"
+# Opening the listening connection may take this long even when ``within`` is shorter, so
+# that ``wait(0)`` can start listening without waiting for anything.
+CONNECT_TIMEOUT = 2.0
 
 
 class WorkListener:
@@ -23,12 +26,16 @@ class WorkListener:
         self._conn: psycopg.AsyncConnection | None = None
 
     async def wait(self, within: float) -> None:
-        """Return when a notification arrives, or after ``within`` seconds."""
+        """Return when a notification arrives, or after ``within`` seconds.
+
+        The first call starts listening; ``wait(0)`` does only that.
+        """
         deadline = time.monotonic() + within
         try:
-            async with asyncio.timeout(within):
+            async with asyncio.timeout(max(within, CONNECT_TIMEOUT)):
                 conn = await self._connection()
-            async for _ in conn.notifies(timeout=within, stop_after=1):
+            remaining = max(0.0, deadline - time.monotonic())
+            async for _ in conn.notifies(timeout=remaining, stop_after=1):
                 pass
             # Notifications that piled up while the worker was busy say the same thing.
             async for _ in conn.notifies(timeout=0):
