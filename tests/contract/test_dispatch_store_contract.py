@@ -21,6 +21,9 @@ from tests.contract.harness import ENVELOPE, Harness, make_message
 LEASE = timedelta(seconds=60)
 SHORT_LEASE = timedelta(seconds=0.3)
 PAST_SHORT_LEASE = 0.5
+# Long enough to enqueue and claim before it passes even on a busy machine.
+SOON = timedelta(seconds=1)
+PAST_SOON = 1.2
 
 
 def _record(claimed: ClaimedMessage, outcome: Outcome, *, attempt: int | None = None):
@@ -117,12 +120,12 @@ async def test_an_expired_lease_is_reclaimable_with_the_same_attempt_count(outbo
 
 
 async def test_claim_dead_letters_expired_candidates_instead_of_returning_them(outbox: Harness):
-    code = make_message(outbox, expires_in=timedelta(seconds=0.2))
-    invitation = make_message(outbox, purpose=Purpose.INVITATION, expires_in=timedelta(seconds=0.2))
+    code = make_message(outbox, expires_in=SOON)
+    invitation = make_message(outbox, purpose=Purpose.INVITATION, expires_in=SOON)
     fresh = make_message(outbox)
     for message in (code, invitation, fresh):
         await outbox.enqueue(message)
-    await outbox.sleep(0.3)
+    await outbox.sleep(PAST_SOON)
 
     claimed = await outbox.store.claim(owner="worker-1", limit=10, lease=LEASE)
 
@@ -338,13 +341,13 @@ async def test_recording_an_empty_batch_answers_nothing(outbox: Harness):
 
 
 async def test_expire_dead_letters_expired_messages_nobody_holds(outbox: Harness):
-    pending = make_message(outbox, expires_in=timedelta(seconds=0.2))
-    held = make_message(outbox, expires_in=timedelta(seconds=0.2))
+    pending = make_message(outbox, expires_in=SOON)
+    held = make_message(outbox, expires_in=SOON)
     await outbox.enqueue(held)
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
     await outbox.enqueue(pending)
     await outbox.enqueue(make_message(outbox))
-    await outbox.sleep(0.3)
+    await outbox.sleep(PAST_SOON)
 
     assert 1 == await outbox.store.expire(limit=100)
 
@@ -364,8 +367,8 @@ async def test_expire_dead_letters_expired_messages_nobody_holds(outbox: Harness
 
 async def test_expire_takes_at_most_the_limit(outbox: Harness):
     for _ in range(3):
-        await outbox.enqueue(make_message(outbox, expires_in=timedelta(seconds=0.2)))
-    await outbox.sleep(0.3)
+        await outbox.enqueue(make_message(outbox, expires_in=SOON))
+    await outbox.sleep(PAST_SOON)
 
     assert 2 == await outbox.store.expire(limit=2)
     assert 1 == await outbox.store.expire(limit=2)

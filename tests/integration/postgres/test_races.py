@@ -89,16 +89,16 @@ async def test_the_expiry_sweep_leaves_a_row_a_worker_is_recording_to_the_worker
     connect_as, dispatch_store
 ):
     outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
-    message = make_message(outbox, expires_in=timedelta(seconds=0.3))
+    message = make_message(outbox, expires_in=timedelta(seconds=1))
     await outbox.enqueue(message)
-    [held] = await dispatch_store.claim(owner="worker-1", limit=1, lease=timedelta(seconds=0.8))
-    await asyncio.sleep(0.4)  # expired, but the lease is live
+    [held] = await dispatch_store.claim(owner="worker-1", limit=1, lease=timedelta(seconds=2.5))
+    await asyncio.sleep(1.2)  # expired, but the lease is live
 
     assert 0 == await dispatch_store.expire(limit=10)
     async with connect_as("outbox_worker") as worker, worker.transaction():
         cursor = await worker.execute(RECORD_PUBLISHED, (held.id, held.lease_token))
         assert ("recorded",) == await cursor.fetchone()
-        await asyncio.sleep(0.5)  # the lease has run out meanwhile; the row is still locked
+        await asyncio.sleep(1.5)  # the lease has run out meanwhile; the row is still locked
         sweeping = asyncio.create_task(dispatch_store.expire(limit=10))
         assert 0 == await asyncio.wait_for(sweeping, 5), "the sweep skips locked rows"
 
@@ -109,8 +109,8 @@ async def test_the_expiry_sweep_leaves_a_row_a_worker_is_recording_to_the_worker
 async def test_two_sweeps_at_once_let_one_do_the_work(connect_as, dispatch_store):
     outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
     for _ in range(3):
-        await outbox.enqueue(make_message(outbox, expires_in=timedelta(seconds=0.2)))
-    await asyncio.sleep(0.3)
+        await outbox.enqueue(make_message(outbox, expires_in=timedelta(seconds=1)))
+    await asyncio.sleep(1.2)
 
     async with connect_as("outbox_worker") as first, first.transaction():
         cursor = await first.execute("SELECT outbox.expire_messages(10)")
