@@ -258,6 +258,7 @@ async def run_worker(
                 owner=services.dispatch.owner,
                 batch_size=services.dispatch.batch_size,
                 concurrency=services.dispatch.concurrency,
+                lanes=settings.worker.lanes,
                 drain=drain,
                 metrics_port=metrics.port if metrics else None,
             )
@@ -267,6 +268,7 @@ async def run_worker(
                 telemetry=services.telemetry,
                 poll_interval=settings.worker.poll_interval,
                 drain=drain,
+                lanes=settings.worker.lanes,
             )
             return await run_worker_process(
                 loop=loop,

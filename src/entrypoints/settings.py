@@ -52,6 +52,7 @@ class WorkerSettings:
 
     batch_size: int
     concurrency: int
+    lanes: int  # batches in flight at once, so database round trips overlap sending
     lease: timedelta
     poll_interval: timedelta
     provider_timeout: timedelta
@@ -198,6 +199,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         worker=WorkerSettings(
             batch_size=read.integer("WORKER_BATCH_SIZE", 100),
             concurrency=read.integer("WORKER_CONCURRENCY", 32),
+            lanes=read.integer("WORKER_LANES", 2),
             lease=read.seconds("WORKER_LEASE_SECONDS", 60, minimum=1),
             poll_interval=read.seconds("WORKER_POLL_SECONDS", 1.0),
             provider_timeout=read.seconds("PROVIDER_TIMEOUT_SECONDS", 10),

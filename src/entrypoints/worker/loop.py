@@ -23,6 +23,10 @@ class WorkerLoop:
     ``stop()`` stops claiming; the batch in flight finishes and is recorded. A lost
     database is retried with capped, jittered backoff; no state is kept between batches,
     so nothing is half-done after a reconnect.
+
+    ``lanes`` batches run at once, each claiming its own rows (SKIP LOCKED keeps them
+    disjoint), so one batch's round trips to the database overlap another's rendering
+    and sending. Idle lanes share one wait for work.
     """
 
     dispatch: Callable[[], Awaitable[DispatchResult]]
@@ -30,8 +34,10 @@ class WorkerLoop:
     telemetry: Telemetry
     poll_interval: timedelta
     drain: bool = False
+    lanes: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     totals: DispatchResult = attrs.field(factory=DispatchResult)
     _stopping: asyncio.Event = attrs.field(factory=asyncio.Event, alias="_stopping")
+    _idling: asyncio.Future[None] | None = attrs.field(default=None, alias="_idling")
 
     def stop(self) -> None:
         """Stop claiming new batches; the batch in flight is allowed to finish."""
@@ -44,6 +50,20 @@ class WorkerLoop:
 
     async def run(self) -> DispatchResult:
         """Dispatch until stopped (or, with ``drain``, until nothing is due); return the totals."""
+        if self.lanes == 1:
+            await self._lane(self._idle)
+            return self.totals
+        lanes = [asyncio.ensure_future(self._lane(self._shared_idle)) for _ in range(self.lanes)]
+        try:
+            await asyncio.gather(*lanes)
+        finally:
+            waits = [self._idling] if self._idling is not None else []
+            for task in [*lanes, *waits]:
+                task.cancel()
+            await asyncio.gather(*lanes, *waits, return_exceptions=True)
+        return self.totals
+
+    async def _lane(self, idle: Callable[[], Awaitable[None]]) -> None:
         failures = 0
         while not self.stopping:
             try:
@@ -67,8 +87,13 @@ class WorkerLoop:
                 continue
             if self.drain:
                 break
-            await self._idle()
-        return self.totals
+            await idle()
+
+    async def _shared_idle(self) -> None:
+        """Idle lanes wait together: one wait for work (one listener), all wake with it."""
+        if self._idling is None or self._idling.done():
+            self._idling = asyncio.ensure_future(self._idle())
+        await asyncio.shield(self._idling)
 
     async def _idle(self) -> None:
         """Wait for a NOTIFY, the poll interval, or stop, whichever comes first."""
