@@ -96,6 +96,7 @@ async def drain_in_process(
             str(out),
             str(config.batch_size),
             str(config.concurrency),
+            str(config.lanes),
             env={**os.environ, KEYRING_VARIABLE: keyring},
         )
         if await process.wait() != 0:

@@ -80,6 +80,7 @@ class SteadyLatency:
                 str(out),
                 str(self.config.batch_size),
                 str(self.config.concurrency),
+                str(self.config.lanes),
                 stdout=asyncio.subprocess.PIPE,
                 env={**os.environ, KEYRING_VARIABLE: self.keyring},
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,21 +12,14 @@ from uuid import UUID
 
 import attrs
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import parse_keyring
 from adapters.postgres.dispatch_store import PostgresDispatchStore
-from adapters.postgres.pool import open_pool
-from adapters.postgres.work_listener import WorkListener
-from adapters.system.clock import SystemClock
-from adapters.templates.renderer import JinjaRenderer
 from application.dispatch_due_messages import DispatchDueMessages, DispatchResult
-from application.links import LinkBases
 from application.ports import Delivery
-from application.provider_breaker import ProviderBreaker
 from bench.harness import Setting
 from domain.channels import Channel
-from domain.retry_policy import RetryPolicy
-from entrypoints.observability import build_telemetry, configure_logging, new_registry
+from entrypoints.bootstrap import worker_services
+from entrypoints.observability import configure_logging
+from entrypoints.settings import load_settings
 from entrypoints.worker.loop import WorkerLoop
 
 
@@ -55,6 +49,7 @@ class WorkerConfig:
 
     batch_size: int = 100
     concurrency: int = 32
+    lanes: int = 2  # the product default, OUTBOX_WORKER_LANES
     lease: timedelta = timedelta(seconds=60)
     poll_interval: timedelta = timedelta(seconds=1)
 
@@ -63,8 +58,10 @@ class WorkerConfig:
         return {
             "batch_size": self.batch_size,
             "concurrency": self.concurrency,
+            "lanes": self.lanes,
             "lease_seconds": self.lease.total_seconds(),
-            "telemetry": "structlog JSON to /dev/null + Prometheus registry",
+            "composition": "entrypoints.bootstrap.worker_services, role outbox_worker",
+            "telemetry": "structlog JSON (info) to /dev/null + Prometheus registry",
             "renderer": "JinjaRenderer (built-in templates)",
             "sealer": "EnvelopeSealer v1",
             "provider": "no-op",
@@ -78,6 +75,7 @@ class Worker:
     dispatch: DispatchDueMessages
     store: PostgresDispatchStore
     provider: NoopProvider
+    lanes: int
 
     async def drain(self) -> DispatchResult:
         """Run the real worker loop in drain mode: until nothing is due."""
@@ -87,6 +85,7 @@ class Worker:
             telemetry=self.dispatch.telemetry,
             poll_interval=timedelta(seconds=1),
             drain=True,
+            lanes=self.lanes,
         )
         return await loop.run()
 
@@ -109,34 +108,30 @@ async def running_worker(
     *,
     received: dict[UUID, float] | None = None,
 ) -> AsyncIterator[Worker]:
-    """Build the worker on ``conninfo`` as the composition root would; close it afterwards."""
+    """The worker exactly as ``outboxctl worker`` composes it, with the no-op provider."""
     _quiet_logging()
-    pool = await open_pool(conninfo, min_size=2, max_size=2)
-    listener = WorkListener(conninfo)
-    try:
-        store = PostgresDispatchStore(pool, listener)
-        renderer = JinjaRenderer()
-        renderer.preload()
-        provider = NoopProvider(received=received)
-        dispatch = DispatchDueMessages(
-            store=store,
-            sealer=EnvelopeSealer(parse_keyring(keyring)),
-            renderer=renderer,
-            providers=dict.fromkeys(Channel, provider),
-            clock=SystemClock(),
-            telemetry=build_telemetry(new_registry()),
-            policy=RetryPolicy(),
-            breaker=ProviderBreaker(),
-            links=LinkBases(),
-            owner=f"bench-{os.getpid()}",
-            batch_size=config.batch_size,
-            concurrency=config.concurrency,
-            lease=config.lease,
+    settings = load_settings(
+        {
+            "OUTBOX_DATABASE_URL": conninfo,
+            "OUTBOX_WORKER_DB_ROLE": "outbox_worker",  # the privileges production gives it
+            "OUTBOX_SEAL_KEYS": keyring,
+            "OUTBOX_WORKER_BATCH_SIZE": str(config.batch_size),
+            "OUTBOX_WORKER_CONCURRENCY": str(config.concurrency),
+            "OUTBOX_WORKER_LANES": str(config.lanes),
+            "OUTBOX_WORKER_LEASE_SECONDS": str(config.lease.total_seconds()),
+            "OUTBOX_DATA_DIR": tempfile.gettempdir(),
+        }
+    )
+    provider = NoopProvider(received=received)
+    async with worker_services(settings, providers=dict.fromkeys(Channel, provider)) as services:
+        if not isinstance(services.store, PostgresDispatchStore):
+            raise TypeError("the worker is not running on PostgreSQL")
+        yield Worker(
+            dispatch=services.dispatch,
+            store=services.store,
+            provider=provider,
+            lanes=settings.worker.lanes,
         )
-        yield Worker(dispatch=dispatch, store=store, provider=provider)
-    finally:
-        await listener.close()
-        await pool.close()
 
 
 _devnull = None

@@ -1,9 +1,9 @@
 """The worker in its own process, for latency (serve) and peak memory (drain) measurements.
 
-Run as ``python -m bench.worker_process serve|drain CONNINFO OUT_JSON``; the keyring comes
-in the ``BENCH_KEYRING`` environment variable. ``serve`` prints ``ready`` once it listens,
-runs until SIGTERM, then writes when each message reached the provider. ``drain`` runs until
-nothing is due and writes its count, duration and peak resident memory.
+Run as ``python -m bench.worker_process serve|drain CONNINFO OUT BATCH CONCURRENCY LANES``;
+the keyring comes in the ``BENCH_KEYRING`` environment variable. ``serve`` prints ``ready``
+once it listens, runs until SIGTERM, then writes when each message reached the provider.
+``drain`` runs until nothing is due and writes its count, duration and peak resident memory.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ async def serve(conninfo: str, config: WorkerConfig) -> dict[str, float]:
             wait_for_work=worker.store.wait_for_work,
             telemetry=worker.dispatch.telemetry,
             poll_interval=config.poll_interval,
+            lanes=config.lanes,
         )
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, loop.stop)
         print(READY, flush=True)
@@ -67,9 +68,9 @@ async def drain(conninfo: str, config: WorkerConfig) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point: ``serve|drain CONNINFO OUT_JSON [BATCH_SIZE CONCURRENCY]``."""
+    """Entry point: ``serve|drain CONNINFO OUT_JSON BATCH_SIZE CONCURRENCY LANES``."""
     mode, conninfo, out = argv[0], argv[1], Path(argv[2])
-    config = WorkerConfig(batch_size=int(argv[3]), concurrency=int(argv[4]))
+    config = WorkerConfig(batch_size=int(argv[3]), concurrency=int(argv[4]), lanes=int(argv[5]))
     runner = serve if mode == "serve" else drain
     out.write_text(json.dumps(asyncio.run(runner(conninfo, config))))
 
