@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -96,13 +97,25 @@ def _seconds(error: RateLimited) -> str:
     return str(max(1, math.ceil(error.retry_after.total_seconds())))
 
 
+_NAMED_FIELD = re.compile(r"field `([^`]+)`|at `\$\.([A-Za-z0-9_]+)")
+
+
+def _field(item: Mapping[str, Any]) -> str:
+    """The request field an error is about; msgspec names it in the message for whole-body
+    errors (a missing or unknown field), which Litestar reports under ``data``."""
+    key = str(item.get("key") or "")
+    if key and key != "data":
+        return key
+    named = _NAMED_FIELD.search(str(item.get("message", "")))
+    if named is not None:
+        return named.group(1) or named.group(2)
+    return key or str(item.get("source") or "body")
+
+
 def _validation(error: ValidationException) -> ProblemDetailsException:
     found = error.extra if isinstance(error.extra, list) else []
     errors = [
-        {
-            "field": str(item.get("key") or item.get("source") or "body"),
-            "message": str(item.get("message", "")),
-        }
+        {"field": _field(item), "message": str(item.get("message", ""))}
         for item in found
         if isinstance(item, Mapping)
     ]
@@ -113,7 +126,7 @@ def _http(error: HTTPException) -> ProblemDetailsException:
     name = STATUS_NAMES.get(error.status_code)
     if name is None:
         return ProblemDetailsException(status_code=error.status_code, title=str(error.detail))
-    return problem(name, headers=error.headers)
+    return problem(name, detail=str(error.detail), headers=error.headers)
 
 
 EXCEPTION_MAP: dict[type[Exception], Callable[[Any], ProblemDetailsException]] = {

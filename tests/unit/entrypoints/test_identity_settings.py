@@ -1,0 +1,59 @@
+"""Identity settings: documented defaults, and errors that name the variable."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from domain.rate_limits import RateLimit
+from entrypoints.identity_settings import load_identity_settings
+from entrypoints.settings import SettingsError
+
+
+def test_the_defaults_are_the_documented_ones() -> None:
+    settings = load_identity_settings({})
+
+    assert timedelta(minutes=10) == settings.challenges.lifetime
+    assert 5 == settings.challenges.max_failed_attempts
+    assert 6 == settings.challenges.code_digits
+    assert timedelta(hours=12) == settings.session_lifetime
+    assert timedelta(minutes=5) == settings.elevation_lifetime
+    assert timedelta(minutes=15) == settings.magic_link_lifetime
+    assert timedelta(days=7) == settings.invitations.lifetime
+    assert 100 == settings.invitations.pending_per_organization
+    assert RateLimit(limit=20, window=timedelta(minutes=1)) == settings.rate_limits.per_client
+    assert RateLimit(limit=5, window=timedelta(minutes=15)) == settings.rate_limits.per_destination
+
+
+def test_variables_override_the_defaults() -> None:
+    settings = load_identity_settings(
+        {
+            "OUTBOX_RATE_LIMIT_CLIENT": "3",
+            "OUTBOX_RATE_LIMIT_CLIENT_WINDOW_SECONDS": "10",
+            "OUTBOX_RATE_LIMIT_INVITATIONS_PER_ADDRESS": "2",
+            "OUTBOX_CODE_DIGITS": "8",
+            "OUTBOX_CHALLENGE_LIFETIME_SECONDS": "300",
+        }
+    )
+
+    assert RateLimit(limit=3, window=timedelta(seconds=10)) == settings.rate_limits.per_client
+    assert 2 == settings.rate_limits.invitations_per_address.limit
+    assert 8 == settings.challenges.code_digits
+    assert timedelta(minutes=5) == settings.challenges.lifetime
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "problem"),
+    [
+        ("OUTBOX_RATE_LIMIT_CLIENT", "many", "expected an integer"),
+        ("OUTBOX_RATE_LIMIT_DESTINATION_WINDOW_SECONDS", "0", "at least 1"),
+        ("OUTBOX_CODE_DIGITS", "4", "at least 6"),
+        ("OUTBOX_CODE_DIGITS", "20", "at most 12"),
+    ],
+)
+def test_a_bad_value_names_its_variable(variable: str, value: str, problem: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_identity_settings({variable: value})
+    assert variable == caught.value.variable
+    assert problem in caught.value.problem
