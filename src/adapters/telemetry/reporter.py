@@ -28,6 +28,7 @@ _EVENT_NAME = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+", re.ASCII)
 # Keys structlog or the renderer own; a field of the same name gets a trailing underscore.
 _RESERVED = frozenset({"event", "level", "logger", "timestamp", "exc_info", "stack_info"})
 _MAX_WARNINGS = 1000  # distinct one-time warnings kept; beyond that, stay quiet
+_MAX_CACHED = 10_000  # resolved metric children kept; beyond that, resolved on every call
 
 
 class StructlogPrometheusTelemetry:
@@ -47,6 +48,13 @@ class StructlogPrometheusTelemetry:
         # A lazy proxy: it picks up the logging configuration made before its first use.
         self._log = structlog.get_logger()
         self._warned: set[tuple[str, str]] = set()
+        # Resolved Prometheus children, so the hot path (an event or an observation per
+        # message) skips validation and labels(): bounded by the names and label values the
+        # code uses, and by _MAX_CACHED (docs/benchmarks.md).
+        self._event_children: dict[tuple[str, str], Counter] = {}
+        self._children: dict[
+            tuple[str, Kind, tuple[tuple[str, str], ...]], Counter | Gauge | Histogram
+        ] = {}
 
     def event(
         self, name: str, /, *, level: str = "info", **fields: str | int | float | bool | None
@@ -61,17 +69,19 @@ class StructlogPrometheusTelemetry:
         logger = SECURITY_LOGGER if name.startswith(SECURITY_PREFIX) else LOGGER
         getattr(self._log, method)(name, logger=logger, **fields)
         if self._events is not None:
-            valid = _EVENT_NAME.fullmatch(name) is not None and len(name) <= 100
-            if not valid:
-                self._warn_once("telemetry.invalid_event_name", event_name=name)
-            self._events.labels(name if valid else "invalid", method).inc()
+            child = self._event_children.get((name, method))
+            if child is None:
+                valid = _EVENT_NAME.fullmatch(name) is not None and len(name) <= 100
+                if not valid:
+                    self._warn_once("telemetry.invalid_event_name", event_name=name)
+                child = self._events.labels(name if valid else "invalid", method)
+                if len(self._event_children) < _MAX_CACHED:
+                    self._event_children[name, method] = child
+            child.inc()
 
     def count(self, name: str, /, value: float = 1, **labels: str) -> None:
         """Add ``value`` to counter (or gauge) ``name``."""
-        registered = self._find(name, labels, refused=Kind.HISTOGRAM, call="count")
-        if registered is None:
-            return
-        child = _labelled(registered, labels)
+        child = self._child(name, labels, refused=Kind.HISTOGRAM, call="count")
         if isinstance(child, Counter | Gauge):
             try:
                 child.inc(value)
@@ -80,14 +90,27 @@ class StructlogPrometheusTelemetry:
 
     def observe(self, name: str, /, value: float, **labels: str) -> None:
         """Record ``value`` in histogram ``name``, or set gauge ``name`` to it."""
-        registered = self._find(name, labels, refused=Kind.COUNTER, call="observe")
-        if registered is None:
-            return
-        child = _labelled(registered, labels)
+        child = self._child(name, labels, refused=Kind.COUNTER, call="observe")
         if isinstance(child, Gauge):
             child.set(value)
         elif isinstance(child, Histogram):
             child.observe(value)
+
+    def _child(
+        self, name: str, labels: dict[str, str], *, refused: Kind, call: str
+    ) -> Counter | Gauge | Histogram | None:
+        """The labelled metric for this call; None (reported once) when it cannot be used."""
+        key = (name, refused, tuple(labels.items()))
+        child = self._children.get(key)
+        if child is not None:
+            return child
+        registered = self._find(name, labels, refused=refused, call=call)
+        if registered is None:
+            return None
+        child = _labelled(registered, labels)
+        if len(self._children) < _MAX_CACHED:
+            self._children[key] = child
+        return child
 
     def _find(
         self, name: str, labels: dict[str, str], *, refused: Kind, call: str
