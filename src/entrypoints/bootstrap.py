@@ -262,6 +262,7 @@ async def run_worker(
                 drain=drain,
                 metrics_port=metrics.port if metrics else None,
             )
+            await services.store.wait_for_work(0)  # LISTEN before the first claim: no lost hint
             loop = WorkerLoop(
                 dispatch=services.dispatch,
                 wait_for_work=services.store.wait_for_work,
