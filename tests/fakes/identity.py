@@ -125,14 +125,14 @@ class InMemoryIdentityStore:
         )
 
     async def find_verified_identifiers(self, identity_id: UUID) -> Sequence[LoginIdentifier]:
-        """Verified identifiers, emails first, oldest first."""
+        """Verified identifiers, emails first, oldest first, then by value (as the SQL orders)."""
         self.faults.check("find_verified_identifiers")
         found = [
             login
             for login in self.tables.logins.values()
             if login.identity_id == identity_id and login.is_verified
         ]
-        return sorted(found, key=lambda x: (x.channel is not Channel.EMAIL, x.created_at))
+        return sorted(found, key=lambda x: (x.channel is not Channel.EMAIL, x.created_at, x.value))
 
     async def add_identity(self, identity: Identity) -> None:
         """Insert an identity."""
