@@ -95,7 +95,9 @@ class Plan:
                 database=pgq_db, jobs=sizes.drain_messages, batch_size=sizes.batch_size
             )
             await peer.install()
-            ceiling = SqlCeiling(database=ceiling_db, batch_size=sizes.batch_size)
+            ceiling = SqlCeiling(
+                database=ceiling_db, batch_size=sizes.batch_size, lanes=config.lanes
+            )
             plain = DispatchDrain(
                 database=dispatch_db,
                 keyring=keyring,

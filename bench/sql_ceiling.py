@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import attrs
@@ -21,33 +22,39 @@ SELECT count(*) FROM outbox.record_outcomes(
 
 @attrs.frozen(kw_only=True)
 class SqlCeiling:
-    """One connection claims ``batch_size`` rows and records them all published, until none is left.
+    """``lanes`` connections each claim ``batch_size`` rows and record them all published,
+    until none is left.
 
     The only Python between the two calls turns the claimed columns into the record
-    arrays: it is what the database alone can do for one worker loop.
+    arrays: it is what the database alone allows a worker with as many lanes.
     """
 
     database: Database
     batch_size: int = 100
+    lanes: int = 2
     lease_seconds: float = 60.0
 
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
         return {
             "driver": "psycopg (async, prepared statements)",
-            "connections": 1,
+            "connections": self.lanes,
             "batch_size": self.batch_size,
             "statements_per_batch": "claim_messages + record_outcomes",
         }
 
     async def once(self) -> Drained:
         """Drain every due message; return how many and the timing."""
-        drained = 0
-        async with await psycopg.AsyncConnection.connect(
-            self.database.conninfo, autocommit=True
-        ) as conn:
+        connections = [
+            await psycopg.AsyncConnection.connect(self.database.conninfo, autocommit=True)
+            for _ in range(self.lanes)
+        ]
+        try:
             with Stopwatch() as timing:
-                drained = await self._loop(conn)
+                drained = sum(await asyncio.gather(*(self._loop(conn) for conn in connections)))
+        finally:
+            for conn in connections:
+                await conn.close()
         return Drained(drained, timing)
 
     async def _loop(self, conn: psycopg.AsyncConnection[tuple[Any, ...]]) -> int:
