@@ -8,17 +8,26 @@ from typing import Any
 from uuid import UUID
 
 from psycopg import AsyncConnection
-from psycopg.types.json import Jsonb
 
 from adapters.postgres.identity_errors import identity_errors
+from adapters.postgres.identity_rows import (
+    Row,
+    challenge_from,
+    challenge_params,
+    invitation_from,
+    link_from,
+    link_params,
+    membership_from,
+    message_params,
+)
 from application.identity_ports import MagicLinkTarget, RecoveryTarget
-from domain.challenges import Challenge, ChallengeState
+from domain.challenges import Challenge
 from domain.channels import Channel
 from domain.identities import Account, Identity, LoginIdentifier
-from domain.invitations import Invitation, InvitationState
+from domain.invitations import Invitation
 from domain.magic_links import MagicLink
 from domain.messages import Message
-from domain.organizations import Membership, Organization, Permission
+from domain.organizations import Membership, Organization
 from domain.purposes import Purpose
 from domain.sessions import Elevation, Session
 
@@ -92,60 +101,6 @@ OPEN_LINK = (
     "SELECT identity.open_magic_link_if_known("
     "%s::uuid, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s)"
 )
-
-Row = tuple[Any, ...]
-
-
-def _challenge(row: Row) -> Challenge:
-    return Challenge(
-        id=row[0],
-        purpose=Purpose(row[1]),
-        identity_id=row[2],
-        identifier=row[3],
-        channel=Channel(row[4]),
-        code_hash=row[5],
-        failed_attempts=row[6],
-        state=ChallengeState(row[7]),
-        created_at=row[8],
-        expires_at=row[9],
-        ended_at=row[10],
-    )
-
-
-def _invitation(row: Row) -> Invitation:
-    return Invitation(
-        id=row[0],
-        organization_id=row[1],
-        email=row[2],
-        token_digest=row[3],
-        invited_by=row[4],
-        state=InvitationState(row[5]),
-        created_at=row[6],
-        expires_at=row[7],
-        ended_at=row[8],
-        accepted_by=row[9],
-    )
-
-
-def _link(row: Row) -> MagicLink:
-    return MagicLink(
-        id=row[0],
-        identity_id=row[1],
-        email=row[2],
-        token_digest=row[3],
-        created_at=row[4],
-        expires_at=row[5],
-        redeemed_at=row[6],
-    )
-
-
-def _membership(row: Row) -> Membership:
-    return Membership(
-        organization_id=row[0],
-        identity_id=row[1],
-        permissions=frozenset(Permission(p) for p in row[2]),
-        created_at=row[3],
-    )
 
 
 class PostgresIdentityStore:
@@ -224,11 +179,11 @@ class PostgresIdentityStore:
     ) -> Challenge | None:
         """The newest open-state challenge of ``purpose`` matching the given keys, locked."""
         row = await self._one(FIND_CHALLENGE, (purpose.value, identity_id, identifier))
-        return None if row is None else _challenge(row)
+        return None if row is None else challenge_from(row)
 
     async def save_challenge(self, challenge: Challenge) -> None:
         """Insert or update the challenge."""
-        await self._run(SAVE_CHALLENGE, _challenge_params(challenge))
+        await self._run(SAVE_CHALLENGE, challenge_params(challenge))
 
     async def add_session(self, session: Session) -> None:
         """Insert a session."""
@@ -309,7 +264,7 @@ class PostgresIdentityStore:
     ) -> Membership | None:
         """The identity's membership of the organization, if any."""
         row = await self._one(FIND_MEMBERSHIP, (organization_id, identity_id))
-        return None if row is None else _membership(row)
+        return None if row is None else membership_from(row)
 
     async def save_membership(self, membership: Membership) -> None:
         """Insert the membership, or replace its permissions."""
@@ -324,19 +279,19 @@ class PostgresIdentityStore:
     async def find_invitation(self, invitation_id: UUID) -> Invitation | None:
         """The invitation, locked."""
         row = await self._one(FIND_INVITATION, (invitation_id,))
-        return None if row is None else _invitation(row)
+        return None if row is None else invitation_from(row)
 
     async def find_invitation_by_token(self, token_digest: str) -> Invitation | None:
         """The invitation whose token has this digest, locked."""
         row = await self._one(FIND_INVITATION_BY_TOKEN, (token_digest,))
-        return None if row is None else _invitation(row)
+        return None if row is None else invitation_from(row)
 
     async def find_pending_invitation(
         self, *, organization_id: UUID, email: str
     ) -> Invitation | None:
         """The pending-state invitation of ``email`` to the organization, locked."""
         row = await self._one(FIND_PENDING_INVITATION, (organization_id, email))
-        return None if row is None else _invitation(row)
+        return None if row is None else invitation_from(row)
 
     async def count_pending_invitations(self, *, organization_id: UUID, now: datetime) -> int:
         """How many of the organization's invitations are pending and unexpired at ``now``."""
@@ -362,18 +317,18 @@ class PostgresIdentityStore:
     async def find_magic_link_by_token(self, token_digest: str) -> MagicLink | None:
         """The magic link whose token has this digest, locked."""
         row = await self._one(FIND_LINK_BY_TOKEN, (token_digest,))
-        return None if row is None else _link(row)
+        return None if row is None else link_from(row)
 
     async def save_magic_link(self, link: MagicLink) -> None:
         """Insert or update the magic link."""
-        await self._run(SAVE_LINK, _link_params(link))
+        await self._run(SAVE_LINK, link_params(link))
 
     async def find_recovery_target(self, identifier: str) -> RecoveryTarget:
         """Anti-enumeration lookup: one statement, one row, whatever it finds (OX-S3)."""
         row = await self._one(FIND_RECOVERY_TARGET, (identifier,))
         if row is None:
             return RecoveryTarget(identity_id=None)
-        challenge = _challenge(row[1:]) if row[1] is not None else None
+        challenge = challenge_from(row[1:]) if row[1] is not None else None
         return RecoveryTarget(identity_id=row[0], challenge=challenge)
 
     async def open_recovery_if_known(
@@ -389,7 +344,7 @@ class PostgresIdentityStore:
             challenge.failed_attempts,
             challenge.created_at,
             challenge.expires_at,
-            *_message_params(message),
+            *message_params(message),
         )
         await self._run(OPEN_RECOVERY, params)
 
@@ -398,7 +353,7 @@ class PostgresIdentityStore:
         row = await self._one(FIND_LINK_TARGET, (email,))
         if row is None or row[0] is None:
             return MagicLinkTarget(identity_id=None)
-        link = _link(row[1:]) if row[1] is not None else None
+        link = link_from(row[1:]) if row[1] is not None else None
         return MagicLinkTarget(identity_id=row[0], link=link)
 
     async def open_magic_link_if_known(
@@ -412,44 +367,6 @@ class PostgresIdentityStore:
             link.token_digest,
             link.created_at,
             link.expires_at,
-            *_message_params(message),
+            *message_params(message),
         )
         await self._run(OPEN_LINK, params)
-
-
-def _challenge_params(challenge: Challenge) -> tuple[Any, ...]:
-    return (
-        challenge.id,
-        challenge.purpose.value,
-        challenge.identity_id,
-        challenge.identifier,
-        challenge.channel.value,
-        challenge.code_hash,
-        challenge.failed_attempts,
-        challenge.state.value,
-        challenge.created_at,
-        challenge.expires_at,
-        challenge.ended_at,
-    )
-
-
-def _link_params(link: MagicLink) -> tuple[Any, ...]:
-    return (
-        link.id,
-        link.identity_id,
-        link.email,
-        link.token_digest,
-        link.created_at,
-        link.expires_at,
-        link.redeemed_at,
-    )
-
-
-def _message_params(message: Message) -> tuple[Any, ...]:
-    return (
-        message.id,
-        message.template,
-        Jsonb(dict(message.params)),
-        message.locale,
-        message.sealed_secret,
-    )
