@@ -82,6 +82,28 @@ FUNCTION_GRANTS.update(
         "identity.save_password(uuid,text,timestamp with time zone)",
     )
 )
+# The operator surfaces (0201_operator_functions.sql): the staff functions and the metrics
+# counts for the API role; the gates, masking, idempotency and staff membership for nobody
+# (the database operator reaches them as a member of outbox_owner).
+FUNCTION_GRANTS.update(
+    {
+        "outbox.backlog(uuid)": EXECUTE_BY_RUNTIME,
+        "outbox.backlog_metrics()": EXECUTE_BY_RUNTIME,
+        "outbox.dead_letters(uuid,uuid,uuid,integer)": EXECUTE_BY_RUNTIME,
+        "outbox.message_detail(uuid,uuid)": EXECUTE_BY_RUNTIME,
+        "outbox.message_attempts(uuid,uuid)": EXECUTE_BY_RUNTIME,
+        "outbox.requeue_dead_letter(uuid,uuid,uuid,text)": EXECUTE_BY_RUNTIME,
+        "outbox.reissue_dead_letter(uuid,uuid,uuid,text,text,text)": EXECUTE_BY_RUNTIME,
+        "outbox.mask_destination(text)": set(),
+        "outbox.require_staff(uuid)": set(),
+        "outbox.require_operator(uuid)": set(),
+        "outbox.count_backlog()": set(),
+        "outbox.staff_request_replay(uuid,text,text,uuid)": set(),
+        "outbox.staff_identity(text)": set(),
+        "outbox.grant_staff(text)": set(),
+        "outbox.revoke_staff(text)": set(),
+    }
+)
 # Tables, sequences and views; column grants count too (as table.column).
 RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.messages": set(),
@@ -89,6 +111,9 @@ RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.attempts": set(),
     "outbox.attempts_id_seq": set(),
     "outbox_meta.migrations": {("outbox_owner", "SELECT")},  # read by identity.applied_migrations
+    # The staff audit trail (0200_operator_tables.sql): written by the operator functions only.
+    "outbox.staff_audit": set(),
+    "outbox.staff_audit_id_seq": set(),
 }
 # The Identity module's tables (0100_identity_tables.sql): reached only through functions.
 RELATION_GRANTS.update(

@@ -21,6 +21,7 @@ EXPECTED_TABLES = {
     ("outbox", "messages"),
     ("outbox", "envelopes"),
     ("outbox", "attempts"),
+    ("outbox", "staff_audit"),  # 0200_operator_tables.sql
     ("outbox_meta", "migrations"),
     # The Identity module's tables (0100_identity_tables.sql).
     *(
@@ -62,6 +63,28 @@ EXPECTED_FUNCTIONS = {
         "p_dead_lettered_retention interval, p_limit integer)"
     ),
     "outbox.refuse_final_update()",
+    # The operator surfaces (0201_operator_functions.sql).
+    "outbox.mask_destination(p_value text)",
+    "outbox.require_staff(p_actor uuid)",
+    "outbox.require_operator(p_actor uuid)",
+    "outbox.count_backlog()",
+    "outbox.backlog(p_actor uuid)",
+    "outbox.backlog_metrics()",
+    "outbox.dead_letters(p_actor uuid, p_after uuid, p_before uuid, p_limit integer)",
+    "outbox.message_detail(p_actor uuid, p_message_id uuid)",
+    "outbox.message_attempts(p_actor uuid, p_message_id uuid)",
+    "outbox.staff_request_replay(p_actor uuid, p_key text, p_action text, p_message_id uuid)",
+    (
+        "outbox.requeue_dead_letter(p_actor uuid, p_message_id uuid, p_new_message_id uuid, "
+        "p_idempotency_key text)"
+    ),
+    (
+        "outbox.reissue_dead_letter(p_actor uuid, p_message_id uuid, p_new_message_id uuid, "
+        "p_sealed_secret text, p_code_hash text, p_idempotency_key text)"
+    ),
+    "outbox.staff_identity(p_email text)",
+    "outbox.grant_staff(p_email text)",
+    "outbox.revoke_staff(p_email text)",
 }
 EXPECTED_INDEXES = {
     "messages_pkey",
@@ -73,6 +96,9 @@ EXPECTED_INDEXES = {
     "envelopes_pkey",
     "attempts_pkey",
     "attempts_by_message",
+    "staff_audit_pkey",  # 0200_operator_tables.sql
+    "staff_audit_idempotency",
+    "staff_audit_by_message",
 }
 
 

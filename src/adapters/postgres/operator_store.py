@@ -1,0 +1,286 @@
+"""OperatorStore and BacklogGauge over the operator SQL functions (0201_operator_functions.sql).
+
+The functions mask destinations and gate on staff membership themselves; this adapter only
+maps rows to views and outcome words to the application's errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any, LiteralString
+from uuid import UUID
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg import errors as pg_errors
+from psycopg_pool import AsyncConnectionPool
+
+from adapters.postgres.error_translation import translate
+from application.errors import DuplicateMessage, MessageNotFound, PermissionDenied
+from application.operator_errors import (
+    DeadLetterRefused,
+    IdempotencyKeyReused,
+    RequestInProgress,
+    StaffIdentityNotFound,
+    StaffRequired,
+)
+from application.operator_views import (
+    AttemptView,
+    Backlog,
+    CopyReceipt,
+    DeadLetterSummary,
+    MessageDetail,
+    StaffChange,
+)
+from domain.channels import Channel
+from domain.dead_letters import Refusal
+from domain.failures import FailureClass
+from domain.messages import State
+from domain.purposes import Purpose
+
+BACKLOG_COLUMNS = "pending, leased, published, dead_lettered, oldest_due_age_seconds"
+BACKLOG = f"SELECT {BACKLOG_COLUMNS} FROM outbox.backlog(%s::uuid)"
+BACKLOG_METRICS = f"SELECT {BACKLOG_COLUMNS} FROM outbox.backlog_metrics()"
+DEAD_LETTERS = """
+SELECT id, purpose, channel, destination, attempt_count, failure_class, dead_lettered_at,
+       expires_at
+FROM outbox.dead_letters(%s::uuid, %s::uuid, %s::uuid, %s::integer)
+"""
+MESSAGE = """
+SELECT id, purpose, channel, destination, subject_id, template, locale, state, attempt_count,
+       created_at, available_at, expires_at, lease_owner, lease_expires_at, published_at,
+       dead_lettered_at, dead_letter_reason, has_secret, reissued_as
+FROM outbox.message_detail(%s::uuid, %s::uuid)
+"""
+ATTEMPTS = """
+SELECT attempt, counted, outcome, failure_class, code, provider, provider_message_id,
+       recorded_at, retry_at
+FROM outbox.message_attempts(%s::uuid, %s::uuid)
+"""
+REQUEUE = """
+SELECT outcome, new_message_id, NULL::timestamptz
+FROM outbox.requeue_dead_letter(%s::uuid, %s::uuid, %s::uuid, %s::text)
+"""
+REISSUE = """
+SELECT outcome, new_message_id, expires_at
+FROM outbox.reissue_dead_letter(%s::uuid, %s::uuid, %s::uuid, %s::text, %s::text, %s::text)
+"""
+STAFF_IDENTITY = "SELECT outbox.staff_identity(%s::text)"
+GRANT_STAFF = "SELECT outcome, identity_id FROM outbox.grant_staff(%s::text)"
+REVOKE_STAFF = "SELECT outcome, identity_id FROM outbox.revoke_staff(%s::text)"
+
+STAFF_REQUIRED = "staff membership required"  # the primary message of outbox.require_staff
+IDEMPOTENCY_INDEX = "staff_audit_idempotency"
+DONE = frozenset({"reissued", "requeued"})
+
+Row = tuple[Any, ...]
+
+
+@contextmanager
+def operator_errors() -> Iterator[None]:
+    """Raise the application error a database error stands for, chained to it.
+
+    42501 from the staff gate is StaffRequired (any other 42501, such as a role without
+    EXECUTE, stays PermissionDenied); a duplicate idempotency key that slipped past the
+    advisory lock is a request in progress.
+    """
+    try:
+        yield
+    except pg_errors.InsufficientPrivilege as error:
+        if error.diag.message_primary == STAFF_REQUIRED:
+            raise StaffRequired(error.sqlstate or "") from error
+        raise PermissionDenied(error.sqlstate or "") from error
+    except pg_errors.UniqueViolation as error:
+        if error.diag.constraint_name == IDEMPOTENCY_INDEX:
+            raise RequestInProgress from error
+        raise DuplicateMessage(error.diag.constraint_name or "") from error
+    except psycopg.Error as error:
+        translated = translate(error)
+        if translated is None:
+            raise
+        raise translated from error
+
+
+def _backlog(row: Row | None) -> Backlog:
+    if row is None:
+        return Backlog()
+    pending, leased, published, dead_lettered, age = row
+    return Backlog(
+        pending=pending,
+        leased=leased,
+        published=published,
+        dead_lettered=dead_lettered,
+        oldest_due_age=None if age is None else timedelta(seconds=max(0.0, float(age))),
+    )
+
+
+def _dead_letter(row: Row) -> DeadLetterSummary:
+    return DeadLetterSummary(
+        id=row[0],
+        purpose=Purpose(row[1]),
+        channel=Channel(row[2]),
+        destination=row[3],
+        attempts=row[4],
+        failure_class=FailureClass(row[5]),
+        dead_lettered_at=row[6],
+        expires_at=row[7],
+    )
+
+
+def _attempt(row: Row) -> AttemptView:
+    return AttemptView(
+        attempt=row[0],
+        counted=row[1],
+        outcome=row[2],
+        failure_class=FailureClass(row[3]) if row[3] else None,
+        code=row[4],
+        provider=row[5],
+        provider_message_id=row[6],
+        recorded_at=row[7],
+        retry_at=row[8],
+    )
+
+
+def _detail(row: Row, history: Sequence[Row]) -> MessageDetail:
+    return MessageDetail(
+        id=row[0],
+        purpose=Purpose(row[1]),
+        channel=Channel(row[2]),
+        destination=row[3],
+        subject_id=row[4],
+        template=row[5],
+        locale=row[6],
+        state=State(row[7]),
+        attempts=row[8],
+        created_at=row[9],
+        available_at=row[10],
+        expires_at=row[11],
+        lease_owner=row[12],
+        lease_expires_at=row[13],
+        published_at=row[14],
+        dead_lettered_at=row[15],
+        dead_letter_reason=FailureClass(row[16]) if row[16] else None,
+        has_secret=row[17],
+        reissued_as=row[18],
+        history=tuple(_attempt(a) for a in history),
+    )
+
+
+def _receipt(row: Row | None, dead_letter_id: UUID) -> CopyReceipt:
+    """The receipt an outcome row stands for, or the error it names."""
+    if row is None:  # the functions always answer one row
+        raise RuntimeError("the operator function answered no row")
+    outcome, new_message_id, expires_at = row
+    if outcome in DONE or outcome == "replayed":
+        return CopyReceipt(
+            dead_letter_id=dead_letter_id,
+            message_id=new_message_id,
+            expires_at=expires_at,
+            replayed=outcome == "replayed",
+        )
+    if outcome == "in_progress":
+        raise RequestInProgress
+    if outcome == "key_reused":
+        raise IdempotencyKeyReused
+    if outcome == "not_found":
+        raise MessageNotFound(str(dead_letter_id))
+    raise DeadLetterRefused(Refusal(outcome))
+
+
+def _staff_change(row: Row | None) -> StaffChange:
+    if row is None or row[0] == "unknown_identity":
+        raise StaffIdentityNotFound
+    outcome, identity_id = row
+    return StaffChange(identity_id=identity_id, changed=outcome in ("granted", "revoked"))
+
+
+class PostgresOperatorStore:
+    """OperatorStore on a pool; each call is its own transaction.
+
+    On the API pool (role ``outbox_runtime``) every call must name a staff actor; the
+    database operator's pool (a member of ``outbox_owner``) may also read with none and is
+    the only one that may grant or revoke staff.
+    """
+
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
+        self._pool = pool
+
+    async def backlog(self, *, actor: UUID | None) -> Backlog:
+        """Messages per state and the age of the oldest due pending message."""
+        return _backlog(await self._one(BACKLOG, (actor,)))
+
+    async def dead_letters(
+        self, *, actor: UUID | None, after: UUID | None, before: UUID | None, limit: int
+    ) -> Sequence[DeadLetterSummary]:
+        """Up to ``limit`` dead letters, newest first, on one side of the cursor."""
+        with operator_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(DEAD_LETTERS, (actor, after, before, limit))
+                return [_dead_letter(row) for row in await cursor.fetchall()]
+
+    async def message(self, *, actor: UUID | None, message_id: UUID) -> MessageDetail | None:
+        """The message with its attempt history, read in one transaction."""
+        with operator_errors():
+            async with self._pool.connection() as conn, conn.transaction():
+                cursor = await conn.execute(MESSAGE, (actor, message_id))
+                row = await cursor.fetchone()
+                if row is None:
+                    return None
+                cursor = await conn.execute(ATTEMPTS, (actor, message_id))
+                return _detail(row, await cursor.fetchall())
+
+    async def requeue(
+        self, *, actor: UUID, message_id: UUID, new_message_id: UUID, idempotency_key: str
+    ) -> CopyReceipt:
+        """Enqueue a copy of a dead-lettered notification, audited, in one transaction."""
+        row = await self._one(REQUEUE, (actor, message_id, new_message_id, idempotency_key))
+        return _receipt(row, message_id)
+
+    async def reissue(
+        self,
+        *,
+        actor: UUID,
+        message_id: UUID,
+        new_message_id: UUID,
+        sealed_secret: str,
+        code_hash: str,
+        idempotency_key: str,
+    ) -> CopyReceipt:
+        """Swap the challenge's code hash, enqueue the new message and audit, in one call."""
+        params = (actor, message_id, new_message_id, sealed_secret, code_hash, idempotency_key)
+        return _receipt(await self._one(REISSUE, params), message_id)
+
+    async def staff_identity(self, email: str) -> UUID | None:
+        """The identity of the verified e-mail login, or None."""
+        row = await self._one(STAFF_IDENTITY, (email,))
+        return row[0] if row is not None else None
+
+    async def grant_staff(self, email: str) -> StaffChange:
+        """Make the e-mail's identity staff, audited."""
+        return _staff_change(await self._one(GRANT_STAFF, (email,)))
+
+    async def revoke_staff(self, email: str) -> StaffChange:
+        """Revoke the e-mail's identity's staff membership, audited."""
+        return _staff_change(await self._one(REVOKE_STAFF, (email,)))
+
+    async def _one(self, query: LiteralString, params: tuple[Any, ...]) -> Row | None:
+        with operator_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(query, params)
+                return await cursor.fetchone()
+
+
+class PostgresBacklogGauge:
+    """BacklogGauge on the API pool: the counts only, with no identity."""
+
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
+        self._pool = pool
+
+    async def backlog(self) -> Backlog:
+        """Messages per state and the age of the oldest due pending message."""
+        with operator_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(BACKLOG_METRICS)
+                return _backlog(await cursor.fetchone())

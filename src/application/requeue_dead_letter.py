@@ -1,0 +1,71 @@
+"""Requeue a dead-lettered notification: a new copy of it, audited (SPEC §11)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import attrs
+
+from application.idempotency_keys import check_idempotency_key
+from application.operator_errors import DeadLetterRefused, StaffRequired
+from application.operator_ports import OperatorStore
+from application.operator_views import CopyReceipt
+from application.ports import Ids, Telemetry
+
+
+@attrs.frozen(kw_only=True)
+class RequeueCommand:
+    """The acting staff member, the dead letter, and the request's idempotency key.
+
+    Without a key the request is not idempotent (each call is a new request).
+    """
+
+    actor: UUID
+    message_id: UUID
+    idempotency_key: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RequeueDeadLetter:
+    """Enqueues a copy under a new id; the dead letter itself stays final."""
+
+    store: OperatorStore
+    ids: Ids
+    telemetry: Telemetry
+
+    async def __call__(self, command: RequeueCommand) -> CopyReceipt:
+        """The copy's receipt; raises StaffRequired, MessageNotFound, DeadLetterRefused,
+        IdempotencyKeyReused, RequestInProgress or InvalidField (a malformed key)."""
+        key = check_idempotency_key(command.idempotency_key)
+        new_id = self.ids.new_id()
+        try:
+            receipt = await self.store.requeue(
+                actor=command.actor,
+                message_id=command.message_id,
+                new_message_id=new_id,
+                idempotency_key=key or str(new_id),
+            )
+        except StaffRequired:
+            self.telemetry.event(
+                "security.staff_required",
+                level="warning",
+                action="requeue",
+                actor_id=str(command.actor),
+            )
+            raise
+        except DeadLetterRefused as refused:
+            self.telemetry.event(
+                "operator.requeue.refused",
+                actor_id=str(command.actor),
+                dead_letter_id=str(command.message_id),
+                refusal=refused.refusal.value,
+            )
+            raise
+        self.telemetry.event(
+            "operator.dead_letter.requeued",
+            actor_id=str(command.actor),
+            dead_letter_id=str(receipt.dead_letter_id),
+            message_id=str(receipt.message_id),
+            replayed=receipt.replayed,
+        )
+        return receipt
