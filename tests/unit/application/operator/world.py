@@ -1,0 +1,139 @@
+"""Every operator use case wired to fakes, with the fakes in reach for assertions."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from uuid import UUID
+
+import attrs
+
+from adapters.crypto.envelope import EnvelopeSealer
+from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from adapters.crypto.keyring import Keyring, SealKey
+from application.challenge_issuer import ChallengeIssuer
+from application.grant_staff import GrantStaff
+from application.list_dead_letters import ListDeadLetters
+from application.observe_backlog import ObserveBacklog
+from application.reissue_dead_letter import ReissueDeadLetter
+from application.requeue_dead_letter import RequeueDeadLetter
+from application.require_elevation import RequireElevation
+from application.resolve_staff_member import ResolveStaffMember
+from application.revoke_staff import RevokeStaff
+from application.show_backlog import ShowBacklog
+from application.show_message import ShowMessage
+from domain.challenges import Challenge
+from domain.failures import FailureClass
+from domain.messages import Message
+from domain.purposes import Purpose
+from tests.contract.operator_harness import challenge, dead_letter
+from tests.fakes.identity import InMemoryIdentityTransactions, SequentialSecrets
+from tests.fakes.ids import SequentialIds
+from tests.fakes.operator_store import InMemoryBacklogGauge, InMemoryOperatorStore, StaffRow
+from tests.fakes.telemetry import RecordingTelemetry
+
+SEALER = EnvelopeSealer(Keyring((SealKey("test", bytes(range(32))),)))
+STAFF = "staff@example.com"
+PERSON = "person@example.com"
+
+
+@attrs.define
+class OperatorWorld:
+    """The in-memory operator store and identity tables, and every operator use case."""
+
+    store: InMemoryOperatorStore = attrs.field(factory=InMemoryOperatorStore)
+    ids: SequentialIds = attrs.field(factory=SequentialIds)
+    secrets: SequentialSecrets = attrs.field(factory=SequentialSecrets)
+    telemetry: RecordingTelemetry = attrs.field(factory=RecordingTelemetry)
+    hasher: Argon2idHasher = attrs.field(
+        factory=lambda: Argon2idHasher(Argon2Parameters.cheapest())
+    )
+    identity: InMemoryIdentityTransactions = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.identity = InMemoryIdentityTransactions(clock=self.store.outbox.clock)
+
+    def now(self) -> datetime:
+        """The fakes' shared clock."""
+        return self.store.now()
+
+    @property
+    def issuer(self) -> ChallengeIssuer:
+        return ChallengeIssuer(
+            secrets=self.secrets, hasher=self.hasher, sealer=SEALER, ids=self.ids
+        )
+
+    @property
+    def reissue(self) -> ReissueDeadLetter:
+        return ReissueDeadLetter(store=self.store, issuer=self.issuer, telemetry=self.telemetry)
+
+    @property
+    def requeue(self) -> RequeueDeadLetter:
+        return RequeueDeadLetter(store=self.store, ids=self.ids, telemetry=self.telemetry)
+
+    @property
+    def list_dead_letters(self) -> ListDeadLetters:
+        return ListDeadLetters(store=self.store)
+
+    @property
+    def show_backlog(self) -> ShowBacklog:
+        return ShowBacklog(store=self.store)
+
+    @property
+    def show_message(self) -> ShowMessage:
+        return ShowMessage(store=self.store)
+
+    @property
+    def grant_staff(self) -> GrantStaff:
+        return GrantStaff(store=self.store, telemetry=self.telemetry)
+
+    @property
+    def revoke_staff(self) -> RevokeStaff:
+        return RevokeStaff(store=self.store, telemetry=self.telemetry)
+
+    @property
+    def resolve_staff_member(self) -> ResolveStaffMember:
+        return ResolveStaffMember(store=self.store)
+
+    @property
+    def require_elevation(self) -> RequireElevation:
+        return RequireElevation(transactions=self.identity, clock=self.store.outbox.clock)
+
+    @property
+    def observe_backlog(self) -> ObserveBacklog:
+        return ObserveBacklog(gauge=InMemoryBacklogGauge(self.store), telemetry=self.telemetry)
+
+    def staff(self, email: str = STAFF) -> UUID:
+        """A staff member's identity."""
+        identity_id = self.ids.new_id()
+        self.store.emails[email] = identity_id
+        self.store.staff[identity_id] = StaffRow(granted_at=self.now())
+        return identity_id
+
+    def open_challenge(self, *, code: str = "111111", **changes: object) -> Challenge:
+        """An open sign-up challenge of PERSON whose current code is ``code``."""
+        opened = attrs.evolve(
+            challenge(self, self.ids.new_id(), **changes),
+            code_hash=self.hasher.hash(code),
+        )
+        self.store.challenges[opened.id] = opened
+        return opened
+
+    def dead_letter(
+        self,
+        *,
+        subject_id: UUID | None = None,
+        purpose: Purpose = Purpose.SIGN_UP,
+        reason: FailureClass = FailureClass.REJECTED,
+        ago: timedelta = timedelta(seconds=30),
+    ) -> Message:
+        """A dead letter, stored."""
+        letter = dead_letter(
+            self,
+            purpose=purpose,
+            subject_id=subject_id,
+            reason=reason,
+            ago=ago,
+            destination=PERSON,
+        )
+        self.store.outbox.messages[letter.id] = letter
+        return letter
