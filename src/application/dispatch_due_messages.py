@@ -37,6 +37,12 @@ from domain.outcomes import DeadLetter, Outcome, Published, RecordResult, Releas
 from domain.retry_policy import RetryPolicy
 
 NO_PROVIDER = "no_provider"
+# Of every lease, the share kept free at its end for recording the batch's outcomes.
+RECORD_SHARE = 0.1
+
+
+class _LeaseRunningOut(Exception):
+    """The lease ends before a send could finish and be recorded: do not start it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -48,7 +54,7 @@ class DispatchResult:
     retried: int = 0
     released: int = 0
     dead_lettered: int = 0
-    lease_lost: int = 0
+    lease_lost: int = 0  # recorded too late, or not sent because the lease ran out first
     unrecorded: int = 0  # recording failed; lease expiry returns these to the queue
 
 
@@ -58,6 +64,14 @@ class DispatchDueMessages:
 
     One message's failure never stops the batch; ``asyncio.CancelledError`` is never
     swallowed (a cancelled batch records nothing and its leases expire).
+
+    No send outlives the lease that allows it: the batch's sends must end by its send
+    deadline (the lease, counted from before the claim, less a tenth kept for recording), so
+    each send's timeout is cut to what is left, and a send that can no longer start in
+    time is not started at all (the message is neither sent nor recorded; its lease runs
+    out and it is claimed again). A worker that was frozen past its lease therefore wakes
+    up to a batch it no longer sends, and a batch too big for its lease records what it
+    did in time instead of losing every result to an expired lease.
     """
 
     store: DispatchStore
@@ -80,29 +94,44 @@ class DispatchDueMessages:
 
         Raises StoreUnavailable when the claim cannot reach the database.
         """
+        # The lease starts on the database's clock after this moment, so it outlives this bound.
+        deadline = self.clock.now() + self.lease * (1 - RECORD_SHARE)
         claimed = await self.store.claim(owner=self.owner, limit=self.batch_size, lease=self.lease)
         if not claimed:
             return DispatchResult()
         self.telemetry.observe("outbox_claim_batch_size", len(claimed))
-        records = await self._deliver_all(claimed)
+        records = await self._deliver_all(claimed, deadline)
         return await self._record(claimed, records)
 
-    async def _deliver_all(self, claimed: Sequence[ClaimedMessage]) -> list[AttemptRecord]:
+    async def _deliver_all(
+        self, claimed: Sequence[ClaimedMessage], deadline: datetime
+    ) -> list[AttemptRecord | None]:
         if self.concurrency >= len(claimed):
-            return list(await asyncio.gather(*(self._deliver(m) for m in claimed)))
+            return list(await asyncio.gather(*(self._deliver(m, deadline) for m in claimed)))
         gate = asyncio.Semaphore(self.concurrency)
 
-        async def bounded(message: ClaimedMessage) -> AttemptRecord:
+        async def bounded(message: ClaimedMessage) -> AttemptRecord | None:
             async with gate:
-                return await self._deliver(message)
+                return await self._deliver(message, deadline)
 
         return list(await asyncio.gather(*(bounded(m) for m in claimed)))
 
-    async def _deliver(self, message: ClaimedMessage) -> AttemptRecord:
+    async def _deliver(self, message: ClaimedMessage, deadline: datetime) -> AttemptRecord | None:
+        """The outcome to record for ``message``, or None when its lease ran out unsent."""
         provider = self.providers.get(message.channel)
         provider_name = provider.name if provider is not None else NO_PROVIDER
         try:
-            outcome = await self._attempt(message, provider)
+            outcome = await self._attempt(message, provider, deadline)
+        except _LeaseRunningOut:
+            self.breaker.settle(provider_name)  # if it was to be a probe, it never went out
+            self.telemetry.event(
+                "delivery.lease_running_out",
+                level="warning",
+                message_id=str(message.id),
+                purpose=message.purpose.value,
+                provider=provider_name,
+            )
+            return None
         except Exception as error:  # noqa: BLE001 - one message must never stop the batch (OX-W6)
             self.breaker.settle(provider_name)
             self.telemetry.event(
@@ -127,7 +156,9 @@ class DispatchDueMessages:
             provider=provider_name,
         )
 
-    async def _attempt(self, message: ClaimedMessage, provider: DeliveryProvider | None) -> Outcome:
+    async def _attempt(
+        self, message: ClaimedMessage, provider: DeliveryProvider | None, deadline: datetime
+    ) -> Outcome:
         early = self._before_send(message, provider, self.clock.now())
         if early is not None or provider is None:
             return early or DeadLetter(reason=FailureClass.REJECTED, code=NO_PROVIDER)
@@ -141,7 +172,7 @@ class DispatchDueMessages:
             destination=message.destination,
             content=content,
         )
-        return await self._send(message, provider, delivery)
+        return await self._send(message, provider, delivery, deadline)
 
     def _before_send(
         self, message: ClaimedMessage, provider: DeliveryProvider | None, now: datetime
@@ -201,11 +232,18 @@ class DispatchDueMessages:
             return DeadLetter(reason=FailureClass.DECRYPTION_FAILED)
 
     async def _send(
-        self, message: ClaimedMessage, provider: DeliveryProvider, delivery: Delivery
+        self,
+        message: ClaimedMessage,
+        provider: DeliveryProvider,
+        delivery: Delivery,
+        deadline: datetime,
     ) -> Outcome:
+        left = (deadline - self.clock.now()).total_seconds()
+        if left <= 0:
+            raise _LeaseRunningOut
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(self.provider_timeout.total_seconds()):
+            async with asyncio.timeout(min(self.provider_timeout.total_seconds(), left)):
                 receipt = await provider.send(delivery)
         except DeliveryFailed as failed:
             return self._failed(message, provider, failed.failure)
@@ -260,8 +298,16 @@ class DispatchDueMessages:
         )
 
     async def _record(
-        self, claimed: Sequence[ClaimedMessage], records: list[AttemptRecord]
+        self, batch: Sequence[ClaimedMessage], outcomes: list[AttemptRecord | None]
     ) -> DispatchResult:
+        unsent = sum(1 for record in outcomes if record is None)
+        pairs = [(m, r) for m, r in zip(batch, outcomes, strict=True) if r is not None]
+        claimed = [message for message, _ in pairs]
+        records = [record for _, record in pairs]
+        if not records:
+            skipped = DispatchResult(claimed=len(batch), lease_lost=unsent)
+            self.telemetry.event("batch.dispatched", **attrs.asdict(skipped))
+            return skipped
         try:
             results = await self.store.record(records)
         except Exception as error:  # noqa: BLE001 - lease expiry is the fallback (OX-W6)
@@ -272,7 +318,7 @@ class DispatchDueMessages:
                 error=type(error).__name__,
                 code=str(getattr(error, "code", "") or getattr(error, "sqlstate", "") or ""),
             )
-            return DispatchResult(claimed=len(claimed), unrecorded=len(records))
+            return DispatchResult(claimed=len(batch), unrecorded=len(records), lease_lost=unsent)
         tally: Counter[str] = Counter()
         attempts: Counter[tuple[str, str, str]] = Counter()
         for message, record, result in zip(claimed, records, results, strict=True):
@@ -289,16 +335,16 @@ class DispatchDueMessages:
                 outcome=kind,
                 failure_class=failure_class,
             )
-        batch = DispatchResult(
-            claimed=len(claimed),
+        totals = DispatchResult(
+            claimed=len(batch),
             published=tally["published"],
             retried=tally["retried"],
             released=tally["released"],
             dead_lettered=tally["dead_lettered"],
-            lease_lost=tally["lease_lost"],
+            lease_lost=tally["lease_lost"] + unsent,
         )
-        self.telemetry.event("batch.dispatched", **attrs.asdict(batch))
-        return batch
+        self.telemetry.event("batch.dispatched", **attrs.asdict(totals))
+        return totals
 
     def _report(
         self, message: ClaimedMessage, record: AttemptRecord, result: RecordResult
