@@ -76,9 +76,11 @@ def _parse_http_date(value: str, now: datetime) -> datetime | None:
 
 
 def _two_digit_year(year: int, now: datetime) -> int:
-    """RFC 9110: a two-digit year more than 50 years ahead means the previous century."""
+    """RFC 9110: the year within 50 of now ending in ``year`` (more than 50 ahead is the past)."""
     century = now.year - now.year % 100
     candidate = century + year
     if candidate > now.year + 50:
         candidate -= 100
+    elif candidate <= now.year - 50:  # late in a century: "00" is the next one, not 99 years ago
+        candidate += 100
     return candidate

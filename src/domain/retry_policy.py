@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 import attrs
@@ -22,6 +22,11 @@ DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_SUSPENSION_PROBE = timedelta(minutes=1)
 
 
+def _to_schedule(value: Iterable[timedelta]) -> tuple[timedelta, ...]:
+    # A typed converter: with a bare ``converter=tuple`` mypy cannot type the argument.
+    return tuple(value)
+
+
 def _check_schedule(_: object, __: object, value: Sequence[timedelta]) -> None:
     if not value or any(step <= timedelta(0) for step in value):
         raise ValueError("the retry schedule needs at least one positive step")
@@ -32,7 +37,7 @@ class RetryPolicy:
     """Turns a classified failure of attempt n into the message's next outcome."""
 
     schedule: tuple[timedelta, ...] = attrs.field(
-        default=DEFAULT_SCHEDULE, converter=tuple, validator=_check_schedule
+        default=DEFAULT_SCHEDULE, converter=_to_schedule, validator=_check_schedule
     )
     max_attempts: int = attrs.field(default=DEFAULT_MAX_ATTEMPTS)
     suspension_probe: timedelta = DEFAULT_SUSPENSION_PROBE
