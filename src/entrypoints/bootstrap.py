@@ -10,6 +10,7 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TypedDict
+from uuid import UUID
 
 import attrs
 import uvicorn
@@ -21,6 +22,7 @@ from adapters.crypto.hashing import Argon2idHasher
 from adapters.postgres.dispatch_store import PostgresDispatchStore
 from adapters.postgres.embedded import EmbeddedPostgres
 from adapters.postgres.identity_transactions import PostgresIdentityTransactions
+from adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
 from adapters.postgres.pool import open_pool
 from adapters.postgres.rate_limiter import PostgresRateLimiter
 from adapters.postgres.readiness import PostgresReadinessProbe
@@ -40,10 +42,14 @@ from application.confirm_sign_up import ConfirmSignUp
 from application.confirm_step_up import ConfirmStepUp
 from application.create_organization import CreateOrganization
 from application.dispatch_due_messages import DispatchDueMessages, DispatchResult
+from application.grant_staff import GrantStaff
 from application.identity_ports import IdentityTransactions, SecretSource
 from application.identity_services import IdentityServices
 from application.invite_member import InviteMember
 from application.links import LinkBases
+from application.list_dead_letters import ListDeadLetters
+from application.observe_backlog import ObserveBacklog
+from application.operator_services import OperatorServices
 from application.ports import (
     Clock,
     DeliveryProvider,
@@ -56,16 +62,25 @@ from application.ports import (
 from application.provider_breaker import ProviderBreaker
 from application.purge_retained_messages import PurgeRetainedMessages
 from application.redeem_magic_link import RedeemMagicLink
+from application.reissue_dead_letter import ReissueDeadLetter
 from application.request_limits import RequestLimits
 from application.request_magic_link import RequestMagicLink
 from application.request_password_recovery import RequestPasswordRecovery
 from application.request_sign_in_method import RequestSignInMethod
 from application.request_sign_up import RequestSignUp
 from application.request_step_up import RequestStepUp
+from application.requeue_dead_letter import RequeueDeadLetter
+from application.require_elevation import RequireElevation
+from application.resolve_staff_member import ResolveStaffMember
 from application.revoke_invitation import RevokeInvitation
+from application.revoke_staff import RevokeStaff
+from application.show_backlog import ShowBacklog
+from application.show_message import ShowMessage
 from application.sign_in import SessionStarter, SignIn
 from application.sweep_expired_messages import SweepExpiredMessages
+from domain.challenges import ChallengePolicy
 from domain.channels import Channel
+from domain.purposes import Purpose
 from domain.retention import RetentionPolicy
 from domain.retry_policy import RetryPolicy
 from entrypoints.http.app import create_app
@@ -419,8 +434,11 @@ async def api_services(
 async def run_api(settings: Settings) -> None:
     """``outboxctl serve``: the HTTP API until SIGINT/SIGTERM (uvicorn handles both)."""
     registry = new_registry()
-    async with api_services(settings, registry=registry) as services:
-        app = create_app(services, registry=registry)
+    async with (
+        api_services(settings, registry=registry) as services,
+        staff_api_services(settings, telemetry=services.telemetry) as operator,
+    ):
+        app = create_app(services, registry=registry, operator=operator)
         config = uvicorn.Config(
             app,
             host=settings.http.host,
@@ -441,3 +459,130 @@ def session_role(settings: Settings, group_role: str) -> str | None:
     ``outbox_worker`` explicitly; a configured URL names a login role granted the group role.
     """
     return group_role if settings.database.url is None else None
+
+
+# --- Operator surfaces (staff HTTP routes and outboxctl) ------------------------------------
+# build_operator_services wires the operator use cases over one pool. On the API pool (role
+# outbox_runtime) every call names a staff member, checked by the database; operator_services
+# opens outboxctl's pool on the configured URL without SET ROLE: the database operator (a
+# member of outbox_owner) may read with no staff identity and grant or revoke staff.
+
+
+def build_operator_services(
+    *,
+    pool: AsyncConnectionPool[AsyncConnection],
+    sealer: Sealer,
+    hasher: SecretHasher,
+    clock: Clock,
+    ids: Ids,
+    secret_source: SecretSource,
+    telemetry: Telemetry,
+    challenges: ChallengePolicy,
+) -> OperatorServices:
+    """Every operator use case over ``pool``; reissued codes follow ``challenges``."""
+    store = PostgresOperatorStore(pool)
+    issuer = ChallengeIssuer(
+        secrets=secret_source, hasher=hasher, sealer=sealer, ids=ids, policy=challenges
+    )
+    return OperatorServices(
+        show_backlog=ShowBacklog(store=store),
+        list_dead_letters=ListDeadLetters(store=store),
+        show_message=ShowMessage(store=store),
+        requeue_dead_letter=RequeueDeadLetter(store=store, ids=ids, telemetry=telemetry),
+        reissue_dead_letter=ReissueDeadLetter(store=store, issuer=issuer, telemetry=telemetry),
+        grant_staff=GrantStaff(store=store, telemetry=telemetry),
+        revoke_staff=RevokeStaff(store=store, telemetry=telemetry),
+        resolve_staff_member=ResolveStaffMember(store=store),
+        require_elevation=RequireElevation(
+            transactions=PostgresIdentityTransactions(pool), clock=clock
+        ),
+        observe_backlog=ObserveBacklog(gauge=PostgresBacklogGauge(pool), telemetry=telemetry),
+        telemetry=telemetry,
+    )
+
+
+class _KeysNotLoaded:
+    """The sealer of operator commands that never seal: they need no outbox key at all."""
+
+    # The arguments are the Sealer port's; a command that never seals never calls either.
+    def seal(self, *, message_id: UUID, purpose: Purpose, plaintext: str) -> str:  # noqa: ARG002
+        """Refuse: the keys were not loaded."""
+        raise RuntimeError("this command was started without the outbox keys")
+
+    def open(self, *, message_id: UUID, purpose: Purpose, envelope: str) -> str:  # noqa: ARG002
+        """Refuse: the keys were not loaded."""
+        raise RuntimeError("this command was started without the outbox keys")
+
+
+@contextlib.asynccontextmanager
+async def operator_services(
+    settings: Settings, *, seal_keys: bool = False, telemetry: Telemetry | None = None
+) -> AsyncIterator[OperatorServices]:
+    """``outboxctl``'s operator services on the database operator's own connection.
+
+    ``seal_keys`` loads the outbox keys (a reissue seals a new code); without it no key is
+    read. Raises SettingsError naming a bad variable, StoreUnavailable if the database is down.
+    """
+    identity = load_identity_settings(settings.environ)
+    telemetry = telemetry or build_telemetry(new_registry(process_metrics=False))
+    sealer: Sealer = (
+        load_sealer(
+            settings,
+            warn=lambda text: telemetry.event("keys.warning", level="warning", detail=text),
+        )
+        if seal_keys
+        else _KeysNotLoaded()
+    )
+    pool = await open_pool(
+        resolve_database_url(settings),
+        min_size=1,
+        max_size=2,
+        prepared_statements=settings.database.prepared_statements,
+    )
+    try:
+        yield build_operator_services(
+            pool=pool,
+            sealer=sealer,
+            hasher=Argon2idHasher(),
+            clock=SystemClock(),
+            ids=Uuid7Ids(),
+            secret_source=SystemSecrets(),
+            telemetry=telemetry,
+            challenges=identity.challenges,
+        )
+    finally:
+        await pool.close()
+
+
+@contextlib.asynccontextmanager
+async def staff_api_services(
+    settings: Settings, *, telemetry: Telemetry
+) -> AsyncIterator[OperatorServices]:
+    """The staff routes' services on a small pool of their own, acting as the API role.
+
+    Every call names the signed-in staff member; the database refuses anyone else.
+    """
+    identity = load_identity_settings(settings.environ)
+    sealer = load_sealer(
+        settings, warn=lambda text: telemetry.event("keys.warning", level="warning", detail=text)
+    )
+    pool = await open_pool(
+        resolve_database_url(settings),
+        min_size=1,
+        max_size=4,
+        prepared_statements=settings.database.prepared_statements,
+        role=api_role(settings),
+    )
+    try:
+        yield build_operator_services(
+            pool=pool,
+            sealer=sealer,
+            hasher=Argon2idHasher(),
+            clock=SystemClock(),
+            ids=Uuid7Ids(),
+            secret_source=SystemSecrets(),
+            telemetry=telemetry,
+            challenges=identity.challenges,
+        )
+    finally:
+        await pool.close()

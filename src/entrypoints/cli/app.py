@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import typer
 
+from entrypoints.cli.backlog import backlog
 from entrypoints.cli.db import db_app
+from entrypoints.cli.dead_letters import dead_letters_app
 from entrypoints.cli.keys import keys_app
+from entrypoints.cli.messages import messages_app
 from entrypoints.cli.serve import serve
+from entrypoints.cli.staff import staff_app
 from entrypoints.cli.worker import sweep, worker
 
 app = typer.Typer(
@@ -21,6 +25,11 @@ app.add_typer(db_app, name="db")
 app.command()(worker)
 app.command()(sweep)
 app.command()(serve)
+# Operator surfaces: read the queue, repair dead letters, manage staff.
+app.command()(backlog)
+app.add_typer(dead_letters_app, name="dead-letters")
+app.add_typer(messages_app, name="messages")
+app.add_typer(staff_app, name="staff")
 
 
 @app.callback()

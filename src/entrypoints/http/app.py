@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from litestar import Litestar, Request
+from litestar import Controller, Litestar, Request
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from application.authenticate_bearer import Principal
 from application.identity_services import IdentityServices
+from application.operator_services import OperatorServices
 from entrypoints.http.caller import SECURITY_SCHEME, client_address, principal
 from entrypoints.http.health import HealthController
 from entrypoints.http.invitations import InvitationController
@@ -28,6 +29,8 @@ from entrypoints.http.problems import EXCEPTION_MAP, internal_error_handler
 from entrypoints.http.sessions import SessionController
 from entrypoints.http.sign_in_methods import SignInMethodController
 from entrypoints.http.sign_ups import SignUpController
+from entrypoints.http.staff_outbox import StaffOutboxController
+from entrypoints.http.staff_problems import STAFF_EXCEPTION_MAP
 from entrypoints.http.step_ups import StepUpController
 
 OPENAPI_PATH = "/schema"
@@ -38,11 +41,13 @@ def create_app(
     *,
     registry: CollectorRegistry | None = None,
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
+    operator: OperatorServices | None = None,
 ) -> Litestar:
     """The HTTP API over ``services``; OpenAPI at /schema (JSON at /schema/openapi.json).
 
     ``registry`` adds GET /metrics; ``lifespan`` context managers open and close what the
-    services use (pools, clients).
+    services use (pools, clients); ``operator`` adds the staff routes
+    (/platform-admin/security-outbox/...).
     """
 
     def provide_services() -> IdentityServices:
@@ -55,6 +60,12 @@ def create_app(
         return client_address(request)
 
     metrics = [metrics_route(registry)] if registry is not None else []
+    # The staff routes (operator surfaces), when the operator services are given.
+    staff: list[type[Controller]] = [StaffOutboxController] if operator is not None else []
+
+    def provide_operator() -> OperatorServices | None:
+        return operator
+
     return Litestar(
         route_handlers=[
             *metrics,
@@ -67,17 +78,19 @@ def create_app(
             InvitationController,
             MagicLinkController,
             HealthController,
+            *staff,
         ],
         dependencies={
             "services": Provide(provide_services, sync_to_thread=False),
             "principal": Provide(provide_principal),
             "client": Provide(provide_client, sync_to_thread=False),
+            "operator": Provide(provide_operator, sync_to_thread=False),
         },
         plugins=[
             ProblemDetailsPlugin(
                 ProblemDetailsConfig(
                     enable_for_all_http_exceptions=True,
-                    exception_to_problem_detail_map=EXCEPTION_MAP,
+                    exception_to_problem_detail_map={**EXCEPTION_MAP, **STAFF_EXCEPTION_MAP},
                 )
             )
         ],

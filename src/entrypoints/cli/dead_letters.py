@@ -1,0 +1,125 @@
+"""``outboxctl dead-letters list|reissue|requeue``: see and repair messages that failed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+import typer
+
+from application.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
+from application.operator_services import OperatorServices
+from application.operator_views import CopyReceipt
+from application.reissue_dead_letter import ReissueCommand
+from application.requeue_dead_letter import RequeueCommand
+from entrypoints.cli.operator_output import (
+    dead_letter_json,
+    dead_letter_table,
+    print_json,
+    print_table,
+    receipt_json,
+    timestamp,
+)
+from entrypoints.cli.operator_run import run_operator
+
+dead_letters_app = typer.Typer(
+    help="List dead letters; reissue a one-time code or requeue a notification.",
+    no_args_is_help=True,
+)
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+MessageId = Annotated[UUID, typer.Argument(help="The dead letter's id.")]
+StaffEmail = Annotated[
+    str,
+    typer.Option(
+        "--staff",
+        help="The acting staff member's e-mail (recorded in the audit).",
+        show_default=False,
+    ),
+]
+IdempotencyKey = Annotated[
+    str | None,
+    typer.Option(
+        "--idempotency-key",
+        help="Makes a retry safe: the same key answers the first result and does nothing more.",
+    ),
+]
+
+
+@dead_letters_app.command("list")
+def list_(
+    after: Annotated[
+        UUID | None, typer.Option(help="Show the page of older dead letters after this id.")
+    ] = None,
+    before: Annotated[
+        UUID | None, typer.Option(help="Show the page of newer dead letters before this id.")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_LIMIT, help="Dead letters per page.")
+    ] = DEFAULT_LIMIT,
+    as_json: AsJson = False,
+) -> None:
+    """List dead letters, newest first, with masked destinations."""
+    page = run_operator(
+        lambda services: services.list_dead_letters(
+            DeadLetterQuery(after=after, before=before, limit=limit)
+        )
+    )
+    if as_json:
+        print_json([dead_letter_json(item) for item in page.items])
+        return
+    print_table(dead_letter_table(page.items))
+    if page.older_cursor is not None:
+        typer.echo(f"older: outboxctl dead-letters list --after {page.older_cursor}", err=True)
+    if page.newer_cursor is not None:
+        typer.echo(f"newer: outboxctl dead-letters list --before {page.newer_cursor}", err=True)
+
+
+def _report(receipt: CopyReceipt, verb: str, as_json: bool) -> None:
+    if as_json:
+        print_json(receipt_json(receipt))
+        return
+    done = "already " + verb if receipt.replayed else verb
+    expiry = f"; it expires at {timestamp(receipt.expires_at)}" if receipt.expires_at else ""
+    typer.echo(f"{done} {receipt.dead_letter_id} as {receipt.message_id}{expiry}")
+
+
+@dead_letters_app.command("reissue")
+def reissue(
+    message_id: MessageId,
+    staff: StaffEmail,
+    idempotency_key: IdempotencyKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Send a new one-time code for the dead letter's still-open challenge (OX-O2).
+
+    The old code stops working; the new one goes out as a new message. Refused for a
+    superseded, expired or consumed code, a locked or expired challenge, or when a newer
+    message already goes to the same destination. Audited.
+    """
+
+    async def act(services: OperatorServices) -> CopyReceipt:
+        actor = await services.resolve_staff_member(staff)
+        return await services.reissue_dead_letter(
+            ReissueCommand(actor=actor, message_id=message_id, idempotency_key=idempotency_key)
+        )
+
+    _report(run_operator(act, seal_keys=True), "reissued", as_json)
+
+
+@dead_letters_app.command("requeue")
+def requeue(
+    message_id: MessageId,
+    staff: StaffEmail,
+    idempotency_key: IdempotencyKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Send a dead-lettered notification again, as a new copy. Audited."""
+
+    async def act(services: OperatorServices) -> CopyReceipt:
+        actor = await services.resolve_staff_member(staff)
+        return await services.requeue_dead_letter(
+            RequeueCommand(actor=actor, message_id=message_id, idempotency_key=idempotency_key)
+        )
+
+    _report(run_operator(act), "requeued", as_json)

@@ -1,0 +1,109 @@
+"""Runs an operator command: settings, logging, the operator services, and its errors mapped
+to a message on stderr and an exit code (on top of the shared guard)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from application.errors import InvalidRequest
+from application.identity_errors import InvalidField
+from application.operator_errors import (
+    DeadLetterRefused,
+    IdempotencyKeyReused,
+    RequestInProgress,
+    StaffIdentityNotFound,
+    StaffRequired,
+)
+from application.operator_services import OperatorServices
+from domain.dead_letters import Refusal
+from entrypoints.bootstrap import operator_services
+from entrypoints.cli.exit_codes import ExitCode
+from entrypoints.cli.guard import fail, guarded, run_guarded
+from entrypoints.observability import configure_logging
+from entrypoints.settings import load_settings
+
+_T = TypeVar("_T")
+
+# What each refusal means to the operator, and what to do instead.
+REFUSALS: dict[Refusal, str] = {
+    Refusal.NOT_DEAD_LETTERED: "the message is not dead-lettered: there is nothing to repair",
+    Refusal.NOT_REISSUABLE: (
+        "only one-time codes are reissued; a notification is requeued"
+        " (outboxctl dead-letters requeue), an invitation or magic link is asked for again"
+    ),
+    Refusal.NOT_REQUEUEABLE: (
+        "only notifications are requeued; reissue a one-time code with"
+        " outboxctl dead-letters reissue"
+    ),
+    Refusal.NOT_A_DELIVERY_FAILURE: (
+        "the message was withdrawn (superseded, expired, consumed or revoked), not lost:"
+        " the person asks again"
+    ),
+    Refusal.CHALLENGE_MISSING: "its challenge no longer exists: the person starts over",
+    Refusal.CHALLENGE_EXPIRED: "its challenge expired: the person starts over",
+    Refusal.CHALLENGE_CONSUMED: "its challenge was already confirmed: nothing to send",
+    Refusal.CHALLENGE_LOCKED: "its challenge is locked after wrong codes: the person starts over",
+    Refusal.NEWER_MESSAGE_EXISTS: (
+        "a newer message for the same purpose already goes to this destination"
+        " (outboxctl dead-letters list, outboxctl backlog)"
+    ),
+    Refusal.ALREADY_REQUEUED: "it was already requeued (outboxctl messages show shows the copy)",
+}
+
+
+@contextmanager
+def operator_guarded() -> Iterator[None]:
+    """The shared guard plus the operator's own errors."""
+    with guarded():
+        try:
+            yield
+        except StaffRequired:
+            raise fail(
+                "refused (42501): the acting identity is not an active staff member (grant it"
+                " with outboxctl staff grant EMAIL), or, with no --staff, this database login"
+                " is not the database operator (use the migrator's login, a member of"
+                " outbox_owner)",
+                ExitCode.REFUSED,
+            ) from None
+        except DeadLetterRefused as refused:
+            raise fail(
+                f"refused ({refused.refusal.value}): {REFUSALS[refused.refusal]}",
+                ExitCode.REFUSED,
+            ) from None
+        except IdempotencyKeyReused:
+            raise fail(
+                "refused: this idempotency key already named another request; use a new key",
+                ExitCode.REFUSED,
+            ) from None
+        except RequestInProgress:
+            raise fail(
+                "conflict: a request with this idempotency key is running; retry in a moment",
+                ExitCode.CONFLICT,
+            ) from None
+        except StaffIdentityNotFound:
+            raise fail(
+                "not found: no account has this verified e-mail address", ExitCode.NOT_FOUND
+            ) from None
+        except InvalidField as error:
+            raise fail(f"{error.field}: {error.problem}", ExitCode.USAGE) from None
+        except InvalidRequest as error:
+            raise fail(f"refused: {error}", ExitCode.USAGE) from None
+
+
+def run_operator(
+    action: Callable[[OperatorServices], Awaitable[_T]], *, seal_keys: bool = False
+) -> _T:
+    """Run ``action`` with the operator services; logs go to stderr, stdout stays the output."""
+    settings = run_guarded(lambda: load_settings(os.environ))
+    configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
+
+    async def main() -> _T:
+        async with operator_services(settings, seal_keys=seal_keys) as services:
+            return await action(services)
+
+    with operator_guarded():
+        return asyncio.run(main())

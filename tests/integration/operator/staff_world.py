@@ -1,0 +1,226 @@
+"""The real app with the staff routes, the real CLI, and the worker, over one database.
+
+Builds the identity and operator services the way the composition root does, on a pool
+acting as outbox_runtime; ``outboxctl`` runs in a thread against the same database as the
+database operator (the superuser URL), with the same seal key as the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import attrs
+import httpx
+from click.testing import Result
+from psycopg_pool import AsyncConnectionPool
+from typer.testing import CliRunner
+
+from adapters.crypto.base64url import encode
+from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from adapters.postgres.dispatch_store import PostgresDispatchStore
+from adapters.postgres.operator_store import PostgresOperatorStore
+from adapters.postgres.pool import open_pool
+from adapters.system.ids import Uuid7Ids
+from adapters.system.secrets import SystemSecrets
+from application.dispatch_due_messages import DispatchDueMessages
+from application.links import LinkBases
+from application.operator_services import OperatorServices
+from application.provider_breaker import ProviderBreaker
+from domain.challenges import ChallengePolicy
+from domain.channels import Channel
+from domain.failures import DeliveryFailure, FailureClass
+from domain.retry_policy import RetryPolicy
+from entrypoints.bootstrap import build_identity_services, build_operator_services
+from entrypoints.cli.app import app as outboxctl
+from entrypoints.http.app import create_app
+from tests.fakes.clock import FixedClock
+from tests.fakes.providers import RecordingProvider
+from tests.fakes.renderer import RecordingRenderer
+from tests.fakes.telemetry import RecordingTelemetry
+from tests.integration.identity.api import (
+    INVITATION_BASE,
+    MAGIC_LINK_BASE,
+    PASSWORD,
+    SEALER,
+    Api,
+    ApiSettings,
+    StatementLog,
+    open_api_pool,
+)
+
+STAFF = "staff@example.com"
+BASE = "/platform-admin/security-outbox"
+TEST_KEY_LINE = f"test:{encode(bytes(range(32)))}"  # SEALER's key, for outboxctl
+
+
+@attrs.frozen
+class StaffCaller:
+    """A signed-in staff member and the elevation token of a fresh step-up."""
+
+    identity_id: UUID
+    token: str
+    elevation: str
+
+
+@attrs.frozen
+class DeadCode:
+    """A one-time code message the provider rejected, and the code it carried."""
+
+    message_id: UUID
+    challenge_id: UUID
+    code: str
+
+
+@attrs.define
+class StaffWorld:
+    """The identity API with the staff routes, outboxctl, the worker and the database."""
+
+    api: Api
+    operator: OperatorServices
+    admin: PostgresOperatorStore
+    env: dict[str, str]
+
+    async def cli(self, *args: str) -> Result:
+        """Run ``outboxctl`` (in a thread: it runs its own event loop)."""
+        return await asyncio.to_thread(CliRunner().invoke, outboxctl, list(args), env=self.env)
+
+    async def cli_json(self, *args: str) -> Any:
+        """Run ``outboxctl ... --json``; it must succeed and print only JSON."""
+        result = await self.cli(*args, "--json")
+        assert 0 == result.exit_code, result.stderr
+        return json.loads(result.stdout)
+
+    async def get(self, path: str, token: str, **params: Any) -> httpx.Response:
+        """GET a staff route."""
+        headers = {"Authorization": f"Bearer {token}"}
+        return await self.api.client.get(BASE + path, params=params, headers=headers)
+
+    async def reissue(
+        self,
+        message_id: UUID,
+        caller: StaffCaller,
+        *,
+        key: str = "key-1",
+        elevation: str | None = "",
+    ) -> httpx.Response:
+        """POST a reissue with the caller's bearer and elevation tokens (``None``: none)."""
+        headers = {"Authorization": f"Bearer {caller.token}", "Idempotency-Key": key}
+        token = caller.elevation if elevation == "" else elevation
+        if token is not None:
+            headers["Elevation-Token"] = token
+        return await self.api.client.post(
+            f"{BASE}/dead-letters/{message_id}/reissues", headers=headers
+        )
+
+    async def staff(self, email: str = STAFF, *, grant: bool = True) -> StaffCaller:
+        """Sign up, be made staff by the database operator, sign in and step up."""
+        token = await self.api.signed_up(email)
+        if grant:
+            await self.admin.grant_staff(email)
+        [(identity_id,)] = await self.api.rows(
+            "SELECT identity_id FROM identity.login_identifiers WHERE value = %s", email
+        )
+        response = await self.api.post("/step-ups", token=token)
+        assert 201 == response.status_code, response.text
+        code = (await self.api.deliver_one()).content.text
+        response = await self.api.post("/step-ups/confirmations", {"code": code}, token=token)
+        assert 201 == response.status_code, response.text
+        return StaffCaller(identity_id, token, response.json()["elevationToken"])
+
+    async def dead_code(self, identifier: str = "bob@example.com") -> DeadCode:
+        """Sign ``identifier`` up while the provider rejects it: a REJECTED dead letter."""
+        response = await self.api.post(
+            "/sign-ups", {"identifier": identifier, "password": PASSWORD}
+        )
+        assert 201 == response.status_code, response.text
+        [(message_id, challenge_id)] = await self.api.rows(
+            "SELECT id, subject_id FROM outbox.messages WHERE destination = %s"
+            " AND state = 'pending'",
+            identifier,
+        )
+        code = await self.api.sealed_code(challenge_id)
+        self.api.provider.failures_for[identifier] = DeliveryFailure(
+            failure_class=FailureClass.REJECTED, code="550"
+        )
+        try:
+            assert [] == await self.api.deliver()
+        finally:
+            del self.api.provider.failures_for[identifier]
+        return DeadCode(message_id, challenge_id, code)
+
+    async def pending(self) -> list[UUID]:
+        """The ids of pending messages, oldest first."""
+        rows = await self.api.rows(
+            "SELECT id FROM outbox.messages WHERE state = 'pending' ORDER BY created_at, id"
+        )
+        return [row[0] for row in rows]
+
+
+async def running_staff_world(
+    database_url: str, dispatch_store: PostgresDispatchStore, data_dir: Path
+) -> AsyncIterator[StaffWorld]:
+    """Serve the identity and staff routes in-process; the CLI gets the same database."""
+    settings = ApiSettings()
+    log = StatementLog()
+    pool = await open_api_pool(database_url, log)
+    admin_pool: AsyncConnectionPool = await open_pool(database_url, min_size=1, max_size=2)
+    clock = FixedClock(datetime.now(UTC).replace(microsecond=0))
+    telemetry = RecordingTelemetry()
+    hasher = Argon2idHasher(Argon2Parameters.cheapest())
+    parts: dict[str, Any] = {
+        "pool": pool,
+        "sealer": SEALER,
+        "hasher": hasher,
+        "clock": clock,
+        "ids": Uuid7Ids(),
+        "secret_source": SystemSecrets(),
+        "telemetry": telemetry,
+    }
+    services = build_identity_services(identity=settings.identity, **parts)
+    operator = build_operator_services(challenges=ChallengePolicy(), **parts)
+    provider = RecordingProvider()
+    dispatch = DispatchDueMessages(
+        store=dispatch_store,
+        sealer=SEALER,
+        renderer=RecordingRenderer(),
+        providers={Channel.EMAIL: provider, Channel.SMS: provider},
+        clock=clock,
+        telemetry=RecordingTelemetry(),
+        policy=RetryPolicy(),
+        breaker=ProviderBreaker(),
+        links=LinkBases(invitation=INVITATION_BASE, magic_link=MAGIC_LINK_BASE),
+        owner="operator-tests",
+    )
+    env = {
+        "OUTBOX_DATABASE_URL": database_url,
+        "OUTBOX_SEAL_KEYS": TEST_KEY_LINE,
+        "OUTBOX_DATA_DIR": str(data_dir),
+        "OUTBOX_LOG_LEVEL": "warning",
+    }
+    try:
+        transport = httpx.ASGITransport(app=create_app(services, operator=operator))
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            yield StaffWorld(
+                api=Api(
+                    client=client,
+                    services=services,
+                    clock=clock,
+                    telemetry=telemetry,
+                    provider=provider,
+                    dispatch=dispatch,
+                    database_url=database_url,
+                    log=log,
+                ),
+                operator=operator,
+                admin=PostgresOperatorStore(admin_pool),
+                env=env,
+            )
+    finally:
+        await pool.close()
+        await admin_pool.close()
