@@ -1,0 +1,76 @@
+"""How big each scenario is: short in CI, long from ``python -m tests.reliability``.
+
+``OUTBOX_RELIABILITY=long`` selects the long profile; ``OUTBOX_RELIABILITY_RESULTS`` names a
+file that receives one JSON line of counts per scenario (the long runner reads it back).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+MODE = os.environ.get("OUTBOX_RELIABILITY", "short").strip().lower() or "short"
+RESULTS = os.environ.get("OUTBOX_RELIABILITY_RESULTS", "").strip()
+
+
+@attrs.frozen(kw_only=True)
+class Profile:
+    """Sizes of every scenario."""
+
+    kill_messages: int
+    kill_workers: int
+    kills: int
+    pauses: int
+    pause_messages: int  # per pause
+    term_rounds: int
+    database_restarts: int
+    backend_terminations: int
+    proxy_faults: int
+    fault_seconds: float
+    outage_messages: int
+    interleaving_rounds: int
+
+
+SHORT = Profile(
+    kill_messages=600,
+    kill_workers=3,
+    kills=5,
+    pauses=2,
+    pause_messages=16,
+    term_rounds=1,
+    database_restarts=2,
+    backend_terminations=3,
+    proxy_faults=3,
+    fault_seconds=8.0,
+    outage_messages=10,
+    interleaving_rounds=1,
+)
+LONG = Profile(
+    kill_messages=5000,
+    kill_workers=4,
+    kills=40,
+    pauses=12,
+    pause_messages=16,
+    term_rounds=5,
+    database_restarts=3,
+    backend_terminations=3,
+    proxy_faults=9,
+    fault_seconds=60.0,
+    outage_messages=60,
+    interleaving_rounds=25,
+)
+PROFILE = LONG if MODE == "long" else SHORT
+
+
+def record_counts(scenario: str, counts: dict[str, Any]) -> None:
+    """Append one scenario's counts to the results file, if one is named."""
+    if not RESULTS:
+        return
+    line = {"scenario": scenario, "mode": MODE, "at": time.time(), "counts": counts}
+    with Path(RESULTS).open("a", encoding="utf-8") as results:
+        results.write(json.dumps(line, sort_keys=True) + "\n")
