@@ -16,7 +16,7 @@ from rich.console import Console
 from bench import machine
 from bench.databases import database_server
 from bench.plan import GROUPS, Plan
-from bench.report import print_settings, print_tables, write_json
+from bench.report import markdown, print_settings, print_tables, write_json
 from bench.sizes import FULL, SMOKE
 
 DEFAULT_OUT = Path("bench-results/latest.json")
@@ -66,9 +66,10 @@ def main(
     header["load_average_before"] = [round(x, 2) for x in load_before]
     header["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     write_json(out, results, header)
+    out.with_suffix(".md").write_text(markdown(results, header))
     print_tables(console, results, header)
     print_settings(console, results.figures)
-    console.print(f"JSON written to {out}")
+    console.print(f"JSON written to {out}, Markdown tables to {out.with_suffix('.md')}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import attrs
 import psycopg
@@ -29,6 +30,7 @@ from bench.worker_process import KEYRING_VARIABLE, READY
 
 LIVE = "SELECT count(*) FROM outbox.messages WHERE state IN ('pending', 'leased')"
 SETTLE_TIMEOUT = 60.0
+PRODUCER_CONNECTIONS = 8
 
 
 @attrs.frozen(kw_only=True)
@@ -61,7 +63,10 @@ class SteadyLatency:
         return {
             "rate_per_second": self.rate,
             "seconds": self.seconds,
-            "producer": "one task, one connection, one sealed sign_up code per transaction",
+            "producer": (
+                f"one paced process, {PRODUCER_CONNECTIONS} connections taking turns, "
+                "one sealed sign_up code per transaction"
+            ),
             "worker": "separate process, WorkerLoop with LISTEN wake-up",
             **self.config.settings(),
         }
@@ -109,25 +114,49 @@ class SteadyLatency:
         )
 
     async def _produce(self) -> tuple[dict[str, float], float]:
+        """Start message n at ``n / rate`` seconds on a free connection; return commit times.
+
+        One message per transaction: a single connection cannot commit 500 times a second
+        when each commit waits for its WAL flush, so ``PRODUCER_CONNECTIONS`` connections
+        take turns, and the schedule (not the connections) sets the rate.
+        """
         sealer = EnvelopeSealer(parse_keyring(self.keyring))
         ids = Uuid7Ids()
         clock = SystemClock()
         count = round(self.rate * self.seconds)
         committed: dict[str, float] = {}
-        async with await psycopg.AsyncConnection.connect(
-            self.database.conninfo, autocommit=True
-        ) as conn:
-            writer = PostgresOutboxWriter(conn)
+        idle: asyncio.Queue[psycopg.AsyncConnection[Any]] = asyncio.Queue()
+        for _ in range(PRODUCER_CONNECTIONS):
+            idle.put_nowait(
+                await psycopg.AsyncConnection.connect(self.database.conninfo, autocommit=True)
+            )
+
+        async def enqueue(n: int) -> None:
+            conn = await idle.get()
+            try:
+                message = sealed_message(n, sealer, ids, clock)
+                async with conn.transaction():
+                    await PostgresOutboxWriter(conn).enqueue(message)
+                committed[str(message.id)] = time.time()
+            finally:
+                idle.put_nowait(conn)
+
+        sends: list[asyncio.Task[None]] = []
+        try:
             started = time.perf_counter()
             for n in range(count):
                 delay = started + n / self.rate - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                message = sealed_message(n, sealer, ids, clock)
-                async with conn.transaction():
-                    await writer.enqueue(message)
-                committed[str(message.id)] = time.time()
+                sends.append(asyncio.create_task(enqueue(n)))
+            await asyncio.gather(*sends)
             elapsed = time.perf_counter() - started
+        finally:
+            for task in sends:
+                task.cancel()
+            await asyncio.gather(*sends, return_exceptions=True)
+            while not idle.empty():
+                await idle.get_nowait().close()
         return committed, count / elapsed
 
     async def _settle(self) -> None:

@@ -232,6 +232,15 @@ class Plan:
             "messages_per_repetition": runs[0].messages,
             "offered_rate_median": round(statistics.median(r.offered_rate for r in runs), 1),
         }
+        results.add(
+            Figure(
+                key="latency.offered_rate",
+                label=f"Rate the paced producer achieved (target {sizes.latency_rate}/s)",
+                unit="msg/s",
+                samples=tuple(r.offered_rate for r in runs),
+                settings=settings,
+            )
+        )
         for name in ("p50", "p95", "p99"):
             results.add(
                 Figure(
@@ -303,6 +312,7 @@ class Plan:
             "pending_at_start": pending,
             "published": drained.published,
             "measured": "VmHWM of the worker process (RUSAGE_CHILDREN ru_maxrss agrees)",
+            # the largest child this run waited for, initdb and latency workers included
             "children_maxrss_mb": round(drained.children_maxrss_mb, 1),
             **config.settings(),
         }

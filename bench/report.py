@@ -23,6 +23,30 @@ def write_json(path: Path, results: Results, header: Mapping[str, object]) -> No
     path.write_text(json.dumps(document, indent=2) + "\n")
 
 
+def markdown(results: Results, header: Mapping[str, object]) -> str:
+    """The figures and checks as Markdown tables, to paste into docs/benchmarks.md."""
+    lines = [
+        "| figure | median | min | max | unit | n |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    lines += [
+        f"| {f.label} | {_number(f.median)} | {_number(f.min)} | {_number(f.max)} "
+        f"| {f.unit} | {len(f.samples)} |"
+        for f in results.figures.values()
+    ]
+    lines += ["", "| check | value | target | met |", "|---|---:|---:|---|"]
+    lines += [
+        f"| {c.label} | {_value(c)} | {_target(c)} | "
+        f"{'—' if c.met is None else ('yes' if c.met else '**no**')} |"
+        for c in results.checks.values()
+    ]
+    facts = ", ".join(f"{k}: {v}" for k, v in header.items() if k != "machine")
+    machine = header.get("machine")
+    if isinstance(machine, Mapping):
+        facts += "; " + ", ".join(f"{k}: {v}" for k, v in machine.items())
+    return "\n".join([f"_{facts}_", "", *lines, ""])
+
+
 def print_tables(console: Console, results: Results, header: Mapping[str, object]) -> None:
     """The figures table, then the checks table (each ratio computed in this run)."""
     console.print(", ".join(f"{key}: {value}" for key, value in header.items() if key != "machine"))

@@ -27,6 +27,7 @@ FIGURES = {
     "enqueue.plain_insert",
     "enqueue.sealed",
     "enqueue.sealed_no_notify",
+    "latency.offered_rate",
     "latency.p50",
     "latency.p95",
     "latency.p99",
