@@ -13,7 +13,6 @@ from typing import TypedDict
 from uuid import UUID
 
 import attrs
-import uvicorn
 from prometheus_client import CollectorRegistry
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
@@ -84,6 +83,7 @@ from domain.purposes import Purpose
 from domain.retention import RetentionPolicy
 from domain.retry_policy import RetryPolicy
 from entrypoints.http.app import create_app
+from entrypoints.http.server import serve
 from entrypoints.identity_settings import IdentitySettings, load_identity_settings
 from entrypoints.observability import build_telemetry, new_registry, serve_metrics
 from entrypoints.providers import build_providers, close_providers
@@ -432,24 +432,16 @@ async def api_services(
 
 
 async def run_api(settings: Settings) -> None:
-    """``outboxctl serve``: the HTTP API until SIGINT/SIGTERM (uvicorn handles both)."""
+    """``outboxctl serve``: the HTTP API until SIGINT/SIGTERM, then a clean exit."""
     registry = new_registry()
     async with (
         api_services(settings, registry=registry) as services,
         staff_api_services(settings, telemetry=services.telemetry) as operator,
     ):
         app = create_app(services, registry=registry, operator=operator)
-        config = uvicorn.Config(
-            app,
-            host=settings.http.host,
-            port=settings.http.port,
-            log_config=None,
-            access_log=False,
-            server_header=False,
-            lifespan="on",
-        )
         services.telemetry.event("api.started", host=settings.http.host, port=settings.http.port)
-        await uvicorn.Server(config).serve()
+        await serve(app, host=settings.http.host, port=settings.http.port)
+        services.telemetry.event("api.stopped")
 
 
 def session_role(settings: Settings, group_role: str) -> str | None:
