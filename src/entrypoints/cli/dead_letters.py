@@ -68,6 +68,9 @@ def list_(
     if as_json:
         print_json([dead_letter_json(item) for item in page.items])
         return
+    if not page.items:
+        typer.echo("no dead letters")
+        return
     print_table(dead_letter_table(page.items))
     if page.older_cursor is not None:
         typer.echo(f"older: outboxctl dead-letters list --after {page.older_cursor}", err=True)

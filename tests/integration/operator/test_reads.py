@@ -91,6 +91,8 @@ async def test_no_dead_letters_is_an_empty_page_and_an_empty_json_list(world: St
     assert [] == response.json()["items"]
     result = await world.cli("dead-letters", "list", "--json")
     assert (0, "[]\n") == (result.exit_code, result.stdout)
+    table = await world.cli("dead-letters", "list")
+    assert (0, "no dead letters\n") == (table.exit_code, table.stdout)
 
 
 async def test_pages_stay_stable_while_new_dead_letters_arrive(world: StaffWorld):
