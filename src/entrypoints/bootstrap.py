@@ -21,6 +21,7 @@ from adapters.crypto.hashing import Argon2idHasher
 from adapters.postgres.dispatch_store import PostgresDispatchStore
 from adapters.postgres.embedded import EmbeddedPostgres
 from adapters.postgres.identity_transactions import PostgresIdentityTransactions
+from adapters.postgres.migrations import apply_migrations
 from adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
 from adapters.postgres.pool import open_pool
 from adapters.postgres.rate_limiter import PostgresRateLimiter
@@ -83,7 +84,7 @@ from domain.purposes import Purpose
 from domain.retention import RetentionPolicy
 from domain.retry_policy import RetryPolicy
 from entrypoints.http.app import create_app
-from entrypoints.http.server import serve
+from entrypoints.http.server import bind, serve
 from entrypoints.identity_settings import IdentitySettings, load_identity_settings
 from entrypoints.observability import build_telemetry, new_registry, serve_metrics
 from entrypoints.providers import build_providers, close_providers
@@ -154,15 +155,17 @@ async def worker_services(
     concurrency: int | None = None,
     providers: Mapping[Channel, DeliveryProvider] | None = None,
     registry: CollectorRegistry | None = None,
+    telemetry: Telemetry | None = None,
 ) -> AsyncIterator[WorkerServices]:
     """Open the worker's pool, listener and provider clients; close them all on exit.
 
-    ``providers`` replaces the configured ones (tests and benchmarks use it).
+    ``providers`` replaces the configured ones (tests and benchmarks use it); ``telemetry``
+    (built on ``registry``) is shared when the API runs in the same process.
     Raises SettingsError naming a bad variable, StoreUnavailable if the database is down.
     """
     clock = SystemClock()
     registry = registry or new_registry()
-    telemetry = build_telemetry(registry)
+    telemetry = telemetry or build_telemetry(registry)
     sealer = load_sealer(
         settings, warn=lambda text: telemetry.event("keys.warning", level="warning", detail=text)
     )
@@ -197,7 +200,9 @@ async def worker_services(
                 clock=clock,
                 telemetry=telemetry,
                 policy=RetryPolicy(
-                    schedule=worker.retry_schedule, max_attempts=worker.max_attempts
+                    schedule=worker.retry_schedule,
+                    max_attempts=worker.max_attempts,
+                    suspension_probe=worker.suspension_probe,
                 ),
                 breaker=ProviderBreaker(),
                 links=LinkBases(
@@ -398,14 +403,18 @@ def build_identity_services(
 
 @contextlib.asynccontextmanager
 async def api_services(
-    settings: Settings, *, registry: CollectorRegistry | None = None
+    settings: Settings,
+    *,
+    registry: CollectorRegistry | None = None,
+    telemetry: Telemetry | None = None,
 ) -> AsyncIterator[IdentityServices]:
     """Open the API's pool and build the identity services; close the pool on exit.
 
+    ``telemetry`` (built on ``registry``) is shared when the worker runs in the same process.
     Raises SettingsError naming a bad variable, StoreUnavailable if the database is down.
     """
     identity = load_identity_settings(settings.environ)
-    telemetry = build_telemetry(registry or new_registry())
+    telemetry = telemetry or build_telemetry(registry or new_registry())
     sealer = load_sealer(
         settings, warn=lambda text: telemetry.event("keys.warning", level="warning", detail=text)
     )
@@ -578,3 +587,51 @@ async def staff_api_services(
         )
     finally:
         await pool.close()
+
+
+# --- outboxctl up: the all-in-one development stack -----------------------------------------
+
+
+async def run_stack(settings: Settings, *, announce: Callable[[str], None]) -> DispatchResult:
+    """``outboxctl up``: migrate, then the API, the worker and its sweeps in one process.
+
+    With no OUTBOX_DATABASE_URL the embedded PostgreSQL in the data directory is used.
+    ``announce`` is told where the API listens once it accepts connections. SIGINT or
+    SIGTERM stops the worker (with its grace period), then the API.
+    """
+    url = await asyncio.to_thread(resolve_database_url, settings)
+    await apply_migrations(url)
+    listener = bind(settings.http.host, settings.http.port)
+    registry = new_registry()
+    telemetry = build_telemetry(registry)
+    async with (
+        api_services(settings, registry=registry, telemetry=telemetry) as services,
+        staff_api_services(settings, telemetry=telemetry) as operator,
+        worker_services(settings, registry=registry, telemetry=telemetry) as worker,
+    ):
+        app = create_app(services, registry=registry, operator=operator)
+        stop = asyncio.Event()
+        host, port = listener.getsockname()[:2]
+        api = asyncio.create_task(
+            serve(app, host=host, port=port, listener=listener, stop=stop), name="api"
+        )
+        try:
+            await worker.store.wait_for_work(0)
+            telemetry.event("stack.started", host=host, port=port)
+            announce(f"http://{host}:{port}")
+            loop = WorkerLoop(
+                dispatch=worker.dispatch,
+                wait_for_work=worker.store.wait_for_work,
+                telemetry=telemetry,
+                poll_interval=settings.worker.poll_interval,
+            )
+            return await run_worker_process(
+                loop=loop,
+                sweeps=sweep_schedule(worker, settings),
+                grace=settings.worker.shutdown_grace,
+                telemetry=telemetry,
+            )
+        finally:
+            stop.set()
+            await asyncio.gather(api, return_exceptions=True)
+            telemetry.event("stack.stopped")

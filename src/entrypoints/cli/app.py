@@ -11,6 +11,7 @@ from entrypoints.cli.keys import keys_app
 from entrypoints.cli.messages import messages_app
 from entrypoints.cli.serve import serve
 from entrypoints.cli.staff import staff_app
+from entrypoints.cli.up import up
 from entrypoints.cli.worker import sweep, worker
 
 app = typer.Typer(
@@ -20,6 +21,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     add_completion=False,
 )
+app.command()(up)
 app.add_typer(keys_app, name="keys")
 app.add_typer(db_app, name="db")
 app.command()(worker)

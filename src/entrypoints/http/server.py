@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -39,8 +41,20 @@ class _Server(uvicorn.Server):
         self.should_exit = True
 
 
-async def serve(app: Litestar, *, host: str, port: int) -> None:
-    """Serve ``app`` on ``host:port`` until SIGINT or SIGTERM, then finish open requests."""
+async def serve(
+    app: Litestar,
+    *,
+    host: str,
+    port: int,
+    listener: socket.socket | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve ``app`` on ``host:port`` (or an already bound ``listener``) until told to stop.
+
+    Without ``stop``, SIGINT or SIGTERM ends it; with ``stop``, the caller owns the signals
+    (``outboxctl up`` stops its worker first) and setting the event ends it. Either way open
+    requests are finished first.
+    """
     config = uvicorn.Config(
         app,
         host=host,
@@ -50,4 +64,31 @@ async def serve(app: Litestar, *, host: str, port: int) -> None:
         server_header=False,
         lifespan="on",
     )
-    await _Server(config).serve()
+    if stop is None:
+        await _Server(config).serve(sockets=[listener] if listener else None)
+        return
+    server = _OwnedServer(config)
+
+    async def stop_when_told() -> None:
+        await stop.wait()
+        server.should_exit = True
+
+    watcher = asyncio.create_task(stop_when_told())
+    try:
+        await server.serve(sockets=[listener] if listener else None)
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (0 picks a free port); OSError if it is taken."""
+    return socket.create_server((host, port), reuse_port=False)
+
+
+class _OwnedServer(uvicorn.Server):
+    """uvicorn's server with its signal handling left to the process that embeds it."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield

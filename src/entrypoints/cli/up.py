@@ -1,0 +1,51 @@
+"""``outboxctl up``: the all-in-one development stack, in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import typer
+
+from entrypoints.bootstrap import run_stack
+from entrypoints.cli.exit_codes import ExitCode
+from entrypoints.cli.guard import fail, run_guarded
+from entrypoints.identity_settings import load_identity_settings
+from entrypoints.observability import configure_logging
+from entrypoints.settings import load_settings
+
+WELCOME = """\
+outbox is up: API on {base} (OpenAPI at {base}/schema), worker and sweeps running.
+Codes are printed here by the console provider. Try a sign-up:
+
+  curl -s -X POST {base}/sign-ups -H 'content-type: application/json' \\
+       -d '{{"identifier": "you@example.com", "password": "correct horse battery staple"}}'
+
+then confirm it with the code printed below:
+
+  curl -s -X POST {base}/sign-ups/confirmations -H 'content-type: application/json' \\
+       -d '{{"identifier": "you@example.com", "code": "<code>"}}'
+
+Stop with Ctrl-C.
+"""
+
+
+def up() -> None:
+    """Run everything for development: embedded PostgreSQL when OUTBOX_DATABASE_URL is unset,
+    migrations, the HTTP API, the worker and its sweeps, and the console provider.
+    """
+    settings = run_guarded(lambda: load_settings(os.environ))
+    run_guarded(lambda: load_identity_settings(settings.environ))
+    configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
+
+    def announce(base: str) -> None:
+        typer.echo(WELCOME.format(base=base), nl=False)
+
+    try:
+        run_guarded(lambda: asyncio.run(run_stack(settings, announce=announce)))
+    except OSError as error:
+        raise fail(
+            f"cannot listen on {settings.http.host}:{settings.http.port} ({error.strerror}); "
+            "set OUTBOX_HTTP_PORT to a free port",
+            ExitCode.CONFIGURATION,
+        ) from None

@@ -1,0 +1,70 @@
+"""``outboxctl up`` from a clean environment: embedded PostgreSQL, API, worker, console codes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.integration
+
+OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
+
+
+async def _line_matching(
+    stream: asyncio.StreamReader, pattern: str, within: float
+) -> re.Match[str]:
+    async with asyncio.timeout(within):
+        while True:
+            line = (await stream.readline()).decode()
+            if not line:
+                pytest.fail(f"the stream ended before a line matching {pattern!r}")
+            if match := re.search(pattern, line):
+                return match
+
+
+async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
+    tmp_path: Path,
+) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path / "home"),
+        "OUTBOX_DATA_DIR": str(tmp_path / "data"),
+        "OUTBOX_HTTP_PORT": "0",
+    }
+    stack = await asyncio.create_subprocess_exec(
+        OUTBOXCTL,
+        "up",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert stack.stdout is not None
+    try:
+        base = (await _line_matching(stack.stdout, r"API on (http://\S+) ", 120)).group(1)
+        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+            ready = await client.get("/readyz")
+            assert 200 == ready.status_code
+            identity = {"identifier": "newcomer@example.com"}
+            created = await client.post(
+                "/sign-ups", json={**identity, "password": "correct horse battery staple"}
+            )
+            assert 201 == created.status_code
+            assert ["challengeExpiresAt"] == list(created.json())
+            code = (await _line_matching(stack.stdout, r"code is ([0-9]{6})", 30)).group(1)
+            confirmed = await client.post(
+                "/sign-ups/confirmations", json={**identity, "code": code}
+            )
+            assert confirmed.is_success, confirmed.text
+        stack.send_signal(signal.SIGTERM)
+        assert 0 == await asyncio.wait_for(stack.wait(), 60)
+    finally:
+        if stack.returncode is None:
+            stack.kill()
+            await stack.wait()
