@@ -103,9 +103,13 @@ class ChallengeIssuer:
         identifier: Identifier,
         now: datetime,
         match_identifier: bool = True,
+        drawn: tuple[str, str] | None = None,
     ) -> Challenge:
-        """Open or resend the challenge and enqueue its code, both in ``uow``'s transaction."""
-        code, code_hash = await self.new_code()
+        """Open or resend the challenge and enqueue its code, both in ``uow``'s transaction.
+
+        ``drawn`` is a (code, hash) pair drawn earlier with ``new_code``; a new one otherwise.
+        """
+        code, code_hash = drawn or await self.new_code()
         challenge = await self.open_or_resend(
             uow.identity,
             purpose=purpose,

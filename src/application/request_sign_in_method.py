@@ -49,6 +49,8 @@ class RequestSignInMethod:
         wait = await self.limits.destination(ROUTE, identifier.value, now)
         if wait is not None:
             raise RateLimited(wait)
+        # Drawn and hashed up front, so a taken identifier costs the same work (no timing tell).
+        drawn = await self.issuer.new_code()
         async with self.transactions.begin() as uow:
             account = await uow.identity.find_account(identifier.value)
             if account is not None and account.identifier.is_verified:
@@ -64,6 +66,7 @@ class RequestSignInMethod:
                 identity_id=command.identity_id,
                 identifier=identifier,
                 now=now,
+                drawn=drawn,
             )
             await uow.commit()
         self.telemetry.event(

@@ -54,6 +54,8 @@ class RequestSignUp:
         if wait is not None:
             raise RateLimited(wait)
         password_hash = await asyncio.to_thread(self.hasher.hash, command.password)
+        # Drawn and hashed up front, so a taken identifier costs the same work (no timing tell).
+        drawn = await self.issuer.new_code()
         async with self.transactions.begin() as uow:
             account = await uow.identity.find_account(identifier.value)
             if account is not None and account.identifier.is_verified:
@@ -84,6 +86,7 @@ class RequestSignUp:
                 identity_id=identity_id,
                 identifier=identifier,
                 now=now,
+                drawn=drawn,
             )
             await uow.commit()
         self.telemetry.event(
