@@ -60,6 +60,7 @@ class WorkerSettings:
     metrics_port: int | None
     retry_schedule: tuple[timedelta, ...]
     max_attempts: int
+    suspension_probe: timedelta  # how long a suspended provider rests before one probe send
 
 
 @attrs.frozen(kw_only=True)
@@ -218,6 +219,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
                 "comma-separated positive seconds, e.g. 5,30,120,600,1800",
             ),
             max_attempts=read.integer("RETRY_MAX_ATTEMPTS", 5),
+            suspension_probe=read.seconds("PROVIDER_PROBE_SECONDS", 60),
         ),
         sweeps=SweepSettings(
             expiry_interval=read.seconds("SWEEP_EXPIRY_SECONDS", 60),
