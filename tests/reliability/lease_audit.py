@@ -98,9 +98,13 @@ class Transition:
 
 
 def install(url: str) -> None:
-    """Install the trigger in the database of ``url`` (superuser)."""
+    """Install the trigger in the database of ``url`` (superuser); empty the log if present."""
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(INSTALL)
+        found = conn.execute("SELECT to_regclass('reliability.transitions')").fetchone()
+        if found is not None and found[0] is not None:
+            conn.execute("TRUNCATE reliability.transitions")
+        else:
+            conn.execute(INSTALL)
 
 
 def transitions(url: str) -> list[Transition]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import random
 import secrets
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
@@ -30,6 +31,7 @@ from tests.reliability.ledger_provider import LedgerProvider
 SEAL_KEY = SealKey("reliability", bytes(range(100, 132)))
 SEAL_KEY_LINE = key_line(SEAL_KEY)
 MAGIC_LINK_BASE = "https://app.test/sign-in"
+APPLICATION_NAME = "reliability-producer"  # fault injection spares the producer's sessions
 
 
 @attrs.frozen(kw_only=True)
@@ -71,6 +73,7 @@ class Producer:
         self._codes: Iterator[int] = iter(random.sample(range(100_000, 1_000_000), 200_000))
         self.acknowledged: list[Enqueued] = []  # the commit returned
         self.unknown: list[Enqueued] = []  # the commit failed: may or may not have happened
+        self.errors: Counter[str] = Counter()  # why commits failed, by error class
 
     def build(
         self,
@@ -144,14 +147,17 @@ class Producer:
     async def commit(self, batch: Sequence[tuple[Message, Enqueued]]) -> bool:
         """Enqueue ``batch`` in one transaction; True when the commit was acknowledged."""
         try:
-            async with await psycopg.AsyncConnection.connect(self._url, connect_timeout=5) as conn:
+            async with await psycopg.AsyncConnection.connect(
+                self._url, connect_timeout=5, application_name=APPLICATION_NAME
+            ) as conn:
                 await conn.execute("SET ROLE outbox_runtime")
                 writer = PostgresOutboxWriter(conn)
                 for message, _ in batch:
                     await writer.enqueue(message)
                 await conn.commit()
-        except Exception:
+        except Exception as error:
             self.unknown.extend(enqueued for _, enqueued in batch)
+            self.errors[type(error).__name__] += 1
             raise
         self.acknowledged.extend(enqueued for _, enqueued in batch)
         return True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,7 @@ class Scenario:
         needles = self.needles()
         leaks = scan_database(self.url, needles) + scan_lines(self.workers.log_lines(), needles)
         refused = self.workers.count_events("outcome.lease_lost")
+        answers = Counter(str(send.answer) for send in self.ledger.ledger())
         record_counts(
             name,
             {
@@ -128,6 +130,7 @@ class Scenario:
                 "lease_lost_refusals": refused,
                 "worker_processes": len(self.workers.started),
                 "leaks": len(leaks),
+                "provider_answers": dict(sorted(answers.items())),
                 **counts,
             },
         )
