@@ -59,15 +59,17 @@ def classify_client_error(response: Mapping[str, Any], now: datetime) -> Deliver
     Known codes decide first; an unknown code falls back on the HTTP status: 429
     THROTTLED, 5xx UNAVAILABLE, other 4xx REJECTED.
     """
-    error = response.get("Error") or {}
-    metadata = response.get("ResponseMetadata") or {}
+    # Whatever shape the parsed response has (a stand-in or proxy may answer anything), it
+    # is read defensively: a field of the wrong type counts as absent.
+    error = _mapping(response.get("Error"))
+    metadata = _mapping(response.get("ResponseMetadata"))
     raw_code = error.get("Code")
     code = raw_code if isinstance(raw_code, str) and _TOKEN.fullmatch(raw_code) else "ClientError"
     status = metadata.get("HTTPStatusCode")
-    status = status if isinstance(status, int) else 0
-    headers = metadata.get("HTTPHeaders") or {}
+    status = status if isinstance(status, int) and not isinstance(status, bool) else 0
+    hint = _mapping(metadata.get("HTTPHeaders")).get("retry-after")
     if code in THROTTLING_CODES or status == 429:
-        retry_after = parse_retry_after(headers.get("retry-after"), now)
+        retry_after = parse_retry_after(hint if isinstance(hint, str) else None, now)
         return DeliveryFailure(
             failure_class=FailureClass.THROTTLED, code=code, retry_after=retry_after
         )
@@ -78,6 +80,10 @@ def classify_client_error(response: Mapping[str, Any], now: datetime) -> Deliver
     if status >= 500 or status == 0:
         return DeliveryFailure(failure_class=FailureClass.UNAVAILABLE, code=code)
     return DeliveryFailure(failure_class=FailureClass.REJECTED, code=code)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def classify_botocore_error(error: botocore.exceptions.BotoCoreError) -> DeliveryFailure | None:
