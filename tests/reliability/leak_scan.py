@@ -22,9 +22,11 @@ SCHEMAS = ("outbox", "identity", "outbox_meta")
 # Columns that hold a full destination because the product needs it there.
 DESTINATION_COLUMNS = frozenset(
     {
-        "outbox.messages.destination",
-        "identity.login_identifiers.value",
-        "identity.invitations.email",
+        "outbox.messages.destination",  # where the worker sends
+        "identity.login_identifiers.value",  # how a person signs in
+        "identity.challenges.identifier",  # the identifier a code was sent to
+        "identity.invitations.email",  # who was invited
+        "identity.magic_links.email",  # where the link went
     }
 )
 TABLES = """

@@ -1,0 +1,112 @@
+"""The whole HTTP app (identity and staff routes) over a real database, with real telemetry.
+
+Unlike the identity suite's harness, the telemetry here is the production adapter: every
+event becomes a structlog JSON line in ``lines``, redaction included, so a test can scan
+exactly what an operator's log pipeline would receive. Time is a FixedClock, so known and
+unknown identifiers can be compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import psycopg
+import structlog
+
+from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from adapters.postgres.pool import open_pool
+from adapters.system.ids import Uuid7Ids
+from adapters.system.secrets import SystemSecrets
+from domain.challenges import ChallengePolicy
+from domain.purposes import Purpose
+from entrypoints.bootstrap import build_identity_services, build_operator_services
+from entrypoints.http.app import create_app
+from entrypoints.observability import build_telemetry, configure_logging, new_registry
+from tests.fakes.clock import FixedClock
+from tests.integration.identity.api import PASSWORD, SEALER, ApiSettings
+
+NEWEST_SEALED = """
+SELECT m.id, m.purpose, e.sealed FROM outbox.messages AS m
+JOIN outbox.envelopes AS e ON e.message_id = m.id
+WHERE m.destination = %s ORDER BY m.created_at DESC, m.id DESC LIMIT 1
+"""
+
+
+class App:
+    """A client of the app, the database behind it, and the log lines it wrote."""
+
+    def __init__(self, client: httpx.AsyncClient, database_url: str, log: io.StringIO) -> None:
+        self.client = client
+        self.database_url = database_url
+        self._log = log
+
+    @property
+    def lines(self) -> list[str]:
+        """Every log line so far."""
+        return self._log.getvalue().splitlines()
+
+    async def post(
+        self, path: str, body: Any = None, *, token: str | None = None, **headers: str
+    ) -> httpx.Response:
+        """POST ``body`` as JSON, with a bearer token and extra headers if given."""
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return await self.client.post(path, json=body, headers=headers)
+
+    async def code_for(self, destination: str) -> str:
+        """The secret of the newest live message to ``destination``, opened as the worker would."""
+        async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
+            cursor = await conn.execute(NEWEST_SEALED, (destination,))
+            row = await cursor.fetchone()
+        assert row is not None, f"no sealed message to {destination}"
+        message_id, purpose, sealed = row
+        return SEALER.open(message_id=message_id, purpose=Purpose(purpose), envelope=sealed)
+
+    async def signed_up(self, identifier: str) -> str:
+        """Sign up, confirm with the sealed code, sign in; return the bearer token."""
+        account = {"identifier": identifier, "password": PASSWORD}
+        assert 201 == (await self.post("/sign-ups", account)).status_code
+        code = await self.code_for(identifier)
+        confirmed = await self.post(
+            "/sign-ups/confirmations", {"identifier": identifier, "code": code}
+        )
+        assert 204 == confirmed.status_code, confirmed.text
+        session = await self.post("/sessions", account)
+        assert 201 == session.status_code, session.text
+        return str(session.json()["token"])
+
+
+@asynccontextmanager
+async def serving(database_url: str) -> AsyncIterator[App]:
+    """Serve the app in this event loop; restore the logging configuration afterwards."""
+    out = io.StringIO()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    configure_logging("json", "debug", stream=out)
+    pool = await open_pool(database_url, min_size=1, max_size=4, role="outbox_runtime")
+    try:
+        parts: dict[str, Any] = {
+            "pool": pool,
+            "sealer": SEALER,
+            "hasher": Argon2idHasher(Argon2Parameters.cheapest()),
+            "clock": FixedClock(datetime.now(UTC).replace(microsecond=0)),
+            "ids": Uuid7Ids(),
+            "secret_source": SystemSecrets(),
+            "telemetry": build_telemetry(new_registry(process_metrics=False)),
+        }
+        services = build_identity_services(identity=ApiSettings().identity, **parts)
+        operator = build_operator_services(challenges=ChallengePolicy(), **parts)
+        transport = httpx.ASGITransport(app=create_app(services, operator=operator))
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            yield App(client, database_url, out)
+    finally:
+        await pool.close()
+        structlog.reset_defaults()
+        root.handlers[:] = handlers
+        root.setLevel(level)
