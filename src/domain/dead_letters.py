@@ -17,6 +17,7 @@ class Refusal(enum.StrEnum):
     NOT_REQUEUEABLE = "not_requeueable"  # only notifications are requeued as copies
     NOT_A_DELIVERY_FAILURE = "not_a_delivery_failure"  # withdrawn: nothing to fix by resending
     CHALLENGE_MISSING = "challenge_missing"
+    OWN_CHALLENGE = "own_challenge"  # staff never reissue a code of their own challenge
     CHALLENGE_EXPIRED = "challenge_expired"
     CHALLENGE_CONSUMED = "challenge_consumed"
     CHALLENGE_LOCKED = "challenge_locked"

@@ -570,6 +570,22 @@ async def test_reissue_refuses_a_dead_letter_whose_challenge_is_gone(operator: O
     assert Refusal.CHALLENGE_MISSING == refused.value.refusal
 
 
+async def test_staff_never_reissue_a_code_of_their_own(operator: OperatorHarness):
+    actor = await staff(operator)
+    own = challenge(operator, actor, identifier=STAFF, purpose=Purpose.PASSWORD_RECOVERY)
+    await operator.put_challenge(own)
+    letter = dead_letter(
+        operator, purpose=Purpose.PASSWORD_RECOVERY, destination=STAFF, subject_id=own.id
+    )
+    await operator.put(letter)
+
+    with pytest.raises(DeadLetterRefused) as refused:
+        await reissue(operator.api, actor, letter.id)
+
+    assert Refusal.OWN_CHALLENGE == refused.value.refusal
+    assert own.code_hash == await operator.code_hash(own.id)
+
+
 @pytest.mark.parametrize("state", ["pending", "published"])
 async def test_reissue_refuses_when_a_newer_message_goes_to_the_same_destination(
     operator: OperatorHarness, state

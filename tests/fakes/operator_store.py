@@ -210,6 +210,8 @@ class InMemoryOperatorStore:
             raise DeadLetterRefused(Refusal.NOT_A_DELIVERY_FAILURE)
         now = self.now()
         challenge = self.challenges.get(message.subject_id) if message.subject_id else None
+        if challenge is not None and challenge.identity_id == actor:
+            raise DeadLetterRefused(Refusal.OWN_CHALLENGE)
         refusal = challenge_refusal(challenge, now)
         if refusal is not None or challenge is None:
             raise DeadLetterRefused(refusal or Refusal.CHALLENGE_MISSING)

@@ -44,6 +44,7 @@ REFUSALS: dict[Refusal, str] = {
         " the person asks again"
     ),
     Refusal.CHALLENGE_MISSING: "its challenge no longer exists: the person starts over",
+    Refusal.OWN_CHALLENGE: "it is a code of your own: ask another staff member",
     Refusal.CHALLENGE_EXPIRED: "its challenge expired: the person starts over",
     Refusal.CHALLENGE_CONSUMED: "its challenge was already confirmed: nothing to send",
     Refusal.CHALLENGE_LOCKED: "its challenge is locked after wrong codes: the person starts over",

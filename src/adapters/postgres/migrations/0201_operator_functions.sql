@@ -394,8 +394,8 @@ $$;
 -- is enqueued and the audit row written. Outcomes: reissued (with the challenge's expiry),
 -- replayed, in_progress, key_reused, not_found, not_dead_lettered, not_reissuable (no
 -- one-time code: invitation, magic link, notification), not_a_delivery_failure (superseded,
--- expired, consumed or revoked), challenge_missing, challenge_expired, challenge_consumed,
--- challenge_locked, newer_message_exists.
+-- expired, consumed or revoked), challenge_missing, own_challenge (the actor's own code),
+-- challenge_expired, challenge_consumed, challenge_locked, newer_message_exists.
 CREATE FUNCTION outbox.reissue_dead_letter(
     p_actor uuid,
     p_message_id uuid,
@@ -457,6 +457,11 @@ BEGIN
     FOR UPDATE;
     IF NOT FOUND THEN
         RETURN QUERY SELECT 'challenge_missing'::text, NULL::uuid, NULL::timestamptz;
+        RETURN;
+    END IF;
+    -- Nobody reissues their own code (OX-O2): staff rights are not a way around a challenge.
+    IF v_challenge.identity_id = p_actor THEN
+        RETURN QUERY SELECT 'own_challenge'::text, NULL::uuid, NULL::timestamptz;
         RETURN;
     END IF;
     IF v_challenge.state = 'consumed' THEN
