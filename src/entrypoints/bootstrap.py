@@ -564,9 +564,8 @@ async def staff_api_services(
     Every call names the signed-in staff member; the database refuses anyone else.
     """
     identity = load_identity_settings(settings.environ)
-    sealer = load_sealer(
-        settings, warn=lambda text: telemetry.event("keys.warning", level="warning", detail=text)
-    )
+    # The API's own services already warned about a development key; once is enough.
+    sealer = load_sealer(settings, warn=lambda _: None)
     pool = await open_pool(
         resolve_database_url(settings),
         min_size=1,

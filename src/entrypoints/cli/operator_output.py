@@ -24,14 +24,39 @@ def timestamp(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat() if value is not None else None
 
 
+def short_time(value: datetime | None) -> str:
+    """A timestamp for a table cell: UTC, to the second."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value is not None else ""
+
+
+def table(*headers: str, ids: int = 0, **options: Any) -> Table:
+    """A table whose first ``ids`` columns hold ids (never cut: they are copied into the next
+    command) and whose other cells fold rather than lose characters."""
+    built = Table(**options)
+    for index, header in enumerate(headers):
+        if index < ids:
+            built.add_column(header, no_wrap=True, min_width=36)
+        else:
+            built.add_column(header, overflow="fold")
+    return built
+
+
 def print_json(value: Any) -> None:
     """Write ``value`` as one JSON document on stdout."""
     typer.echo(json.dumps(value))
 
 
-def print_table(table: Table) -> None:
+# Wide enough for an id, a masked address and a timestamp side by side when stdout is not a
+# terminal (a pipe, a log); a terminal's own width wins.
+PIPE_WIDTH = 160
+
+
+def print_table(rows: Table) -> None:
     """Write a rich table on stdout."""
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=PIPE_WIDTH)
+    console.print(rows)
 
 
 def backlog_json(backlog: Backlog) -> dict[str, Any]:
@@ -51,10 +76,10 @@ def backlog_table(backlog: Backlog) -> Table:
         if age is not None
         else "no pending message is due"
     )
-    table = Table("State", "Messages", caption=caption)
+    rows = table("State", "Messages", caption=caption)
     for state, count in backlog.by_state().items():
-        table.add_row(state.value, str(count))
-    return table
+        rows.add_row(state.value, str(count))
+    return rows
 
 
 def dead_letter_json(item: DeadLetterSummary) -> dict[str, Any]:
@@ -73,22 +98,20 @@ def dead_letter_json(item: DeadLetterSummary) -> dict[str, Any]:
 
 def dead_letter_table(items: tuple[DeadLetterSummary, ...]) -> Table:
     """The page as a table, newest first."""
-    table = Table(
-        "ID", "Purpose", "Channel", "Destination", "Attempts", "Failure", "Dead at", "Expires"
+    rows = table(
+        "ID", "Purpose", "Channel", "Destination", "Tries", "Failure", "Dead at (UTC)", ids=1
     )
     for item in items:
-        row = dead_letter_json(item)
-        table.add_row(
-            row["id"],
-            row["purpose"],
-            row["channel"],
-            row["destination"],
-            str(row["attempt_count"]),
-            row["failure_class"],
-            row["dead_lettered_at"],
-            row["expires_at"] or "",
+        rows.add_row(
+            str(item.id),
+            item.purpose.value,
+            item.channel.value,
+            item.destination,
+            str(item.attempts),
+            item.failure_class.value,
+            short_time(item.dead_lettered_at),
         )
-    return table
+    return rows
 
 
 def attempt_json(attempt: AttemptView) -> dict[str, Any]:
@@ -136,32 +159,31 @@ def message_json(detail: MessageDetail) -> dict[str, Any]:
 
 def message_tables(detail: MessageDetail) -> tuple[Table, Table]:
     """The message's fields, then its attempt history."""
-    fields = Table("Field", "Value", title=f"message {detail.id}")
+    fields = table("Field", "Value", title=f"message {detail.id}")
     for name, value in message_json(detail).items():
         if name != "attempts":
             fields.add_row(name, "" if value is None else str(value))
-    history = Table(
+    history = table(
         "#",
         "Counted",
         "Outcome",
         "Failure",
         "Code",
         "Provider",
-        "Recorded at",
-        "Retry at",
+        "Recorded (UTC)",
+        "Retry (UTC)",
         title="attempts",
     )
     for attempt in detail.history:
-        row = attempt_json(attempt)
         history.add_row(
-            str(row["attempt"]),
-            "yes" if row["counted"] else "no",
-            row["outcome"],
-            row["failure_class"] or "",
-            row["code"],
-            row["provider"],
-            row["recorded_at"],
-            row["retry_at"] or "",
+            str(attempt.attempt),
+            "yes" if attempt.counted else "no",
+            attempt.outcome,
+            attempt.failure_class.value if attempt.failure_class else "",
+            attempt.code,
+            attempt.provider,
+            short_time(attempt.recorded_at),
+            short_time(attempt.retry_at),
         )
     return fields, history
 
