@@ -71,7 +71,17 @@ PROBLEMS: dict[str, tuple[int, str]] = {
     "internal-error": (500, "The server failed to handle the request"),
     "service-unavailable": (503, "The service is temporarily unavailable; retry later"),
 }
-STATUS_NAMES = {status: name for name, (status, _) in reversed(PROBLEMS.items())}
+# The problem a framework-raised HTTP error (no route, wrong method, unreadable body…) becomes.
+STATUS_NAMES = {
+    400: "validation-error",
+    401: "unauthenticated",
+    403: "permission-required",
+    404: "not-found",
+    405: "method-not-allowed",
+    429: "rate-limited",
+    500: "internal-error",
+    503: "service-unavailable",
+}
 
 
 def problem(
