@@ -44,6 +44,7 @@ class RequestStepUp:
         wait = await self.limits.destination(ROUTE, str(identity_id), now)
         if wait is not None:
             raise RateLimited(wait)
+        drawn = await self.issuer.new_code()  # hashed before the transaction opens
         async with self.transactions.begin() as uow:
             verified = await uow.identity.find_verified_identifiers(identity_id)
             if not verified:
@@ -57,6 +58,7 @@ class RequestStepUp:
                 identifier=identifier,
                 now=now,
                 match_identifier=False,
+                drawn=drawn,
             )
             await uow.commit()
         self.telemetry.event(

@@ -85,23 +85,22 @@ class SignIn:
             identifier = Identifier.parse(command.identifier)
         except InvalidDestination:
             raise InvalidCredentials from None
+        # The password is checked outside any transaction: no row lock or pooled connection is
+        # held through the Argon2id work.
         async with self.transactions.begin() as uow:
             account = await uow.identity.find_account(identifier.value)
-            if (
-                account is None
-                or not account.identifier.is_verified
-                or account.password_hash is None
-            ):
-                await asyncio.to_thread(self.hasher.hash, command.password)
-                raise InvalidCredentials
-            if not await asyncio.to_thread(
-                self.hasher.verify, command.password, account.password_hash
-            ):
-                self.telemetry.event(
-                    "identity.sign_in.refused",
-                    level="warning",
-                    identity_id=str(account.identity_id),
-                )
+        if account is None or not account.identifier.is_verified or account.password_hash is None:
+            await asyncio.to_thread(self.hasher.hash, command.password)
+            raise InvalidCredentials
+        if not await asyncio.to_thread(self.hasher.verify, command.password, account.password_hash):
+            self.telemetry.event(
+                "identity.sign_in.refused", level="warning", identity_id=str(account.identity_id)
+            )
+            raise InvalidCredentials
+        async with self.transactions.begin() as uow:
+            # A password changed meanwhile (a recovery ending every session) wins the race.
+            again = await uow.identity.find_account(identifier.value)
+            if again is None or again.password_hash != account.password_hash:
                 raise InvalidCredentials
             grant = await self.sessions.start(uow, identity_id=account.identity_id, now=now)
             await uow.commit()

@@ -159,3 +159,34 @@ async def test_step_up_with_a_wrong_code_grants_nothing(world: World) -> None:
         )
 
     assert {} == world.db.tables.elevations
+
+
+async def test_a_password_changed_during_the_check_refuses_the_session(world: World) -> None:
+    """A recovery that lands while the old password is being verified wins the race."""
+    await world.signed_up()
+    sessions_before = len(world.db.tables.sessions)
+    identity_id = next(iter(world.db.tables.identities))
+    original_verify = world.hasher.verify
+
+    def verify_then_change(secret: str, hashed: str) -> bool:
+        world.db.tables.passwords[identity_id] = world.hasher.hash("a different password")
+        return original_verify(secret, hashed)
+
+    object.__setattr__(world, "hasher", _Hasher(world.hasher, verify_then_change))
+
+    with pytest.raises(InvalidCredentials):
+        await world.sign_in(
+            SignInCommand(identifier="alice@example.com", password=PASSWORD, client_address=CLIENT)
+        )
+    assert sessions_before == len(world.db.tables.sessions)
+
+
+class _Hasher:
+    """The real hasher with ``verify`` replaced."""
+
+    def __init__(self, inner: object, verify: object) -> None:
+        self._inner = inner
+        self.verify = verify
+
+    def hash(self, secret: str) -> str:
+        return self._inner.hash(secret)  # type: ignore[attr-defined,no-any-return]
