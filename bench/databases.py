@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -84,9 +85,10 @@ def database_server() -> Iterator[Server]:
 @contextmanager
 def embedded_server() -> Iterator[str]:
     """Start a throw-away embedded server (default durability settings) and yield its URL."""
-    data_dir = Path(tempfile.mkdtemp(prefix="outbox-bench-pg-")) / "data"
-    server = EmbeddedPostgres.start(data_dir, delete_on_stop=True)
+    scratch = Path(tempfile.mkdtemp(prefix="outbox-bench-pg-"))
+    server = EmbeddedPostgres.start(scratch / "data", delete_on_stop=True)
     try:
         yield server.url("postgres")
     finally:
         server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
