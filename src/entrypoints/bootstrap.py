@@ -234,8 +234,13 @@ async def worker_services(
 
 
 def worker_owner() -> str:
-    """A lease owner name that tells operators which host and process holds a message."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    """A lease owner name that tells operators which host and process holds a message.
+
+    ``host:pid<pid>:<8 hex>``: no part is a bare run of six digits, which the log redaction
+    takes for a one-time code (a six-digit pid or an all-digit suffix would be masked, and
+    the owner in ``worker.started`` would no longer match the leases it holds).
+    """
+    return f"{socket.gethostname()}:pid{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def sweep_schedule(services: WorkerServices, settings: Settings) -> list[Every]:
