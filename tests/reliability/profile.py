@@ -34,6 +34,8 @@ class Profile:
     fault_seconds: float
     outage_messages: int
     interleaving_rounds: int
+    fuzz_examples: int  # Hypothesis examples per parser property
+    http_fuzz_examples: int  # spellings tried against the anti-enumeration routes
 
 
 SHORT = Profile(
@@ -46,9 +48,11 @@ SHORT = Profile(
     database_restarts=2,
     backend_terminations=3,
     proxy_faults=3,
-    fault_seconds=8.0,
+    fault_seconds=5.0,
     outage_messages=10,
     interleaving_rounds=1,
+    fuzz_examples=100,
+    http_fuzz_examples=40,
 )
 LONG = Profile(
     kill_messages=5000,
@@ -63,6 +67,8 @@ LONG = Profile(
     fault_seconds=60.0,
     outage_messages=60,
     interleaving_rounds=25,
+    fuzz_examples=2000,
+    http_fuzz_examples=400,
 )
 PROFILE = LONG if MODE == "long" else SHORT
 

@@ -20,24 +20,23 @@ from tests.reliability.scenario import Scenario
 pytestmark = pytest.mark.integration
 
 ARGS = ("--batch-size", "10", "--concurrency", "10")
+SLOW = {  # sends take most of a second; the lease comfortably outlasts a batch of them
+    "OUTBOX_PROVIDER_TIMEOUT_SECONDS": "5",
+    "OUTBOX_WORKER_LEASE_SECONDS": "8",
+    "OUTBOX_WORKER_SHUTDOWN_GRACE_SECONDS": "10",
+}
 LEASED = "SELECT id, lease_owner FROM outbox.messages WHERE state = 'leased'"
 
 
 async def test_sigterm_finishes_the_sends_in_flight_and_leaves_no_lease(
     scenario: Scenario,
 ) -> None:
-    scenario.ledger.behaviour.latency = 1.0
+    scenario.ledger.behaviour.latency = 0.6
     held_at_stop = reclaimed = claims_after_stop = 0
     for _ in range(PROFILE.term_rounds):
-        workers = await scenario.workers.start_many(
-            2,
-            *ARGS,
-            OUTBOX_PROVIDER_TIMEOUT_SECONDS="5",
-            OUTBOX_WORKER_LEASE_SECONDS="8",
-            OUTBOX_WORKER_SHUTDOWN_GRACE_SECONDS="10",
-        )
+        workers = await scenario.workers.start_many(2, *ARGS, **SLOW)
         owners = {str(w.owner()) for w in workers}
-        await scenario.producer.enqueue(60, kinds=[EMAIL_CODE])
+        await scenario.producer.enqueue(50, kinds=[EMAIL_CODE])  # 40 in flight, 10 left
         await scenario.until(
             lambda owners=owners: all(scenario.leased_by(o) for o in owners), what="sends"
         )
@@ -64,7 +63,7 @@ async def test_sigterm_finishes_the_sends_in_flight_and_leaves_no_lease(
         held_at_stop += len(held)
         assert set(held) <= final
     # What was never claimed is delivered by a worker that is left running.
-    await scenario.workers.start_ready(*ARGS, OUTBOX_PROVIDER_TIMEOUT_SECONDS="5")
+    await scenario.workers.start_ready(*ARGS, **SLOW)
     await scenario.settle()
 
     verdict = await scenario.finish(

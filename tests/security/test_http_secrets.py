@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from tests.integration.identity.api import PASSWORD
 from tests.reliability.leak_scan import Needles, scan_database, scan_lines
+from tests.reliability.profile import PROFILE, record_counts
 from tests.security.http_app import App, serving
 
 pytestmark = pytest.mark.integration
@@ -68,7 +69,7 @@ def _wire(response: Any) -> tuple[int, list[tuple[str, str]], bytes]:
 
 
 @settings(
-    max_examples=40,
+    max_examples=PROFILE.http_fuzz_examples,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -158,5 +159,9 @@ async def test_no_log_line_and_no_table_holds_a_secret_after_every_flow(
     )
     lines = app.lines
     assert len(lines) > 20  # the flows did log
-    assert [] == scan_lines(lines, needles)
-    assert [] == scan_database(database_url, needles)
+    found = scan_lines(lines, needles) + scan_database(database_url, needles)
+    record_counts(
+        "7 HTTP flows: log and table scan",
+        {"log_lines": len(lines), "secrets": len(needles.secrets), "leaks": len(found)},
+    )
+    assert [] == found

@@ -46,10 +46,13 @@ from domain.channels import Channel
 from domain.destinations import is_e164, is_email, mask
 from domain.failures import DeliveryFailure, FailureClass
 from tests.fakes.clock import FixedClock
+from tests.reliability.profile import PROFILE
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
-FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=PROFILE.fuzz_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40),
