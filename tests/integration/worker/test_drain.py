@@ -111,6 +111,10 @@ async def _rows_containing(database_url: str, needles: set[str]) -> list[str]:
             )
         ).fetchall()
         assert columns
+        # A short code may occur by chance inside a UUID or a hex string, never as a word.
+        pattern = re.compile(
+            "|".join(rf"(?<![0-9A-Za-z]){re.escape(needle)}(?![0-9A-Za-z])" for needle in needles)
+        )
         hits = []
         for schema, table, column in columns:
             rows = await (
@@ -125,7 +129,7 @@ async def _rows_containing(database_url: str, needles: set[str]) -> list[str]:
             hits += [
                 f"{schema}.{table}.{column}"
                 for (value,) in rows
-                if value and any(needle in value for needle in needles)
+                if value and pattern.search(value)
             ]
         return hits
 
