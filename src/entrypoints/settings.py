@@ -12,6 +12,10 @@ import attrs
 import platformdirs
 
 PREFIX = "OUTBOX_"
+# In development, links point at a local front end so invitations and magic links flow out
+# of the box; staging and production must configure them (unset, those messages wait).
+DEV_INVITATION_LINK_BASE = "http://localhost:3000/join"
+DEV_MAGIC_LINK_BASE = "http://localhost:3000/sign-in"
 _T = TypeVar("_T")
 _E = TypeVar("_E", bound=enum.Enum)
 
@@ -234,8 +238,10 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
             host=read.text("HTTP_HOST", "127.0.0.1"),
             port=read.integer("HTTP_PORT", 8000, minimum=0),
         ),
-        invitation_link_base_url=read.url("INVITATION_LINK_BASE_URL"),
-        magic_link_base_url=read.url("MAGIC_LINK_BASE_URL"),
+        invitation_link_base_url=read.url("INVITATION_LINK_BASE_URL")
+        or (DEV_INVITATION_LINK_BASE if environment is Environment.DEVELOPMENT else None),
+        magic_link_base_url=read.url("MAGIC_LINK_BASE_URL")
+        or (DEV_MAGIC_LINK_BASE if environment is Environment.DEVELOPMENT else None),
         template_dir=Path(t) if (t := read.raw("TEMPLATE_DIR")) else None,
         log_format=log_format,
         log_level=read.text("LOG_LEVEL", "info").lower(),

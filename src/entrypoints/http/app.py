@@ -59,7 +59,8 @@ def create_app(
     def provide_client(request: Request[Any, Any, State]) -> str:
         return client_address(request)
 
-    metrics = [metrics_route(registry)] if registry is not None else []
+    refresh = operator.observe_backlog if operator is not None else None
+    metrics = [metrics_route(registry, refresh=refresh)] if registry is not None else []
     # The staff routes (operator surfaces), when the operator services are given.
     staff: list[type[Controller]] = [StaffOutboxController] if operator is not None else []
 
