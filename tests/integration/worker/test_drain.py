@@ -127,9 +127,7 @@ async def _rows_containing(database_url: str, needles: set[str]) -> list[str]:
                 )
             ).fetchall()
             hits += [
-                f"{schema}.{table}.{column}"
-                for (value,) in rows
-                if value and pattern.search(value)
+                f"{schema}.{table}.{column}" for (value,) in rows if value and pattern.search(value)
             ]
         return hits
 
