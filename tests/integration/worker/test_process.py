@@ -12,9 +12,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 
+from tests.integration.providers.network import free_port
 from tests.integration.providers.smtp_stand_in import Behaviour, SmtpStandIn
 from tests.integration.worker.conftest import Enqueue
 
@@ -144,3 +146,29 @@ async def test_sigkill_mid_batch_then_a_new_worker_loses_nothing(
     delivered = _delivered_ids(smtp)
     assert set(map(str, codes)) == set(delivered)  # lost = 0
     assert len(delivered) <= 6 + 6  # duplicates only for the sends in flight at the kill
+
+
+async def test_a_worker_serves_its_metrics_on_the_configured_port(
+    database_url: str, worker_env: dict[str, str], enqueue: Enqueue, smtp: SmtpStandIn
+) -> None:
+    await enqueue(3)
+    port = free_port()
+    worker = await asyncio.create_subprocess_exec(
+        OUTBOXCTL,
+        "worker",
+        env=_env(worker_env, smtp, OUTBOX_WORKER_METRICS_PORT=str(port)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await _wait_for(database_url, "published", 3)
+        async with httpx.AsyncClient(timeout=5) as client:
+            text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+        worker.send_signal(signal.SIGTERM)
+        assert 0 == await asyncio.wait_for(worker.wait(), 30)
+    finally:
+        if worker.returncode is None:
+            worker.kill()
+    published = re.search(r'outbox_attempts_total\{[^}]*outcome="published"[^}]*\} ([0-9.]+)', text)
+    assert published is not None, text[:2000]
+    assert 3.0 == float(published.group(1))
