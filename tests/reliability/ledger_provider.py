@@ -78,6 +78,17 @@ class Behaviour:
     reject_destination: str | None = None
 
 
+class _Server(ThreadingHTTPServer):
+    """A threaded server whose listen backlog takes a whole batch of new connections.
+
+    The default backlog (5) drops the SYNs of a burst of connections; the kernel then
+    retries them a second later, which looks like a provider hanging for a second.
+    """
+
+    daemon_threads = True
+    request_queue_size = 256
+
+
 class LedgerProvider:
     """The server, its behaviour and its ledger (thread-safe)."""
 
@@ -88,9 +99,7 @@ class LedgerProvider:
         self._accepted_keys: set[str] = set()
         self._secrets: dict[str, UUID] = {}
         self._closing = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._server.request_queue_size = 128
+        self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,))
 
     @property

@@ -32,7 +32,8 @@ class Profile:
     backend_terminations: int
     proxy_faults: int
     fault_seconds: float
-    outage_messages: int
+    outage_messages: int  # per kind and phase
+    outage_cycles: int  # rounds of the five provider faults
     interleaving_rounds: int
     fuzz_examples: int  # Hypothesis examples per parser property
     http_fuzz_examples: int  # spellings tried against the anti-enumeration routes
@@ -50,6 +51,7 @@ SHORT = Profile(
     proxy_faults=3,
     fault_seconds=5.0,
     outage_messages=10,
+    outage_cycles=1,
     interleaving_rounds=1,
     fuzz_examples=100,
     http_fuzz_examples=40,
@@ -65,7 +67,8 @@ LONG = Profile(
     backend_terminations=3,
     proxy_faults=9,
     fault_seconds=60.0,
-    outage_messages=60,
+    outage_messages=10,
+    outage_cycles=6,
     interleaving_rounds=25,
     fuzz_examples=2000,
     http_fuzz_examples=400,
