@@ -174,11 +174,13 @@ async def worker_services(
     worker = settings.worker
     url = resolve_worker_database_url(settings)
     async with contextlib.AsyncExitStack() as stack:
+        concurrency = concurrency or worker.concurrency
         if providers is None:
-            built = build_providers(settings, clock=clock)
+            # Provider clients are sized for the sends this worker makes (--concurrency wins).
+            sized = attrs.evolve(settings, worker=attrs.evolve(worker, concurrency=concurrency))
+            built = build_providers(sized, clock=clock)
             stack.push_async_callback(close_providers, built)
             providers = built
-        concurrency = concurrency or worker.concurrency
         pool = await open_pool(
             url,
             min_size=1,

@@ -136,7 +136,9 @@ def build_providers(
     """
     config = load_provider_settings(settings)
     seconds = (timeout or settings.worker.provider_timeout).total_seconds()
-    pool = settings.worker.concurrency
+    # Every lane sends up to `concurrency` messages at once: a send queued for a connection
+    # would spend its timeout waiting and end INDETERMINATE without having left.
+    pool = settings.worker.concurrency * settings.worker.lanes
     built: dict[str, ClosableProvider] = {}
     for name in set(config.channels.values()):
         built[name] = _build(name, config, clock=clock, seconds=seconds, pool=pool, stream=stream)
