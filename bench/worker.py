@@ -17,7 +17,7 @@ from application.dispatch_due_messages import DispatchDueMessages, DispatchResul
 from application.ports import Delivery
 from bench.harness import Setting
 from domain.channels import Channel
-from entrypoints.bootstrap import worker_services
+from entrypoints.bootstrap.worker import worker_services
 from entrypoints.observability import configure_logging
 from entrypoints.settings import load_settings
 from entrypoints.worker.loop import WorkerLoop
@@ -60,7 +60,7 @@ class WorkerConfig:
             "concurrency": self.concurrency,
             "lanes": self.lanes,
             "lease_seconds": self.lease.total_seconds(),
-            "composition": "entrypoints.bootstrap.worker_services, role outbox_worker",
+            "composition": "entrypoints.bootstrap.worker.worker_services, role outbox_worker",
             "telemetry": "structlog JSON (info) to /dev/null + Prometheus registry",
             "renderer": "JinjaRenderer (built-in templates)",
             "sealer": "EnvelopeSealer v1",

@@ -25,7 +25,8 @@ from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
 from domain.challenges import ChallengePolicy
 from domain.purposes import Purpose
-from entrypoints.bootstrap import build_identity_services, build_operator_services
+from entrypoints.bootstrap.api import build_identity_services
+from entrypoints.bootstrap.operator import build_operator_services
 from entrypoints.http.app import create_app
 from entrypoints.observability import build_telemetry, configure_logging, new_registry
 from tests.fakes.clock import FixedClock

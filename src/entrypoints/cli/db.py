@@ -15,7 +15,7 @@ from rich.table import Table
 
 from adapters.postgres.migrations import MigrationError, apply_migrations, migration_status
 from application.errors import PermissionDenied, StoreUnavailable
-from entrypoints.bootstrap import resolve_database_url
+from entrypoints.bootstrap.database import resolve_database_url
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.settings import SettingsError, load_settings
 

@@ -20,7 +20,7 @@ from application.operator_errors import (
 )
 from application.operator_services import OperatorServices
 from domain.dead_letters import Refusal
-from entrypoints.bootstrap import operator_services
+from entrypoints.bootstrap.operator import operator_services
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail, guarded, run_guarded
 from entrypoints.observability import configure_logging

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from entrypoints.bootstrap import run_api
+from entrypoints.bootstrap.processes import run_api
 from entrypoints.cli.guard import run_guarded
 from entrypoints.identity_settings import load_identity_settings
 from entrypoints.observability import configure_logging

@@ -7,7 +7,7 @@ import os
 
 import typer
 
-from entrypoints.bootstrap import run_stack
+from entrypoints.bootstrap.processes import run_stack
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail, run_guarded
 from entrypoints.identity_settings import load_identity_settings

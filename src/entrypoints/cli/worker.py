@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from entrypoints.bootstrap import run_sweeps, run_worker
+from entrypoints.bootstrap.worker import run_sweeps, run_worker
 from entrypoints.cli.guard import run_guarded
 from entrypoints.observability import configure_logging
 from entrypoints.settings import Settings, load_settings

@@ -32,7 +32,7 @@ from domain.channels import Channel
 from domain.purposes import Purpose
 from domain.rate_limits import RateLimit
 from domain.retry_policy import RetryPolicy
-from entrypoints.bootstrap import build_identity_services
+from entrypoints.bootstrap.api import build_identity_services
 from entrypoints.http.app import create_app
 from entrypoints.identity_settings import IdentitySettings, load_identity_settings
 from tests.fakes.clock import FixedClock

@@ -30,7 +30,7 @@ from adapters.system.clock import SystemClock
 from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
 from domain.purposes import Purpose
-from entrypoints.bootstrap import build_identity_services
+from entrypoints.bootstrap.api import build_identity_services
 from entrypoints.http.app import create_app
 from tests.fakes.telemetry import RecordingTelemetry
 from tests.integration.identity.api import (

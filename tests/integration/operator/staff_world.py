@@ -36,7 +36,8 @@ from domain.challenges import ChallengePolicy
 from domain.channels import Channel
 from domain.failures import DeliveryFailure, FailureClass
 from domain.retry_policy import RetryPolicy
-from entrypoints.bootstrap import build_identity_services, build_operator_services
+from entrypoints.bootstrap.api import build_identity_services
+from entrypoints.bootstrap.operator import build_operator_services
 from entrypoints.cli.app import app as outboxctl
 from entrypoints.http.app import create_app
 from tests.fakes.clock import FixedClock

@@ -19,7 +19,8 @@ from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
 from domain.challenges import ChallengePolicy
 from domain.purposes import Purpose
-from entrypoints.bootstrap import build_identity_services, build_operator_services
+from entrypoints.bootstrap.api import build_identity_services
+from entrypoints.bootstrap.operator import build_operator_services
 from entrypoints.http.app import create_app
 from tests.integration.identity.api import SEALER, ApiSettings, StatementLog, open_api_pool
 from tests.integration.identity.test_openapi_fuzzing import (

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from domain.channels import Channel
-from entrypoints.bootstrap import worker_services
+from entrypoints.bootstrap.worker import worker_services
 from entrypoints.providers import build_providers, close_providers
 from entrypoints.settings import Settings, load_settings
 from tests.fakes.clock import FixedClock

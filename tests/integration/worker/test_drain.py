@@ -15,7 +15,7 @@ import structlog
 from application.ports import Delivery
 from domain.channels import Channel
 from domain.failures import FailureClass
-from entrypoints.bootstrap import worker_services
+from entrypoints.bootstrap.worker import worker_services
 from entrypoints.observability import configure_logging
 from entrypoints.settings import load_settings
 from entrypoints.worker.loop import WorkerLoop

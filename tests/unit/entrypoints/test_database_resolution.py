@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from entrypoints.bootstrap import (
+from entrypoints.bootstrap.database import (
     embedded_data_dir,
     resolve_database_url,
     resolve_worker_database_url,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.telemetry.redaction import redact_text
-from entrypoints import bootstrap
+from entrypoints.bootstrap import worker as bootstrap
 
 
 @pytest.mark.parametrize("pid", [7, 31322, 123456, 999999, 4194304])

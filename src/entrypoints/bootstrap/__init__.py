@@ -1,0 +1,1 @@
+"""The composition root: builds the application services from settings, and runs processes."""

@@ -1,0 +1,177 @@
+"""The HTTP API and the reference Identity module, wired from settings."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TypedDict
+
+from prometheus_client import CollectorRegistry
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from adapters.crypto.hashing import Argon2idHasher
+from adapters.postgres.identity_transactions import PostgresIdentityTransactions
+from adapters.postgres.pool import open_pool
+from adapters.postgres.rate_limiter import PostgresRateLimiter
+from adapters.postgres.readiness import PostgresReadinessProbe
+from adapters.system.clock import SystemClock
+from adapters.system.ids import Uuid7Ids
+from adapters.system.secrets import SystemSecrets
+from application.accept_invitation import AcceptInvitation
+from application.authenticate_bearer import AuthenticateBearer
+from application.challenge_answers import ChallengeAnswers
+from application.challenge_issuer import ChallengeIssuer
+from application.check_readiness import CheckReadiness
+from application.confirm_password_recovery import ConfirmPasswordRecovery
+from application.confirm_sign_in_method import ConfirmSignInMethod
+from application.confirm_sign_up import ConfirmSignUp
+from application.confirm_step_up import ConfirmStepUp
+from application.create_organization import CreateOrganization
+from application.identity_ports import IdentityTransactions, SecretSource
+from application.identity_services import IdentityServices
+from application.invite_member import InviteMember
+from application.ports import (
+    Clock,
+    Ids,
+    Sealer,
+    SecretHasher,
+    Telemetry,
+)
+from application.redeem_magic_link import RedeemMagicLink
+from application.request_limits import RequestLimits
+from application.request_magic_link import RequestMagicLink
+from application.request_password_recovery import RequestPasswordRecovery
+from application.request_sign_in_method import RequestSignInMethod
+from application.request_sign_up import RequestSignUp
+from application.request_step_up import RequestStepUp
+from application.revoke_invitation import RevokeInvitation
+from application.sign_in import SessionStarter, SignIn
+from entrypoints.bootstrap.database import api_role, resolve_database_url
+from entrypoints.identity_settings import IdentitySettings, load_identity_settings
+from entrypoints.observability import build_telemetry, new_registry
+from entrypoints.seal_keys import load_sealer
+from entrypoints.settings import Settings
+
+# --- The HTTP API and the reference Identity module ----------------------------------------
+# build_identity_services wires the identity use cases from already-open parts (tests pass
+# their own clock, secrets and hasher); api_services opens and closes the API's pool around
+# them; run_api serves the Litestar app with uvicorn in the same event loop.
+
+
+class _Common(TypedDict):
+    """The parts every identity use case takes."""
+
+    transactions: IdentityTransactions
+    clock: Clock
+    telemetry: Telemetry
+
+
+def build_identity_services(
+    *,
+    pool: AsyncConnectionPool[AsyncConnection],
+    sealer: Sealer,
+    hasher: SecretHasher,
+    clock: Clock,
+    ids: Ids,
+    secret_source: SecretSource,
+    telemetry: Telemetry,
+    identity: IdentitySettings,
+) -> IdentityServices:
+    """Every identity use case over the API pool (role ``outbox_runtime``)."""
+    transactions = PostgresIdentityTransactions(pool)
+    limits = RequestLimits(limiter=PostgresRateLimiter(pool), policy=identity.rate_limits)
+    issuer = ChallengeIssuer(
+        secrets=secret_source,
+        hasher=hasher,
+        sealer=sealer,
+        ids=ids,
+        policy=identity.challenges,
+    )
+    answers = ChallengeAnswers(hasher=hasher, telemetry=telemetry, policy=identity.challenges)
+    sessions = SessionStarter(secrets=secret_source, ids=ids, lifetime=identity.session_lifetime)
+    common = _Common(transactions=transactions, clock=clock, telemetry=telemetry)
+    return IdentityServices(
+        request_sign_up=RequestSignUp(
+            issuer=issuer, hasher=hasher, limits=limits, ids=ids, **common
+        ),
+        confirm_sign_up=ConfirmSignUp(answers=answers, limits=limits, **common),
+        sign_in=SignIn(sessions=sessions, hasher=hasher, limits=limits, **common),
+        authenticate=AuthenticateBearer(transactions=transactions, clock=clock),
+        request_sign_in_method=RequestSignInMethod(issuer=issuer, limits=limits, **common),
+        confirm_sign_in_method=ConfirmSignInMethod(answers=answers, limits=limits, **common),
+        request_password_recovery=RequestPasswordRecovery(issuer=issuer, limits=limits, **common),
+        confirm_password_recovery=ConfirmPasswordRecovery(
+            answers=answers, hasher=hasher, limits=limits, **common
+        ),
+        request_step_up=RequestStepUp(issuer=issuer, limits=limits, **common),
+        confirm_step_up=ConfirmStepUp(
+            answers=answers,
+            secrets=secret_source,
+            limits=limits,
+            ids=ids,
+            lifetime=identity.elevation_lifetime,
+            **common,
+        ),
+        create_organization=CreateOrganization(ids=ids, **common),
+        invite_member=InviteMember(
+            secrets=secret_source,
+            sealer=sealer,
+            limits=limits,
+            ids=ids,
+            invitation_limits=identity.invitations,
+            **common,
+        ),
+        revoke_invitation=RevokeInvitation(**common),
+        accept_invitation=AcceptInvitation(limits=limits, **common),
+        request_magic_link=RequestMagicLink(
+            secrets=secret_source,
+            sealer=sealer,
+            limits=limits,
+            ids=ids,
+            lifetime=identity.magic_link_lifetime,
+            **common,
+        ),
+        redeem_magic_link=RedeemMagicLink(sessions=sessions, limits=limits, **common),
+        check_readiness=CheckReadiness(probe=PostgresReadinessProbe(pool), telemetry=telemetry),
+        telemetry=telemetry,
+    )
+
+
+@contextlib.asynccontextmanager
+async def api_services(
+    settings: Settings,
+    *,
+    registry: CollectorRegistry | None = None,
+    telemetry: Telemetry | None = None,
+) -> AsyncIterator[IdentityServices]:
+    """Open the API's pool and build the identity services; close the pool on exit.
+
+    ``telemetry`` (built on ``registry``) is shared when the worker runs in the same process.
+    Raises SettingsError naming a bad variable, StoreUnavailable if the database is down.
+    """
+    identity = load_identity_settings(settings.environ)
+    telemetry = telemetry or build_telemetry(registry or new_registry())
+    sealer = load_sealer(
+        settings, warn=lambda text: telemetry.event("keys.warning", level="warning", detail=text)
+    )
+    pool = await open_pool(
+        resolve_database_url(settings),
+        min_size=settings.database.pool_min,
+        max_size=settings.database.pool_max,
+        prepared_statements=settings.database.prepared_statements,
+        role=api_role(settings),
+    )
+    try:
+        yield build_identity_services(
+            pool=pool,
+            sealer=sealer,
+            hasher=Argon2idHasher(),
+            clock=SystemClock(),
+            ids=Uuid7Ids(),
+            secret_source=SystemSecrets(),
+            telemetry=telemetry,
+            identity=identity,
+        )
+    finally:
+        await pool.close()

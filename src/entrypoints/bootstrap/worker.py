@@ -1,0 +1,228 @@
+"""The worker process: dispatch, sweeps, the listener and provider clients, wired from settings."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+
+import attrs
+from prometheus_client import CollectorRegistry
+
+from adapters.postgres.dispatch_store import PostgresDispatchStore
+from adapters.postgres.pool import open_pool
+from adapters.postgres.work_listener import WorkListener
+from adapters.system.clock import SystemClock
+from adapters.templates.renderer import JinjaRenderer
+from application.dispatch_due_messages import DispatchDueMessages, DispatchResult
+from application.links import LinkBases
+from application.ports import (
+    DeliveryProvider,
+    DispatchStore,
+    Telemetry,
+)
+from application.provider_breaker import ProviderBreaker
+from application.purge_retained_messages import PurgeRetainedMessages
+from application.sweep_expired_messages import SweepExpiredMessages
+from domain.channels import Channel
+from domain.retention import RetentionPolicy
+from domain.retry_policy import RetryPolicy
+from entrypoints.bootstrap.database import resolve_worker_database_url, worker_role
+from entrypoints.observability import build_telemetry, new_registry, serve_metrics
+from entrypoints.providers import build_providers, close_providers
+from entrypoints.seal_keys import load_sealer
+from entrypoints.settings import Settings
+from entrypoints.worker.loop import WorkerLoop
+from entrypoints.worker.process import run_worker_process
+from entrypoints.worker.schedule import Every
+
+
+@attrs.frozen(kw_only=True)
+class WorkerServices:
+    """Everything a worker process runs: dispatch, sweeps, and the wake-up source."""
+
+    dispatch: DispatchDueMessages
+    expire: SweepExpiredMessages
+    purge: PurgeRetainedMessages
+    store: DispatchStore
+    telemetry: Telemetry
+    registry: CollectorRegistry
+
+
+@contextlib.asynccontextmanager
+async def worker_services(
+    settings: Settings,
+    *,
+    batch_size: int | None = None,
+    concurrency: int | None = None,
+    providers: Mapping[Channel, DeliveryProvider] | None = None,
+    registry: CollectorRegistry | None = None,
+    telemetry: Telemetry | None = None,
+) -> AsyncIterator[WorkerServices]:
+    """Open the worker's pool, listener and provider clients; close them all on exit.
+
+    ``providers`` replaces the configured ones (tests and benchmarks use it); ``telemetry``
+    (built on ``registry``) is shared when the API runs in the same process.
+    Raises SettingsError naming a bad variable, StoreUnavailable if the database is down.
+    """
+    clock = SystemClock()
+    registry = registry or new_registry()
+    telemetry = telemetry or build_telemetry(registry)
+    sealer = load_sealer(
+        settings, warn=lambda text: telemetry.event("keys.warning", level="warning", detail=text)
+    )
+    renderer = JinjaRenderer(override_dir=settings.template_dir)
+    renderer.preload()
+    worker = settings.worker
+    url = resolve_worker_database_url(settings)
+    async with contextlib.AsyncExitStack() as stack:
+        concurrency = concurrency or worker.concurrency
+        if providers is None:
+            # Provider clients are sized for the sends this worker makes (--concurrency wins).
+            sized = attrs.evolve(settings, worker=attrs.evolve(worker, concurrency=concurrency))
+            built = build_providers(sized, clock=clock)
+            stack.push_async_callback(close_providers, built)
+            providers = built
+        pool = await open_pool(
+            url,
+            min_size=1,
+            max_size=max(2, settings.database.pool_max),
+            prepared_statements=settings.database.prepared_statements,
+            role=worker_role(settings),
+        )
+        stack.push_async_callback(pool.close)
+        listener = WorkListener(url)
+        stack.push_async_callback(listener.close)
+        store = PostgresDispatchStore(pool, listener)
+        sweeps = settings.sweeps
+        yield WorkerServices(
+            dispatch=DispatchDueMessages(
+                store=store,
+                sealer=sealer,
+                renderer=renderer,
+                providers=providers,
+                clock=clock,
+                telemetry=telemetry,
+                policy=RetryPolicy(
+                    schedule=worker.retry_schedule,
+                    max_attempts=worker.max_attempts,
+                    suspension_probe=worker.suspension_probe,
+                ),
+                breaker=ProviderBreaker(),
+                links=LinkBases(
+                    invitation=settings.invitation_link_base_url,
+                    magic_link=settings.magic_link_base_url,
+                ),
+                owner=worker_owner(),
+                batch_size=batch_size or worker.batch_size,
+                concurrency=concurrency,
+                lease=worker.lease,
+                provider_timeout=worker.provider_timeout,
+            ),
+            expire=SweepExpiredMessages(
+                store=store, telemetry=telemetry, batch_size=sweeps.batch_size
+            ),
+            purge=PurgeRetainedMessages(
+                store=store,
+                telemetry=telemetry,
+                retention=RetentionPolicy(
+                    published=sweeps.published_retention,
+                    dead_lettered=sweeps.dead_lettered_retention,
+                ),
+                batch_size=sweeps.batch_size,
+            ),
+            store=store,
+            telemetry=telemetry,
+            registry=registry,
+        )
+
+
+def worker_owner() -> str:
+    """A lease owner name that tells operators which host and process holds a message.
+
+    ``host:pid<pid>:<8 hex>``: no part is a bare run of six digits, which the log redaction
+    takes for a one-time code (a six-digit pid or an all-digit suffix would be masked, and
+    the owner in ``worker.started`` would no longer match the leases it holds).
+    """
+    return f"{socket.gethostname()}:pid{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def sweep_schedule(services: WorkerServices, settings: Settings) -> list[Every]:
+    """The sweeps a worker runs on its own schedule (SPEC §8)."""
+    return [
+        Every(
+            name="expiry",
+            interval=settings.sweeps.expiry_interval,
+            job=services.expire,
+            telemetry=services.telemetry,
+        ),
+        Every(
+            name="retention",
+            interval=settings.sweeps.retention_interval,
+            job=services.purge,
+            telemetry=services.telemetry,
+        ),
+    ]
+
+
+async def run_worker(
+    settings: Settings,
+    *,
+    drain: bool = False,
+    batch_size: int | None = None,
+    concurrency: int | None = None,
+) -> DispatchResult:
+    """``outboxctl worker``: dispatch until stopped (or drained); serve /metrics if configured."""
+    async with worker_services(
+        settings, batch_size=batch_size, concurrency=concurrency
+    ) as services:
+        metrics = (
+            serve_metrics(services.registry, port=settings.worker.metrics_port)
+            if settings.worker.metrics_port
+            else None
+        )
+        try:
+            services.telemetry.event(
+                "worker.started",
+                owner=services.dispatch.owner,
+                batch_size=services.dispatch.batch_size,
+                concurrency=services.dispatch.concurrency,
+                lanes=settings.worker.lanes,
+                drain=drain,
+                metrics_port=metrics.port if metrics else None,
+            )
+            await services.store.wait_for_work(0)  # LISTEN before the first claim: no lost hint
+            loop = WorkerLoop(
+                dispatch=services.dispatch,
+                wait_for_work=services.store.wait_for_work,
+                telemetry=services.telemetry,
+                poll_interval=settings.worker.poll_interval,
+                drain=drain,
+                lanes=settings.worker.lanes,
+            )
+            return await run_worker_process(
+                loop=loop,
+                sweeps=[] if drain else sweep_schedule(services, settings),
+                grace=settings.worker.shutdown_grace,
+                telemetry=services.telemetry,
+            )
+        finally:
+            if metrics is not None:
+                metrics.close()
+
+
+async def run_sweeps(settings: Settings, *, which: str, loop: bool) -> dict[str, int]:
+    """``outboxctl sweep``: run the expiry and/or retention sweep once, or forever with ``loop``."""
+    async with worker_services(settings, providers={}) as services:
+        jobs: dict[str, Callable[[], Awaitable[int]]] = {
+            "expiry": services.expire,
+            "retention": services.purge,
+        }
+        chosen = {name: job for name, job in jobs.items() if which in (name, "all")}
+        if loop:
+            schedule = [e for e in sweep_schedule(services, settings) if e.name in chosen]
+            await asyncio.gather(*(every.run() for every in schedule))
+        return {name: await job() for name, job in chosen.items()}
