@@ -6,7 +6,6 @@ import io
 import json
 import logging
 import urllib.request
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -43,19 +42,6 @@ class ProviderError(Exception):
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
-
-
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    """Put structlog and the root logger back as they were (configuration is process-wide)."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    structlog.reset_defaults()
-    structlog.contextvars.clear_contextvars()
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
-    root.setLevel(level)
 
 
 @pytest.fixture
