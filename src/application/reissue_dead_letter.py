@@ -12,9 +12,10 @@ from uuid import UUID
 import attrs
 
 from application.challenge_issuer import ChallengeIssuer
+from application.dead_letter_copies import reported_copy
 from application.errors import MessageNotFound
 from application.idempotency_keys import check_idempotency_key
-from application.operator_errors import DeadLetterRefused, StaffRequired
+from application.operator_errors import DeadLetterRefused
 from application.operator_ports import OperatorStore
 from application.operator_views import CopyReceipt, MessageDetail
 from application.ports import Telemetry
@@ -57,32 +58,13 @@ class ReissueDeadLetter:
         """The new message's receipt; raises StaffRequired, MessageNotFound, DeadLetterRefused,
         IdempotencyKeyReused, RequestInProgress or InvalidField (a malformed key)."""
         key = check_idempotency_key(command.idempotency_key)
-        try:
-            receipt = await self._reissue(command, key)
-        except StaffRequired:
-            self.telemetry.event(
-                "security.staff_required",
-                level="warning",
-                action="reissue",
-                actor_id=str(command.actor),
-            )
-            raise
-        except DeadLetterRefused as refused:
-            self.telemetry.event(
-                "operator.reissue.refused",
-                actor_id=str(command.actor),
-                dead_letter_id=str(command.message_id),
-                refusal=refused.refusal.value,
-            )
-            raise
-        self.telemetry.event(
-            "operator.dead_letter.reissued",
-            actor_id=str(command.actor),
-            dead_letter_id=str(receipt.dead_letter_id),
-            message_id=str(receipt.message_id),
-            replayed=receipt.replayed,
+        return await reported_copy(
+            self._reissue(command, key),
+            telemetry=self.telemetry,
+            action="reissue",
+            actor=command.actor,
+            dead_letter_id=command.message_id,
         )
-        return receipt
 
     async def _reissue(self, command: ReissueCommand, key: str | None) -> CopyReceipt:
         detail = await self.store.message(actor=command.actor, message_id=command.message_id)

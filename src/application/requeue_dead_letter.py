@@ -6,8 +6,8 @@ from uuid import UUID
 
 import attrs
 
+from application.dead_letter_copies import reported_copy
 from application.idempotency_keys import check_idempotency_key
-from application.operator_errors import DeadLetterRefused, StaffRequired
 from application.operator_ports import OperatorStore
 from application.operator_views import CopyReceipt
 from application.ports import Ids, Telemetry
@@ -38,34 +38,15 @@ class RequeueDeadLetter:
         IdempotencyKeyReused, RequestInProgress or InvalidField (a malformed key)."""
         key = check_idempotency_key(command.idempotency_key)
         new_id = self.ids.new_id()
-        try:
-            receipt = await self.store.requeue(
+        return await reported_copy(
+            self.store.requeue(
                 actor=command.actor,
                 message_id=command.message_id,
                 new_message_id=new_id,
                 idempotency_key=key or str(new_id),
-            )
-        except StaffRequired:
-            self.telemetry.event(
-                "security.staff_required",
-                level="warning",
-                action="requeue",
-                actor_id=str(command.actor),
-            )
-            raise
-        except DeadLetterRefused as refused:
-            self.telemetry.event(
-                "operator.requeue.refused",
-                actor_id=str(command.actor),
-                dead_letter_id=str(command.message_id),
-                refusal=refused.refusal.value,
-            )
-            raise
-        self.telemetry.event(
-            "operator.dead_letter.requeued",
-            actor_id=str(command.actor),
-            dead_letter_id=str(receipt.dead_letter_id),
-            message_id=str(receipt.message_id),
-            replayed=receipt.replayed,
+            ),
+            telemetry=self.telemetry,
+            action="requeue",
+            actor=command.actor,
+            dead_letter_id=command.message_id,
         )
-        return receipt
