@@ -16,7 +16,7 @@ from bench.databases import Database
 from bench.harness import Setting
 from bench.producers import transactions_per_second
 from domain.channels import Channel
-from domain.messages import Message
+from domain.outbox.messages import Message
 from domain.purposes import Purpose
 
 CODE_LIFETIME = timedelta(minutes=10)

@@ -13,8 +13,8 @@ from uuid import UUID
 import attrs
 
 from adapters.postgres.dispatch_store import PostgresDispatchStore
-from application.dispatch_due_messages import DispatchDueMessages, DispatchResult
-from application.ports import Delivery
+from application.outbox.dispatch_due_messages import DispatchDueMessages, DispatchResult
+from application.outbox.ports import Delivery
 from bench.harness import Setting
 from domain.channels import Channel
 from entrypoints.bootstrap.worker import worker_services

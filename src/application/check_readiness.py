@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity_ports import ReadinessProbe, ReadinessReport
-from application.ports import Telemetry
+from application.ports import ReadinessProbe, ReadinessReport, Telemetry
 
 
 @attrs.frozen(kw_only=True)

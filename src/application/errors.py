@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from domain.failures import DeliveryFailure
-
 
 class ApplicationError(Exception):
     """Base class of every error a use case or port may raise on purpose."""
@@ -11,14 +9,6 @@ class ApplicationError(Exception):
 
 class EnvelopeInvalid(ApplicationError):
     """A sealed secret cannot be opened: wrong id or purpose, tampered, truncated or unknown key."""
-
-
-class DeliveryFailed(ApplicationError):
-    """A provider did not accept a message; ``failure`` says why in the taxonomy's terms."""
-
-    def __init__(self, failure: DeliveryFailure) -> None:
-        super().__init__(failure.failure_class.value, failure.code)
-        self.failure = failure
 
 
 class StoreUnavailable(ApplicationError):
@@ -33,21 +23,14 @@ class PermissionDenied(ApplicationError):
     """The database role (or the acting identity) may not do this (SQLSTATE 42501)."""
 
 
-class DuplicateMessage(ApplicationError):
-    """A message with this id already exists."""
-
-
-class MessageNotFound(ApplicationError):
-    """No message has this id."""
-
-
 class InvalidRequest(ApplicationError):
     """The caller's input breaks a rule; the message names the field and the rule."""
 
 
-class TemplateNotFound(ApplicationError):
-    """No template exists for this name and channel in any locale of the fallback chain."""
+class InvalidField(ApplicationError):
+    """One request field breaks a rule; ``field`` names it as the client sent it."""
 
-
-class TemplateRenderFailed(ApplicationError):
-    """A template exists but cannot render: a missing parameter, bad syntax or an unsafe call."""
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem

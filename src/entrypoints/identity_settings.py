@@ -10,10 +10,10 @@ from datetime import timedelta
 
 import attrs
 
-from application.request_limits import RateLimitPolicy
-from domain.challenges import ChallengePolicy
-from domain.invitations import InvitationLimits
-from domain.rate_limits import RateLimit
+from application.identity.request_limits import RateLimitPolicy
+from domain.identity.challenges import ChallengePolicy
+from domain.identity.invitations import InvitationLimits
+from domain.identity.rate_limits import RateLimit
 from entrypoints.settings import PREFIX, SettingsError
 
 

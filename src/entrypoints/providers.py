@@ -19,7 +19,8 @@ from adapters.providers.ses.provider import SesProvider, ses_client
 from adapters.providers.smtp.provider import SmtpProvider, SmtpSecurity
 from adapters.providers.wasender.provider import DEFAULT_BASE_URL as WASENDER_BASE_URL
 from adapters.providers.wasender.provider import WasenderProvider
-from application.ports import Clock, DeliveryProvider
+from application.outbox.ports import DeliveryProvider
+from application.ports import Clock
 from domain.channels import Channel
 from domain.destinations import is_email
 from entrypoints.settings import PREFIX, Settings, SettingsError

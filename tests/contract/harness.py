@@ -14,10 +14,10 @@ import attrs
 import psycopg
 
 from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from application.ports import DispatchStore
+from application.outbox.ports import DispatchStore
 from domain.channels import Channel
-from domain.failures import FailureClass
-from domain.messages import Message, State
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import Message, State
 from domain.purposes import Purpose
 from tests.fakes.outbox_store import InMemoryOutboxStore
 

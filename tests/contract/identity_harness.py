@@ -13,7 +13,7 @@ import psycopg
 from adapters.postgres.identity_transactions import PostgresIdentityTransactions
 from adapters.postgres.pool import open_pool
 from adapters.postgres.rate_limiter import PostgresRateLimiter
-from application.identity_ports import IdentityTransactions, RateLimiter
+from application.identity.ports import IdentityTransactions, RateLimiter
 from tests.fakes.clock import FixedClock
 from tests.fakes.identity import InMemoryIdentityTransactions, InMemoryRateLimiter
 

@@ -18,12 +18,12 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
-from application.operator_ports import BacklogGauge, OperatorStore
-from domain.challenges import Challenge, ChallengePolicy, ChallengeState
+from application.operator.ports import BacklogGauge, OperatorStore
 from domain.channels import Channel
-from domain.failures import FailureClass
-from domain.messages import Message
-from domain.outcomes import Outcome
+from domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import Message
+from domain.outbox.outcomes import Outcome
 from domain.purposes import Purpose
 from tests.fakes.operator_store import (
     InMemoryBacklogGauge,

@@ -10,12 +10,12 @@ from datetime import timedelta
 import pytest
 
 from application.errors import InvalidRequest
-from application.ports import AttemptRecord, ClaimedMessage
-from domain.failures import FailureClass
-from domain.messages import State
-from domain.outcomes import DeadLetter, Outcome, Published, RecordResult, Release, Retry
+from application.outbox.ports import AttemptRecord, ClaimedMessage
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
+from domain.outbox.outcomes import DeadLetter, Outcome, Published, RecordResult, Release, Retry
+from domain.outbox.retention import RetentionPolicy
 from domain.purposes import Purpose
-from domain.retention import RetentionPolicy
 from tests.contract.harness import ENVELOPE, Harness, make_message
 
 LEASE = timedelta(seconds=60)

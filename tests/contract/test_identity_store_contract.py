@@ -11,17 +11,17 @@ import psycopg
 import pytest
 from uuid_utils.compat import uuid7
 
-from application.identity_errors import IdentifierTaken
-from application.identity_ports import MagicLinkTarget, RecoveryTarget
-from domain.challenges import Challenge, ChallengePolicy, ChallengeState
+from application.identity.errors import IdentifierTaken
+from application.identity.ports import MagicLinkTarget, RecoveryTarget
 from domain.channels import Channel
-from domain.identities import Identity, LoginIdentifier
-from domain.invitations import Invitation
-from domain.magic_links import MagicLink
-from domain.messages import Message
-from domain.organizations import Membership, Permission, found_organization
+from domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
+from domain.identity.identities import Identity, LoginIdentifier
+from domain.identity.invitations import Invitation
+from domain.identity.magic_links import MagicLink
+from domain.identity.organizations import Membership, Permission, found_organization
+from domain.identity.sessions import Elevation, Session
+from domain.outbox.messages import Message
 from domain.purposes import Purpose
-from domain.sessions import Elevation, Session
 from tests.contract.identity_harness import (
     IdentityHarness,
     MemoryIdentityHarness,

@@ -15,20 +15,21 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.pool import open_pool
-from application.errors import InvalidRequest, MessageNotFound, PermissionDenied
-from application.operator_errors import (
+from application.errors import InvalidRequest, PermissionDenied
+from application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
     StaffIdentityNotFound,
     StaffRequired,
 )
-from application.operator_ports import OperatorStore
-from application.operator_views import Backlog
-from domain.challenges import ChallengeState
-from domain.dead_letters import Refusal
-from domain.failures import FailureClass
-from domain.messages import State
-from domain.outcomes import DeadLetter, Published, Retry
+from application.operator.ports import OperatorStore
+from application.operator.views import Backlog
+from application.outbox.errors import MessageNotFound
+from domain.identity.challenges import ChallengeState
+from domain.operator.dead_letters import Refusal
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
+from domain.outbox.outcomes import DeadLetter, Published, Retry
 from domain.purposes import Purpose
 from tests.contract.operator_harness import (
     ENVELOPE,

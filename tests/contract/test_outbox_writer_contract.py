@@ -8,11 +8,12 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from application.errors import DuplicateMessage, InvalidRequest
-from application.ports import AttemptRecord
-from domain.failures import FailureClass
-from domain.messages import State
-from domain.outcomes import Published, RecordResult
+from application.errors import InvalidRequest
+from application.outbox.errors import DuplicateMessage
+from application.outbox.ports import AttemptRecord
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
+from domain.outbox.outcomes import Published, RecordResult
 from domain.purposes import Purpose
 from tests.contract.harness import Harness, make_message
 

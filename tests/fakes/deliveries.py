@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from application.errors import DeliveryFailed
-from application.ports import Delivery, RenderedMessage
+from application.outbox.errors import DeliveryFailed
+from application.outbox.ports import Delivery, RenderedMessage
 from domain.channels import Channel
 
 CODE = "493817"

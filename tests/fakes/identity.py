@@ -9,19 +9,20 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import DuplicateMessage
-from application.identity_errors import IdentifierTaken
-from application.identity_ports import MagicLinkTarget, ReadinessReport, RecoveryTarget
-from domain.challenges import Challenge, ChallengeState
+from application.identity.errors import IdentifierTaken
+from application.identity.ports import MagicLinkTarget, RecoveryTarget
+from application.outbox.errors import DuplicateMessage
+from application.ports import ReadinessReport
 from domain.channels import Channel
-from domain.failures import FailureClass
-from domain.identities import Account, Identity, LoginIdentifier
-from domain.invitations import Invitation, InvitationState
-from domain.magic_links import MagicLink
-from domain.messages import Message
-from domain.organizations import Membership, Organization
+from domain.identity.challenges import Challenge, ChallengeState
+from domain.identity.identities import Account, Identity, LoginIdentifier
+from domain.identity.invitations import Invitation, InvitationState
+from domain.identity.magic_links import MagicLink
+from domain.identity.organizations import Membership, Organization
+from domain.identity.sessions import Elevation, Session
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import Message
 from domain.purposes import Purpose
-from domain.sessions import Elevation, Session
 from tests.fakes.clock import FixedClock
 
 

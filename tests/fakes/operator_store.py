@@ -13,16 +13,16 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidRequest, MessageNotFound, PermissionDenied
-from application.idempotency_keys import MAX_LENGTH
-from application.operator_errors import (
+from application.errors import InvalidRequest, PermissionDenied
+from application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
     RequestInProgress,
     StaffIdentityNotFound,
     StaffRequired,
 )
-from application.operator_views import (
+from application.operator.idempotency_keys import MAX_LENGTH
+from application.operator.views import (
     AttemptView,
     Backlog,
     CopyReceipt,
@@ -30,12 +30,13 @@ from application.operator_views import (
     MessageDetail,
     StaffChange,
 )
-from domain.challenges import Challenge
-from domain.dead_letters import Refusal, challenge_refusal, is_delivery_failure
+from application.outbox.errors import MessageNotFound
 from domain.destinations import mask
-from domain.failures import FailureClass
-from domain.messages import Message, State
-from domain.outcomes import DeadLetter, Outcome, Published, Release, Retry
+from domain.identity.challenges import Challenge
+from domain.operator.dead_letters import Refusal, challenge_refusal, is_delivery_failure
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import Message, State
+from domain.outbox.outcomes import DeadLetter, Outcome, Published, Release, Retry
 from domain.purposes import Purpose
 from tests.fakes.outbox_store import InMemoryOutboxStore, RecordedAttempt
 

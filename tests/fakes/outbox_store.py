@@ -17,13 +17,14 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import DuplicateMessage, InvalidRequest
-from application.ports import AttemptRecord, ClaimedMessage
-from domain.errors import InvalidMessage
-from domain.failures import FailureClass
-from domain.messages import Message, State
-from domain.outcomes import Outcome, RecordResult
-from domain.retention import RetentionPolicy
+from application.errors import InvalidRequest
+from application.outbox.errors import DuplicateMessage
+from application.outbox.ports import AttemptRecord, ClaimedMessage
+from domain.outbox.errors import InvalidMessage
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import Message, State
+from domain.outbox.outcomes import Outcome, RecordResult
+from domain.outbox.retention import RetentionPolicy
 from tests.fakes.clock import FixedClock
 
 # The same shape as the CHECK on outbox.envelopes.sealed.

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import attrs
 
-from application.errors import DeliveryFailed
-from application.ports import Delivery
-from domain.failures import DeliveryFailure, FailureClass
+from application.outbox.errors import DeliveryFailed
+from application.outbox.ports import Delivery
+from domain.outbox.failures import DeliveryFailure, FailureClass
 
 
 @attrs.define

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from application.ports import RenderedMessage
+from application.outbox.ports import RenderedMessage
 from domain.channels import Channel
 
 

@@ -25,11 +25,11 @@ from adapters.crypto.keyring import Keyring
 from adapters.postgres.dispatch_store import PostgresDispatchStore
 from adapters.postgres.outbox_writer import PostgresOutboxWriter
 from adapters.system.ids import Uuid7Ids
-from application.ports import AttemptRecord, ClaimedMessage
+from application.outbox.ports import AttemptRecord, ClaimedMessage
 from domain.channels import Channel
-from domain.failures import FailureClass
-from domain.messages import Message
-from domain.outcomes import Published, RecordResult
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import Message
+from domain.outbox.outcomes import Published, RecordResult
 from domain.purposes import Purpose
 from tests.reliability import lease_audit
 from tests.reliability.gates import Gates

@@ -23,7 +23,7 @@ from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
 from adapters.postgres.pool import open_pool
 from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
-from domain.challenges import ChallengePolicy
+from domain.identity.challenges import ChallengePolicy
 from domain.purposes import Purpose
 from entrypoints.bootstrap.api import build_identity_services
 from entrypoints.bootstrap.operator import build_operator_services

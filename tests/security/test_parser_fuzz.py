@@ -37,14 +37,14 @@ from adapters.providers.ses.errors import classify_client_error
 from adapters.providers.smtp.provider import _classify as classify_smtp
 from adapters.providers.smtp.provider import _Phase
 from adapters.providers.wasender.provider import WasenderProvider
-from application.errors import DeliveryFailed
-from application.idempotency_keys import check_idempotency_key
-from application.identity_errors import InvalidField
-from application.identity_inputs import parse_email, parse_identifier, parse_password
-from application.ports import Delivery, RenderedMessage
+from application.errors import InvalidField
+from application.identity.inputs import parse_email, parse_identifier, parse_password
+from application.operator.idempotency_keys import check_idempotency_key
+from application.outbox.errors import DeliveryFailed
+from application.outbox.ports import Delivery, RenderedMessage
 from domain.channels import Channel
 from domain.destinations import is_e164, is_email, mask
-from domain.failures import DeliveryFailure, FailureClass
+from domain.outbox.failures import DeliveryFailure, FailureClass
 from tests.fakes.clock import FixedClock
 from tests.reliability.profile import PROFILE
 

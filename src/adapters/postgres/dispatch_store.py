@@ -11,11 +11,11 @@ from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.error_translation import translated_errors
 from adapters.postgres.work_listener import WorkListener
-from application.ports import AttemptRecord, ClaimedMessage
+from application.outbox.ports import AttemptRecord, ClaimedMessage
 from domain.channels import Channel
-from domain.outcomes import DeadLetter, Published, RecordResult, Release, Retry
+from domain.outbox.outcomes import DeadLetter, Published, RecordResult, Release, Retry
+from domain.outbox.retention import RetentionPolicy
 from domain.purposes import Purpose
-from domain.retention import RetentionPolicy
 
 CLAIM = """
 SELECT id, purpose, channel, destination, subject_id, template, params, locale,

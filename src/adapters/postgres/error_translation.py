@@ -8,13 +8,8 @@ from contextlib import contextmanager
 import psycopg
 from psycopg import errors as pg_errors
 
-from application.errors import (
-    ApplicationError,
-    DuplicateMessage,
-    InvalidRequest,
-    PermissionDenied,
-    StoreUnavailable,
-)
+from application.errors import ApplicationError, InvalidRequest, PermissionDenied, StoreUnavailable
+from application.outbox.errors import DuplicateMessage
 
 
 def translate(error: psycopg.Error) -> ApplicationError | None:

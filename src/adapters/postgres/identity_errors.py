@@ -9,8 +9,9 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from adapters.postgres.error_translation import translate
-from application.errors import DuplicateMessage, StoreUnavailable
-from application.identity_errors import Conflict, IdentifierTaken
+from application.errors import StoreUnavailable
+from application.identity.errors import Conflict, IdentifierTaken
+from application.outbox.errors import DuplicateMessage
 
 TAKEN = "login_identifiers_taken"  # raised by identity.save_login_identifier
 MESSAGE_KEY = "messages_pkey"  # a duplicate message id stays the store's DuplicateMessage

@@ -6,12 +6,12 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from domain.challenges import Challenge, ChallengeState
 from domain.channels import Channel
-from domain.invitations import Invitation, InvitationState
-from domain.magic_links import MagicLink
-from domain.messages import Message
-from domain.organizations import Membership, Permission
+from domain.identity.challenges import Challenge, ChallengeState
+from domain.identity.invitations import Invitation, InvitationState
+from domain.identity.magic_links import MagicLink
+from domain.identity.organizations import Membership, Permission
+from domain.outbox.messages import Message
 from domain.purposes import Purpose
 
 Row = tuple[Any, ...]  # one row as psycopg returns it

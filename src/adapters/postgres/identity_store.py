@@ -20,16 +20,16 @@ from adapters.postgres.identity_rows import (
     membership_from,
     message_params,
 )
-from application.identity_ports import MagicLinkTarget, RecoveryTarget
-from domain.challenges import Challenge
+from application.identity.ports import MagicLinkTarget, RecoveryTarget
 from domain.channels import Channel
-from domain.identities import Account, Identity, LoginIdentifier
-from domain.invitations import Invitation
-from domain.magic_links import MagicLink
-from domain.messages import Message
-from domain.organizations import Membership, Organization
+from domain.identity.challenges import Challenge
+from domain.identity.identities import Account, Identity, LoginIdentifier
+from domain.identity.invitations import Invitation
+from domain.identity.magic_links import MagicLink
+from domain.identity.organizations import Membership, Organization
+from domain.identity.sessions import Elevation, Session
+from domain.outbox.messages import Message
 from domain.purposes import Purpose
-from domain.sessions import Elevation, Session
 
 CHALLENGE_COLUMNS = (
     "id, purpose, identity_id, identifier, channel, code_hash, failed_attempts, state,"

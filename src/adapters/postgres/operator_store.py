@@ -18,15 +18,15 @@ from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.error_translation import translate
-from application.errors import DuplicateMessage, MessageNotFound, PermissionDenied
-from application.operator_errors import (
+from application.errors import PermissionDenied
+from application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
     RequestInProgress,
     StaffIdentityNotFound,
     StaffRequired,
 )
-from application.operator_views import (
+from application.operator.views import (
     AttemptView,
     Backlog,
     CopyReceipt,
@@ -34,10 +34,11 @@ from application.operator_views import (
     MessageDetail,
     StaffChange,
 )
+from application.outbox.errors import DuplicateMessage, MessageNotFound
 from domain.channels import Channel
-from domain.dead_letters import Refusal
-from domain.failures import FailureClass
-from domain.messages import State
+from domain.operator.dead_letters import Refusal
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
 from domain.purposes import Purpose
 
 BACKLOG_COLUMNS = "pending, leased, published, dead_lettered, oldest_due_age_seconds"

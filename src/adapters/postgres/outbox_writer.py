@@ -8,8 +8,8 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from adapters.postgres.error_translation import translated_errors
-from domain.failures import FailureClass
-from domain.messages import Message
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import Message
 
 ENQUEUE = """
 SELECT outbox.enqueue_message(

@@ -7,7 +7,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters.postgres.migrations import Migration, load_migrations
-from application.identity_ports import ReadinessReport
+from application.ports import ReadinessReport
 
 APPLIED = "SELECT version, checksum FROM identity.applied_migrations()"
 

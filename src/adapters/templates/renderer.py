@@ -21,8 +21,8 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from adapters.templates.locales import fallback_chain
-from application.errors import TemplateNotFound, TemplateRenderFailed
-from application.ports import RenderedMessage
+from application.outbox.errors import TemplateNotFound, TemplateRenderFailed
+from application.outbox.ports import RenderedMessage
 from domain.channels import Channel
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"

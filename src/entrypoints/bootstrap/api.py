@@ -18,35 +18,29 @@ from adapters.postgres.readiness import PostgresReadinessProbe
 from adapters.system.clock import SystemClock
 from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
-from application.accept_invitation import AcceptInvitation
-from application.authenticate_bearer import AuthenticateBearer
-from application.challenge_answers import ChallengeAnswers
-from application.challenge_issuer import ChallengeIssuer
 from application.check_readiness import CheckReadiness
-from application.confirm_password_recovery import ConfirmPasswordRecovery
-from application.confirm_sign_in_method import ConfirmSignInMethod
-from application.confirm_sign_up import ConfirmSignUp
-from application.confirm_step_up import ConfirmStepUp
-from application.create_organization import CreateOrganization
-from application.identity_ports import IdentityTransactions, SecretSource
-from application.identity_services import IdentityServices
-from application.invite_member import InviteMember
-from application.ports import (
-    Clock,
-    Ids,
-    Sealer,
-    SecretHasher,
-    Telemetry,
-)
-from application.redeem_magic_link import RedeemMagicLink
-from application.request_limits import RequestLimits
-from application.request_magic_link import RequestMagicLink
-from application.request_password_recovery import RequestPasswordRecovery
-from application.request_sign_in_method import RequestSignInMethod
-from application.request_sign_up import RequestSignUp
-from application.request_step_up import RequestStepUp
-from application.revoke_invitation import RevokeInvitation
-from application.sign_in import SessionStarter, SignIn
+from application.identity.accept_invitation import AcceptInvitation
+from application.identity.authenticate_bearer import AuthenticateBearer
+from application.identity.challenge_answers import ChallengeAnswers
+from application.identity.challenge_issuer import ChallengeIssuer
+from application.identity.confirm_password_recovery import ConfirmPasswordRecovery
+from application.identity.confirm_sign_in_method import ConfirmSignInMethod
+from application.identity.confirm_sign_up import ConfirmSignUp
+from application.identity.confirm_step_up import ConfirmStepUp
+from application.identity.create_organization import CreateOrganization
+from application.identity.invite_member import InviteMember
+from application.identity.ports import IdentityTransactions
+from application.identity.redeem_magic_link import RedeemMagicLink
+from application.identity.request_limits import RequestLimits
+from application.identity.request_magic_link import RequestMagicLink
+from application.identity.request_password_recovery import RequestPasswordRecovery
+from application.identity.request_sign_in_method import RequestSignInMethod
+from application.identity.request_sign_up import RequestSignUp
+from application.identity.request_step_up import RequestStepUp
+from application.identity.revoke_invitation import RevokeInvitation
+from application.identity.services import IdentityServices
+from application.identity.sign_in import SessionStarter, SignIn
+from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
 from entrypoints.bootstrap.database import api_role, resolve_database_url
 from entrypoints.identity_settings import IdentitySettings, load_identity_settings
 from entrypoints.observability import build_telemetry, new_registry

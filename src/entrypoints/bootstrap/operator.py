@@ -16,27 +16,20 @@ from adapters.postgres.pool import open_pool
 from adapters.system.clock import SystemClock
 from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
-from application.challenge_issuer import ChallengeIssuer
-from application.grant_staff import GrantStaff
-from application.identity_ports import SecretSource
-from application.list_dead_letters import ListDeadLetters
-from application.observe_backlog import ObserveBacklog
-from application.operator_services import OperatorServices
-from application.ports import (
-    Clock,
-    Ids,
-    Sealer,
-    SecretHasher,
-    Telemetry,
-)
-from application.reissue_dead_letter import ReissueDeadLetter
-from application.requeue_dead_letter import RequeueDeadLetter
-from application.require_elevation import RequireElevation
-from application.resolve_staff_member import ResolveStaffMember
-from application.revoke_staff import RevokeStaff
-from application.show_backlog import ShowBacklog
-from application.show_message import ShowMessage
-from domain.challenges import ChallengePolicy
+from application.identity.challenge_issuer import ChallengeIssuer
+from application.operator.grant_staff import GrantStaff
+from application.operator.list_dead_letters import ListDeadLetters
+from application.operator.observe_backlog import ObserveBacklog
+from application.operator.reissue_dead_letter import ReissueDeadLetter
+from application.operator.requeue_dead_letter import RequeueDeadLetter
+from application.operator.require_elevation import RequireElevation
+from application.operator.resolve_staff_member import ResolveStaffMember
+from application.operator.revoke_staff import RevokeStaff
+from application.operator.services import OperatorServices
+from application.operator.show_backlog import ShowBacklog
+from application.operator.show_message import ShowMessage
+from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
+from domain.identity.challenges import ChallengePolicy
 from domain.purposes import Purpose
 from entrypoints.bootstrap.database import api_role, resolve_database_url
 from entrypoints.identity_settings import load_identity_settings

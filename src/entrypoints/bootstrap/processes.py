@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 
 from adapters.postgres.migrations import apply_migrations
-from application.dispatch_due_messages import DispatchResult
+from application.outbox.dispatch_due_messages import DispatchResult
 from entrypoints.bootstrap.api import api_services
 from entrypoints.bootstrap.database import resolve_database_url
 from entrypoints.bootstrap.operator import staff_api_services

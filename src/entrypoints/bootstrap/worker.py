@@ -17,19 +17,16 @@ from adapters.postgres.pool import open_pool
 from adapters.postgres.work_listener import WorkListener
 from adapters.system.clock import SystemClock
 from adapters.templates.renderer import JinjaRenderer
-from application.dispatch_due_messages import DispatchDueMessages, DispatchResult
-from application.links import LinkBases
-from application.ports import (
-    DeliveryProvider,
-    DispatchStore,
-    Telemetry,
-)
-from application.provider_breaker import ProviderBreaker
-from application.purge_retained_messages import PurgeRetainedMessages
-from application.sweep_expired_messages import SweepExpiredMessages
+from application.outbox.dispatch_due_messages import DispatchDueMessages, DispatchResult
+from application.outbox.links import LinkBases
+from application.outbox.ports import DeliveryProvider, DispatchStore
+from application.outbox.provider_breaker import ProviderBreaker
+from application.outbox.purge_retained_messages import PurgeRetainedMessages
+from application.outbox.sweep_expired_messages import SweepExpiredMessages
+from application.ports import Telemetry
 from domain.channels import Channel
-from domain.retention import RetentionPolicy
-from domain.retry_policy import RetryPolicy
+from domain.outbox.retention import RetentionPolicy
+from domain.outbox.retry_policy import RetryPolicy
 from entrypoints.bootstrap.database import resolve_worker_database_url, worker_role
 from entrypoints.observability import build_telemetry, new_registry, serve_metrics
 from entrypoints.providers import build_providers, close_providers

@@ -7,11 +7,11 @@ from uuid import UUID
 
 import typer
 
-from application.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
-from application.operator_services import OperatorServices
-from application.operator_views import CopyReceipt
-from application.reissue_dead_letter import ReissueCommand
-from application.requeue_dead_letter import RequeueCommand
+from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
+from application.operator.reissue_dead_letter import ReissueCommand
+from application.operator.requeue_dead_letter import RequeueCommand
+from application.operator.services import OperatorServices
+from application.operator.views import CopyReceipt
 from entrypoints.cli.operator_output import (
     dead_letter_json,
     dead_letter_table,

@@ -9,12 +9,8 @@ from typing import TypeVar
 
 import typer
 
-from application.errors import (
-    InvalidRequest,
-    MessageNotFound,
-    PermissionDenied,
-    StoreUnavailable,
-)
+from application.errors import InvalidRequest, PermissionDenied, StoreUnavailable
+from application.outbox.errors import MessageNotFound
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.settings import SettingsError
 

@@ -7,7 +7,7 @@ from uuid import UUID
 
 import typer
 
-from application.show_message import MessageQuery
+from application.operator.show_message import MessageQuery
 from entrypoints.cli.operator_output import message_json, message_tables, print_json, print_table
 from entrypoints.cli.operator_run import run_operator
 

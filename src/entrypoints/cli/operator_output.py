@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from application.operator_views import (
+from application.operator.views import (
     AttemptView,
     Backlog,
     CopyReceipt,

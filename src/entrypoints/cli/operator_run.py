@@ -9,17 +9,16 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from application.errors import InvalidRequest
-from application.identity_errors import InvalidField
-from application.operator_errors import (
+from application.errors import InvalidField, InvalidRequest
+from application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
     RequestInProgress,
     StaffIdentityNotFound,
     StaffRequired,
 )
-from application.operator_services import OperatorServices
-from domain.dead_letters import Refusal
+from application.operator.services import OperatorServices
+from domain.operator.dead_letters import Refusal
 from entrypoints.bootstrap.operator import operator_services
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail, guarded, run_guarded

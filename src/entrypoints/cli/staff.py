@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from application.grant_staff import GrantStaffCommand
-from application.revoke_staff import RevokeStaffCommand
+from application.operator.grant_staff import GrantStaffCommand
+from application.operator.revoke_staff import RevokeStaffCommand
 from entrypoints.cli.operator_run import run_operator
 
 staff_app = typer.Typer(

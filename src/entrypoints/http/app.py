@@ -15,9 +15,9 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.problem_details import ProblemDetailsConfig, ProblemDetailsPlugin
 from prometheus_client import CollectorRegistry
 
-from application.authenticate_bearer import Principal
-from application.identity_services import IdentityServices
-from application.operator_services import OperatorServices
+from application.identity.principal import Principal
+from application.identity.services import IdentityServices
+from application.operator.services import OperatorServices
 from entrypoints.http.caller import SECURITY_SCHEME, client_address, principal
 from entrypoints.http.health import HealthController
 from entrypoints.http.invitations import InvitationController

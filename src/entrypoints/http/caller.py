@@ -8,9 +8,9 @@ from litestar import Request
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 
-from application.authenticate_bearer import Principal
-from application.identity_errors import Unauthenticated
-from application.identity_services import IdentityServices
+from application.identity.errors import Unauthenticated
+from application.identity.principal import Principal
+from application.identity.services import IdentityServices
 
 SCHEME = "bearer "
 

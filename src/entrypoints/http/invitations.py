@@ -6,7 +6,7 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.accept_invitation import AcceptInvitationCommand
+from application.identity.accept_invitation import AcceptInvitationCommand
 from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import InvitationAccepted, TokenRequest

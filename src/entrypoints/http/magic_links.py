@@ -6,8 +6,8 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.redeem_magic_link import RedeemMagicLinkCommand
-from application.request_magic_link import RequestMagicLinkCommand
+from application.identity.redeem_magic_link import RedeemMagicLinkCommand
+from application.identity.request_magic_link import RequestMagicLinkCommand
 from entrypoints.http.caller import ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import (

@@ -9,9 +9,9 @@ from litestar import Controller, delete, post
 from litestar.params import JSONBody, Parameter
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from application.create_organization import CreateOrganizationCommand
-from application.invite_member import InviteMemberCommand
-from application.revoke_invitation import RevokeInvitationCommand
+from application.identity.create_organization import CreateOrganizationCommand
+from application.identity.invite_member import InviteMemberCommand
+from application.identity.revoke_invitation import RevokeInvitationCommand
 from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import (

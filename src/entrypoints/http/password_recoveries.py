@@ -6,8 +6,8 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from application.confirm_password_recovery import ConfirmPasswordRecoveryCommand
-from application.request_password_recovery import RequestPasswordRecoveryCommand
+from application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
+from application.identity.request_password_recovery import RequestPasswordRecoveryCommand
 from entrypoints.http.caller import ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import (

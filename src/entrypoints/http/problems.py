@@ -13,13 +13,12 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.plugins.problem_details import ProblemDetailsException
 
-from application.errors import InvalidRequest, StoreUnavailable
-from application.identity_errors import (
+from application.errors import InvalidField, InvalidRequest, StoreUnavailable
+from application.identity.errors import (
     Conflict,
     IdentifierTaken,
     InvalidCode,
     InvalidCredentials,
-    InvalidField,
     InvalidToken,
     InvitationLimitReached,
     InvitationNotPending,

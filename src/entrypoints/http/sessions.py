@@ -6,7 +6,7 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.sign_in import SignInCommand
+from application.identity.sign_in import SignInCommand
 from entrypoints.http.caller import ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import SessionCreated, SignInRequest

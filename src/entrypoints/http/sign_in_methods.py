@@ -6,8 +6,8 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from application.confirm_sign_in_method import ConfirmSignInMethodCommand
-from application.request_sign_in_method import RequestSignInMethodCommand
+from application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
+from application.identity.request_sign_in_method import RequestSignInMethodCommand
 from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import ChallengeAccepted, ConfirmationRequest, SignInMethodRequest

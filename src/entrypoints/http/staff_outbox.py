@@ -14,11 +14,11 @@ from litestar.di import NamedDependency
 from litestar.params import HeaderParameter, Parameter
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
-from application.operator_services import OperatorServices
-from application.reissue_dead_letter import ReissueCommand
-from application.require_elevation import ElevationCheck
-from application.show_backlog import BacklogQuery
+from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
+from application.operator.reissue_dead_letter import ReissueCommand
+from application.operator.require_elevation import ElevationCheck
+from application.operator.services import OperatorServices
+from application.operator.show_backlog import BacklogQuery
 from entrypoints.http.caller import SECURITY, Caller
 from entrypoints.http.staff_problems import staff_responses
 from entrypoints.http.staff_schemas import BacklogView, DeadLetterPageView, ReissueView

@@ -8,14 +8,14 @@ from typing import Any
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.plugins.problem_details import ProblemDetailsException
 
-from application.errors import MessageNotFound
-from application.operator_errors import (
+from application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
     RequestInProgress,
     StaffRequired,
     StepUpRequired,
 )
+from application.outbox.errors import MessageNotFound
 from entrypoints.http.problems import PROBLEM_MEDIA_TYPE, PROBLEMS, TYPE_PREFIX, Problem, problem
 
 STAFF_PROBLEMS: dict[str, tuple[int, str]] = {

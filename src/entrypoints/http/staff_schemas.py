@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from application.operator_views import Backlog, CopyReceipt, DeadLetterPage, DeadLetterSummary
+from application.operator.views import Backlog, CopyReceipt, DeadLetterPage, DeadLetterSummary
 from entrypoints.http.schemas import Out
 
 

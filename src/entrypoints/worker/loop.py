@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import attrs
 
-from application.dispatch_due_messages import DispatchResult
 from application.errors import StoreUnavailable
+from application.outbox.dispatch_due_messages import DispatchResult
 from application.ports import Telemetry
 
 MAX_BACKOFF = 10.0

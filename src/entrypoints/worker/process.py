@@ -7,7 +7,7 @@ import signal
 from collections.abc import Sequence
 from datetime import timedelta
 
-from application.dispatch_due_messages import DispatchResult
+from application.outbox.dispatch_due_messages import DispatchResult
 from application.ports import Telemetry
 from entrypoints.worker.loop import WorkerLoop
 from entrypoints.worker.schedule import Every

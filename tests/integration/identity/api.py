@@ -22,16 +22,16 @@ from adapters.crypto.keyring import Keyring, SealKey
 from adapters.postgres.dispatch_store import PostgresDispatchStore
 from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
-from application.dispatch_due_messages import DispatchDueMessages
-from application.identity_services import IdentityServices
-from application.links import LinkBases
-from application.ports import Delivery
-from application.provider_breaker import ProviderBreaker
-from application.request_limits import RateLimitPolicy, RequestLimits
+from application.identity.request_limits import RateLimitPolicy, RequestLimits
+from application.identity.services import IdentityServices
+from application.outbox.dispatch_due_messages import DispatchDueMessages
+from application.outbox.links import LinkBases
+from application.outbox.ports import Delivery
+from application.outbox.provider_breaker import ProviderBreaker
 from domain.channels import Channel
+from domain.identity.rate_limits import RateLimit
+from domain.outbox.retry_policy import RetryPolicy
 from domain.purposes import Purpose
-from domain.rate_limits import RateLimit
-from domain.retry_policy import RetryPolicy
 from entrypoints.bootstrap.api import build_identity_services
 from entrypoints.http.app import create_app
 from entrypoints.identity_settings import IdentitySettings, load_identity_settings

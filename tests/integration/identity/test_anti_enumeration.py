@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from domain.rate_limits import RateLimit
+from domain.identity.rate_limits import RateLimit
 from tests.integration.identity.api import Api, problem_type, token_of
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import pytest
 from adapters.postgres.migrations import Migration, load_migrations
 from adapters.postgres.readiness import PostgresReadinessProbe
 from application.check_readiness import CheckReadiness
-from domain.rate_limits import RateLimit
+from domain.identity.rate_limits import RateLimit
 from tests.integration.identity.api import PASSWORD, Api, problem_type
 
 pytestmark = pytest.mark.integration

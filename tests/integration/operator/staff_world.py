@@ -28,14 +28,14 @@ from adapters.postgres.operator_store import PostgresOperatorStore
 from adapters.postgres.pool import open_pool
 from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
-from application.dispatch_due_messages import DispatchDueMessages
-from application.links import LinkBases
-from application.operator_services import OperatorServices
-from application.provider_breaker import ProviderBreaker
-from domain.challenges import ChallengePolicy
+from application.operator.services import OperatorServices
+from application.outbox.dispatch_due_messages import DispatchDueMessages
+from application.outbox.links import LinkBases
+from application.outbox.provider_breaker import ProviderBreaker
 from domain.channels import Channel
-from domain.failures import DeliveryFailure, FailureClass
-from domain.retry_policy import RetryPolicy
+from domain.identity.challenges import ChallengePolicy
+from domain.outbox.failures import DeliveryFailure, FailureClass
+from domain.outbox.retry_policy import RetryPolicy
 from entrypoints.bootstrap.api import build_identity_services
 from entrypoints.bootstrap.operator import build_operator_services
 from entrypoints.cli.app import app as outboxctl

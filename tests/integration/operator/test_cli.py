@@ -8,7 +8,7 @@ import uuid
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from domain.failures import FailureClass
+from domain.outbox.failures import FailureClass
 from entrypoints.cli.exit_codes import ExitCode
 from tests.integration.operator.staff_world import STAFF, StaffWorld
 

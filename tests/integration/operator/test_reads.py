@@ -10,7 +10,7 @@ import pytest
 
 from adapters.postgres.operator_store import PostgresBacklogGauge
 from adapters.postgres.pool import open_pool
-from application.observe_backlog import ObserveBacklog
+from application.operator.observe_backlog import ObserveBacklog
 from entrypoints.observability import build_telemetry, new_registry, render_metrics
 from tests.integration.operator.staff_world import StaffWorld
 

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from domain.failures import FailureClass
+from domain.outbox.failures import FailureClass
 from tests.integration.identity.api import PASSWORD
 from tests.integration.operator.staff_world import StaffWorld
 

@@ -19,7 +19,7 @@ from psycopg_pool import AsyncConnectionPool
 from adapters.postgres.operator_store import PostgresOperatorStore
 from adapters.postgres.pool import open_pool
 from application.errors import InvalidRequest, PermissionDenied
-from application.operator_errors import RequestInProgress, StaffRequired
+from application.operator.errors import RequestInProgress, StaffRequired
 from domain.destinations import mask
 from tests.contract.operator_harness import PostgresOperatorHarness, challenge, dead_letter
 

@@ -13,8 +13,8 @@ from datetime import timedelta
 import pytest
 
 from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from application.ports import AttemptRecord, ClaimedMessage
-from domain.outcomes import Published, RecordResult
+from application.outbox.ports import AttemptRecord, ClaimedMessage
+from domain.outbox.outcomes import Published, RecordResult
 from tests.contract.harness import PostgresHarness, make_message
 
 pytestmark = pytest.mark.integration

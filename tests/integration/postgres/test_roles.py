@@ -14,7 +14,7 @@ from adapters.postgres.outbox_writer import PostgresOutboxWriter
 from adapters.postgres.pool import open_pool
 from adapters.postgres.work_listener import WorkListener
 from application.errors import PermissionDenied
-from domain.failures import FailureClass
+from domain.outbox.failures import FailureClass
 from tests.contract.harness import MemoryHarness, make_message
 
 pytestmark = pytest.mark.integration

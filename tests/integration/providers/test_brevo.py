@@ -9,9 +9,9 @@ import attrs
 import pytest
 
 from adapters.providers.brevo.provider import BrevoProvider
-from application.errors import DeliveryFailed
+from application.outbox.errors import DeliveryFailed
 from domain.channels import Channel
-from domain.failures import FailureClass
+from domain.outbox.failures import FailureClass
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import CODE, EMAIL, MESSAGE_ID, PHONE, email_delivery, leaks
 from tests.fakes.deliveries import phone_delivery as phone

@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 from adapters.providers.wasender.provider import WasenderProvider
-from application.errors import DeliveryFailed
+from application.outbox.errors import DeliveryFailed
 from domain.channels import Channel
-from domain.failures import FailureClass
+from domain.outbox.failures import FailureClass
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import CODE, PHONE, leaks, phone_delivery
 from tests.integration.providers.http_stand_in import HttpStandIn, Reply

@@ -16,7 +16,7 @@ from adapters.crypto.keyring import Keyring, SealKey, key_line
 from adapters.postgres.outbox_writer import PostgresOutboxWriter
 from adapters.system.ids import Uuid7Ids
 from domain.channels import Channel
-from domain.messages import Message
+from domain.outbox.messages import Message
 from domain.purposes import Purpose
 
 SEAL_KEY = SealKey("test", bytes(range(32)))

@@ -12,9 +12,9 @@ import psycopg
 import pytest
 import structlog
 
-from application.ports import Delivery
+from application.outbox.ports import Delivery
 from domain.channels import Channel
-from domain.failures import FailureClass
+from domain.outbox.failures import FailureClass
 from entrypoints.bootstrap.worker import worker_services
 from entrypoints.observability import configure_logging
 from entrypoints.settings import load_settings

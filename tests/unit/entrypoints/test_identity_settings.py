@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from domain.rate_limits import RateLimit
+from domain.identity.rate_limits import RateLimit
 from entrypoints.identity_settings import load_identity_settings
 from entrypoints.settings import SettingsError
 

@@ -14,10 +14,11 @@ from adapters.providers.http_failures import (
     provider_message_id,
     safe_token,
 )
-from application.errors import DeliveryFailed
-from application.ports import Clock, Delivery
+from application.outbox.errors import DeliveryFailed
+from application.outbox.ports import Delivery
+from application.ports import Clock
 from domain.channels import Channel
-from domain.failures import DeliveryFailure, FailureClass
+from domain.outbox.failures import DeliveryFailure, FailureClass
 
 DEFAULT_BASE_URL = "https://api.brevo.com/v3"
 EMAIL_PATH = "/smtp/email"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from application.ports import Delivery
+from application.outbox.ports import Delivery
 
 _RULE = "-" * 72
 

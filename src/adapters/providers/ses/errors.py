@@ -9,8 +9,8 @@ from typing import Any
 
 import botocore.exceptions
 
-from domain.failures import DeliveryFailure, FailureClass
-from domain.retry_after import parse_retry_after
+from domain.outbox.failures import DeliveryFailure, FailureClass
+from domain.outbox.retry_after import parse_retry_after
 
 THROTTLING_CODES = frozenset(
     {

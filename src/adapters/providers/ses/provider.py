@@ -12,8 +12,9 @@ import botocore.config
 import botocore.exceptions
 
 from adapters.providers.ses.errors import classify_botocore_error, classify_client_error
-from application.errors import DeliveryFailed
-from application.ports import Clock, Delivery
+from application.outbox.errors import DeliveryFailed
+from application.outbox.ports import Delivery
+from application.ports import Clock
 
 if TYPE_CHECKING:
     from mypy_boto3_sesv2.client import SESV2Client

@@ -8,9 +8,10 @@ import ssl
 import aiosmtplib
 
 from adapters.providers.smtp.mime import build_message, message_id_header, sender_address
-from application.errors import DeliveryFailed
-from application.ports import Clock, Delivery
-from domain.failures import DeliveryFailure, FailureClass
+from application.outbox.errors import DeliveryFailed
+from application.outbox.ports import Delivery
+from application.ports import Clock
+from domain.outbox.failures import DeliveryFailure, FailureClass
 
 # Transient replies that mean "slow down / try later" rather than "broken": 421 service
 # closing (how most relays answer a rate limit), 450 mailbox busy or greylisted, 451 local

@@ -14,9 +14,10 @@ from adapters.providers.http_failures import (
     parse_rate_limit_reset,
     provider_message_id,
 )
-from application.errors import DeliveryFailed
-from application.ports import Clock, Delivery
-from domain.failures import DeliveryFailure, FailureClass
+from application.outbox.errors import DeliveryFailed
+from application.outbox.ports import Delivery
+from application.ports import Clock
+from domain.outbox.failures import DeliveryFailure, FailureClass
 
 DEFAULT_BASE_URL = "https://www.wasenderapi.com/api"
 SEND_PATH = "/send-message"

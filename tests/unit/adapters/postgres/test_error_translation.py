@@ -8,12 +8,8 @@ from psycopg import errors
 from psycopg_pool import PoolTimeout
 
 from adapters.postgres.error_translation import translate, translated_errors
-from application.errors import (
-    DuplicateMessage,
-    InvalidRequest,
-    PermissionDenied,
-    StoreUnavailable,
-)
+from application.errors import InvalidRequest, PermissionDenied, StoreUnavailable
+from application.outbox.errors import DuplicateMessage
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ import httpx
 import pytest
 
 from adapters.providers.brevo.provider import BrevoProvider
-from application.errors import DeliveryFailed
-from application.ports import Delivery, RenderedMessage
+from application.outbox.errors import DeliveryFailed
+from application.outbox.ports import Delivery, RenderedMessage
 from domain.channels import Channel
-from domain.failures import FailureClass
+from domain.outbox.failures import FailureClass
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import MESSAGE_ID, PHONE, email_delivery, phone_delivery
 

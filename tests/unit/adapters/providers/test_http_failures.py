@@ -16,7 +16,7 @@ from adapters.providers.http_failures import (
     provider_message_id,
     safe_token,
 )
-from domain.failures import FailureClass
+from domain.outbox.failures import FailureClass
 from tests.fakes.clock import EPOCH
 
 REQUEST = httpx.Request("POST", "https://api.example.test/send")

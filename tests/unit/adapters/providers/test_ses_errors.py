@@ -9,7 +9,7 @@ import botocore.exceptions
 import pytest
 
 from adapters.providers.ses.errors import classify_botocore_error, classify_client_error
-from domain.failures import DeliveryFailure, FailureClass
+from domain.outbox.failures import DeliveryFailure, FailureClass
 from tests.fakes.clock import EPOCH
 
 

@@ -9,7 +9,7 @@ from email.message import EmailMessage
 import pytest
 
 from adapters.providers.smtp.mime import build_message, sender_address
-from application.ports import Delivery, RenderedMessage
+from application.outbox.ports import Delivery, RenderedMessage
 from domain.channels import Channel
 from tests.fakes.clock import EPOCH
 from tests.fakes.deliveries import MESSAGE_ID, email_delivery

@@ -8,9 +8,9 @@ import httpx
 import pytest
 
 from adapters.providers.wasender.provider import WasenderProvider
-from application.errors import DeliveryFailed
+from application.outbox.errors import DeliveryFailed
 from domain.channels import Channel
-from domain.failures import DeliveryFailure, FailureClass
+from domain.outbox.failures import DeliveryFailure, FailureClass
 from tests.fakes.clock import EPOCH, FixedClock
 from tests.fakes.deliveries import phone_delivery
 

@@ -6,8 +6,9 @@ import sys
 from typing import Any, NoReturn
 
 from adapters.telemetry.error_fields import error_code, exception_as_fields
-from application.errors import DeliveryFailed, StoreUnavailable
-from domain.failures import DeliveryFailure, FailureClass
+from application.errors import StoreUnavailable
+from application.outbox.errors import DeliveryFailed
+from domain.outbox.failures import DeliveryFailure, FailureClass
 
 
 class ProviderCrashed(Exception):

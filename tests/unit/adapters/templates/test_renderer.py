@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from adapters.templates.renderer import BUILTIN_DIR, JinjaRenderer
-from application.errors import TemplateNotFound, TemplateRenderFailed
-from application.ports import RenderedMessage
+from application.outbox.errors import TemplateNotFound, TemplateRenderFailed
+from application.outbox.ports import RenderedMessage
 from domain.channels import Channel
 from domain.purposes import Purpose
 

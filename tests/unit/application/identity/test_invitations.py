@@ -8,8 +8,7 @@ from uuid import UUID
 import attrs
 import pytest
 
-from application.authenticate_bearer import Principal
-from application.identity_errors import (
+from application.identity.errors import (
     InvalidToken,
     InvitationLimitReached,
     InvitationNotPending,
@@ -17,14 +16,15 @@ from application.identity_errors import (
     NotFound,
     RateLimited,
 )
-from application.invite_member import InvitationReceipt, InviteMemberCommand
-from application.revoke_invitation import RevokeInvitationCommand
-from domain.failures import FailureClass
-from domain.invitations import InvitationLimits, InvitationState
-from domain.messages import State
-from domain.organizations import Permission
+from application.identity.invite_member import InvitationReceipt, InviteMemberCommand
+from application.identity.principal import Principal
+from application.identity.revoke_invitation import RevokeInvitationCommand
+from domain.identity.invitations import InvitationLimits, InvitationState
+from domain.identity.organizations import Permission
+from domain.identity.rate_limits import RateLimit
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
 from domain.purposes import Purpose
-from domain.rate_limits import RateLimit
 from tests.unit.application.identity.world import CLIENT, World
 
 GUEST = "guest@example.com"

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import pytest
 
-from application.errors import StoreUnavailable
-from application.identity_errors import InvalidField, InvalidToken, RateLimited
-from application.redeem_magic_link import RedeemMagicLinkCommand
-from application.request_magic_link import RequestMagicLinkCommand
-from domain.failures import FailureClass
+from application.errors import InvalidField, StoreUnavailable
+from application.identity.errors import InvalidToken, RateLimited
+from application.identity.redeem_magic_link import RedeemMagicLinkCommand
+from application.identity.request_magic_link import RequestMagicLinkCommand
+from domain.outbox.failures import FailureClass
 from domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, World
 

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import pytest
 
-from application.confirm_password_recovery import ConfirmPasswordRecoveryCommand
-from application.errors import StoreUnavailable
-from application.identity_errors import InvalidCode, InvalidField, Unauthenticated
-from application.request_password_recovery import RequestPasswordRecoveryCommand
-from domain.failures import FailureClass
+from application.errors import InvalidField, StoreUnavailable
+from application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
+from application.identity.errors import InvalidCode, Unauthenticated
+from application.identity.request_password_recovery import RequestPasswordRecoveryCommand
+from domain.outbox.failures import FailureClass
 from domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, World
 

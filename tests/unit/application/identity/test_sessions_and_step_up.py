@@ -6,17 +6,17 @@ from datetime import timedelta
 
 import pytest
 
-from application.confirm_sign_in_method import ConfirmSignInMethodCommand
-from application.confirm_step_up import ConfirmStepUpCommand
-from application.identity_errors import InvalidCode, InvalidCredentials, Unauthenticated
-from application.request_sign_in_method import RequestSignInMethodCommand
-from application.request_sign_up import RequestSignUpCommand
-from application.request_step_up import RequestStepUpCommand
-from application.sign_in import SignInCommand
-from domain.failures import FailureClass
-from domain.messages import State
+from application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
+from application.identity.confirm_step_up import ConfirmStepUpCommand
+from application.identity.errors import InvalidCode, InvalidCredentials, Unauthenticated
+from application.identity.request_sign_in_method import RequestSignInMethodCommand
+from application.identity.request_sign_up import RequestSignUpCommand
+from application.identity.request_step_up import RequestStepUpCommand
+from application.identity.sign_in import SignInCommand
+from domain.identity.tokens import token_digest
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
 from domain.purposes import Purpose
-from domain.tokens import token_digest
 from tests.unit.application.identity.world import CLIENT, PASSWORD, World
 
 

@@ -6,13 +6,13 @@ from datetime import timedelta
 
 import pytest
 
-from application.confirm_sign_up import ConfirmSignUpCommand
-from application.errors import StoreUnavailable
-from application.identity_errors import InvalidCode, InvalidField, RateLimited
-from application.request_sign_up import RequestSignUpCommand
-from domain.challenges import ChallengeState
-from domain.failures import FailureClass
-from domain.messages import State
+from application.errors import InvalidField, StoreUnavailable
+from application.identity.confirm_sign_up import ConfirmSignUpCommand
+from application.identity.errors import InvalidCode, RateLimited
+from application.identity.request_sign_up import RequestSignUpCommand
+from domain.identity.challenges import ChallengeState
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
 from domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, PASSWORD, World
 

@@ -9,28 +9,29 @@ import attrs
 from adapters.crypto.envelope import EnvelopeSealer
 from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
 from adapters.crypto.keyring import Keyring, SealKey
-from application.accept_invitation import AcceptInvitation, AcceptInvitationCommand
-from application.authenticate_bearer import AuthenticateBearer, Principal
-from application.challenge_answers import ChallengeAnswers
-from application.challenge_issuer import ChallengeIssuer
 from application.check_readiness import CheckReadiness
-from application.confirm_password_recovery import ConfirmPasswordRecovery
-from application.confirm_sign_in_method import ConfirmSignInMethod
-from application.confirm_sign_up import ConfirmSignUp, ConfirmSignUpCommand
-from application.confirm_step_up import ConfirmStepUp
-from application.create_organization import CreateOrganization, CreateOrganizationCommand
-from application.identity_services import IdentityServices
-from application.invite_member import InviteMember
-from application.redeem_magic_link import RedeemMagicLink
-from application.request_limits import RateLimitPolicy, RequestLimits
-from application.request_magic_link import RequestMagicLink
-from application.request_password_recovery import RequestPasswordRecovery
-from application.request_sign_in_method import RequestSignInMethod
-from application.request_sign_up import RequestSignUp, RequestSignUpCommand
-from application.request_step_up import RequestStepUp
-from application.revoke_invitation import RevokeInvitation
-from application.sign_in import SessionStarter, SignIn, SignInCommand
-from domain.messages import Message
+from application.identity.accept_invitation import AcceptInvitation, AcceptInvitationCommand
+from application.identity.authenticate_bearer import AuthenticateBearer
+from application.identity.challenge_answers import ChallengeAnswers
+from application.identity.challenge_issuer import ChallengeIssuer
+from application.identity.confirm_password_recovery import ConfirmPasswordRecovery
+from application.identity.confirm_sign_in_method import ConfirmSignInMethod
+from application.identity.confirm_sign_up import ConfirmSignUp, ConfirmSignUpCommand
+from application.identity.confirm_step_up import ConfirmStepUp
+from application.identity.create_organization import CreateOrganization, CreateOrganizationCommand
+from application.identity.invite_member import InviteMember
+from application.identity.principal import Principal
+from application.identity.redeem_magic_link import RedeemMagicLink
+from application.identity.request_limits import RateLimitPolicy, RequestLimits
+from application.identity.request_magic_link import RequestMagicLink
+from application.identity.request_password_recovery import RequestPasswordRecovery
+from application.identity.request_sign_in_method import RequestSignInMethod
+from application.identity.request_sign_up import RequestSignUp, RequestSignUpCommand
+from application.identity.request_step_up import RequestStepUp
+from application.identity.revoke_invitation import RevokeInvitation
+from application.identity.services import IdentityServices
+from application.identity.sign_in import SessionStarter, SignIn, SignInCommand
+from domain.outbox.messages import Message
 from domain.purposes import Purpose
 from tests.fakes.clock import FixedClock
 from tests.fakes.identity import (

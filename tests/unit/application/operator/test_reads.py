@@ -7,12 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from application.errors import MessageNotFound
-from application.identity_errors import InvalidField
-from application.list_dead_letters import MAX_LIMIT, DeadLetterQuery
-from application.operator_errors import StaffRequired
-from application.show_backlog import BacklogQuery
-from application.show_message import MessageQuery
+from application.errors import InvalidField
+from application.operator.errors import StaffRequired
+from application.operator.list_dead_letters import MAX_LIMIT, DeadLetterQuery
+from application.operator.show_backlog import BacklogQuery
+from application.operator.show_message import MessageQuery
+from application.outbox.errors import MessageNotFound
 
 
 async def test_backlog_names_the_actor_to_the_store(world):

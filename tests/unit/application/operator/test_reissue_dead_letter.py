@@ -6,18 +6,18 @@ import uuid
 
 import pytest
 
-from application.errors import MessageNotFound
-from application.identity_errors import InvalidField
-from application.operator_errors import (
+from application.errors import InvalidField
+from application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
     RequestInProgress,
     StaffRequired,
 )
-from application.reissue_dead_letter import ReissueCommand
-from domain.dead_letters import Refusal
-from domain.failures import FailureClass
-from domain.messages import State
+from application.operator.reissue_dead_letter import ReissueCommand
+from application.outbox.errors import MessageNotFound
+from domain.operator.dead_letters import Refusal
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
 from domain.purposes import Purpose
 from tests.unit.application.operator.world import SEALER, OperatorWorld
 

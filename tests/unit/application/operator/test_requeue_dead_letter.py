@@ -6,10 +6,10 @@ import uuid
 
 import pytest
 
-from application.operator_errors import DeadLetterRefused, StaffRequired
-from application.requeue_dead_letter import RequeueCommand
-from domain.dead_letters import Refusal
-from domain.messages import State
+from application.operator.errors import DeadLetterRefused, StaffRequired
+from application.operator.requeue_dead_letter import RequeueCommand
+from domain.operator.dead_letters import Refusal
+from domain.outbox.messages import State
 from domain.purposes import Purpose
 from tests.unit.application.operator.world import PERSON, OperatorWorld
 

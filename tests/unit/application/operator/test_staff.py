@@ -6,14 +6,14 @@ from datetime import timedelta
 
 import pytest
 
-from application.authenticate_bearer import Principal
-from application.grant_staff import GrantStaffCommand
-from application.identity_errors import InvalidField
-from application.operator_errors import StaffIdentityNotFound, StepUpRequired
-from application.require_elevation import ElevationCheck
-from application.revoke_staff import RevokeStaffCommand
-from domain.sessions import Elevation
-from domain.tokens import token_digest
+from application.errors import InvalidField
+from application.identity.principal import Principal
+from application.operator.errors import StaffIdentityNotFound, StepUpRequired
+from application.operator.grant_staff import GrantStaffCommand
+from application.operator.require_elevation import ElevationCheck
+from application.operator.revoke_staff import RevokeStaffCommand
+from domain.identity.sessions import Elevation
+from domain.identity.tokens import token_digest
 from tests.unit.application.operator.world import STAFF, OperatorWorld
 
 

@@ -10,20 +10,20 @@ import attrs
 from adapters.crypto.envelope import EnvelopeSealer
 from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
 from adapters.crypto.keyring import Keyring, SealKey
-from application.challenge_issuer import ChallengeIssuer
-from application.grant_staff import GrantStaff
-from application.list_dead_letters import ListDeadLetters
-from application.observe_backlog import ObserveBacklog
-from application.reissue_dead_letter import ReissueDeadLetter
-from application.requeue_dead_letter import RequeueDeadLetter
-from application.require_elevation import RequireElevation
-from application.resolve_staff_member import ResolveStaffMember
-from application.revoke_staff import RevokeStaff
-from application.show_backlog import ShowBacklog
-from application.show_message import ShowMessage
-from domain.challenges import Challenge
-from domain.failures import FailureClass
-from domain.messages import Message
+from application.identity.challenge_issuer import ChallengeIssuer
+from application.operator.grant_staff import GrantStaff
+from application.operator.list_dead_letters import ListDeadLetters
+from application.operator.observe_backlog import ObserveBacklog
+from application.operator.reissue_dead_letter import ReissueDeadLetter
+from application.operator.requeue_dead_letter import RequeueDeadLetter
+from application.operator.require_elevation import RequireElevation
+from application.operator.resolve_staff_member import ResolveStaffMember
+from application.operator.revoke_staff import RevokeStaff
+from application.operator.show_backlog import ShowBacklog
+from application.operator.show_message import ShowMessage
+from domain.identity.challenges import Challenge
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import Message
 from domain.purposes import Purpose
 from tests.contract.operator_harness import challenge, dead_letter
 from tests.fakes.identity import InMemoryIdentityTransactions, SequentialSecrets

@@ -7,9 +7,9 @@ from uuid import UUID
 
 import pytest
 
-from domain.challenges import Challenge, ChallengePolicy, ChallengeState
 from domain.channels import Channel
-from domain.identity_errors import ChallengeNotOpen
+from domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
+from domain.identity.errors import ChallengeNotOpen
 from domain.purposes import Purpose
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

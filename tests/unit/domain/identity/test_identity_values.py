@@ -9,15 +9,15 @@ import pytest
 
 from domain.channels import Channel
 from domain.errors import InvalidDestination
-from domain.identifiers import Identifier
-from domain.identity_errors import TokenNotUsable, WeakPassword
-from domain.invitations import Invitation, InvitationState
-from domain.magic_links import MagicLink
-from domain.organizations import Permission, found_organization
-from domain.passwords import check_password
-from domain.rate_limits import RateLimit
-from domain.sessions import Elevation, Session
-from domain.tokens import token_digest
+from domain.identity.errors import TokenNotUsable, WeakPassword
+from domain.identity.identifiers import Identifier
+from domain.identity.invitations import Invitation, InvitationState
+from domain.identity.magic_links import MagicLink
+from domain.identity.organizations import Permission, found_organization
+from domain.identity.passwords import check_password
+from domain.identity.rate_limits import RateLimit
+from domain.identity.sessions import Elevation, Session
+from domain.identity.tokens import token_digest
 
 NOW = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import attrs
 
-from application.dispatch_due_messages import DispatchResult
 from application.errors import StoreUnavailable
+from application.outbox.dispatch_due_messages import DispatchResult
 from entrypoints.worker.loop import WorkerLoop
 from tests.fakes.telemetry import RecordingTelemetry
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from application.dispatch_due_messages import DispatchResult
+from application.outbox.dispatch_due_messages import DispatchResult
 from entrypoints.worker.loop import WorkerLoop
 from tests.fakes.telemetry import RecordingTelemetry
 

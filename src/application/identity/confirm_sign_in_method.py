@@ -1,0 +1,74 @@
+"""Confirm an added sign-in method: the right code attaches the identifier, verified."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import attrs
+
+from application.identity.challenge_answers import ChallengeAnswers
+from application.identity.errors import IdentifierTaken
+from application.identity.inputs import parse_identifier
+from application.identity.ports import IdentityTransactions
+from application.identity.request_limits import RequestLimits
+from application.ports import Clock, Telemetry
+from domain.destinations import mask
+from domain.identity.identities import LoginIdentifier
+from domain.purposes import Purpose
+
+ROUTE = "sign_in_method_confirmation"
+
+
+@attrs.frozen(kw_only=True)
+class ConfirmSignInMethodCommand:
+    """The signed-in identity, the identifier being added and the code it received."""
+
+    identity_id: UUID
+    identifier: str = attrs.field(repr=False)
+    code: str = attrs.field(repr=False)
+    client_address: str = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class ConfirmSignInMethod:
+    """Adds the identifier to the identity, verified; unsent messages are cancelled."""
+
+    transactions: IdentityTransactions
+    answers: ChallengeAnswers
+    limits: RequestLimits
+    clock: Clock
+    telemetry: Telemetry
+
+    async def __call__(self, command: ConfirmSignInMethodCommand) -> None:
+        """Confirm; raises InvalidField, InvalidCode, IdentifierTaken or RateLimited."""
+        identifier = parse_identifier(command.identifier)
+        now = self.clock.now()
+        await self.limits.client(ROUTE, command.client_address, now)
+        async with self.transactions.begin() as uow:
+            challenge = await uow.identity.find_challenge(
+                purpose=Purpose.ADD_SIGN_IN_METHOD,
+                identity_id=command.identity_id,
+                identifier=identifier.value,
+            )
+            await self.answers.consume(uow, challenge, command.code, now)
+            account = await uow.identity.find_account(identifier.value)
+            if account is not None and account.identifier.is_verified:
+                if account.identity_id == command.identity_id:
+                    await uow.commit()
+                    return
+                raise IdentifierTaken
+            await uow.identity.save_login_identifier(
+                LoginIdentifier(
+                    value=identifier.value,
+                    channel=identifier.channel,
+                    identity_id=command.identity_id,
+                    created_at=now,
+                    verified_at=now,
+                )
+            )
+            await uow.commit()
+        self.telemetry.event(
+            "identity.sign_in_method.added",
+            identity_id=str(command.identity_id),
+            destination=mask(identifier.value),
+        )

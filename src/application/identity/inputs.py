@@ -1,0 +1,35 @@
+"""Parsing caller input into domain values, naming the request field when it is invalid."""
+
+from __future__ import annotations
+
+from application.errors import InvalidField
+from domain.channels import Channel
+from domain.destinations import normalize
+from domain.errors import InvalidDestination
+from domain.identity.errors import WeakPassword
+from domain.identity.identifiers import Identifier
+from domain.identity.passwords import check_password
+
+
+def parse_identifier(raw: str, field: str = "identifier") -> Identifier:
+    """An email address or E.164 number; raises InvalidField naming ``field``."""
+    try:
+        return Identifier.parse(raw)
+    except InvalidDestination:
+        raise InvalidField(field, "expected an email address or an E.164 phone number") from None
+
+
+def parse_email(raw: str, field: str = "email") -> Identifier:
+    """An email address; raises InvalidField naming ``field``."""
+    try:
+        return Identifier(normalize(Channel.EMAIL, raw), Channel.EMAIL)
+    except InvalidDestination:
+        raise InvalidField(field, "expected an email address") from None
+
+
+def parse_password(raw: str, field: str = "password") -> str:
+    """A password that follows the rule; raises InvalidField naming ``field``."""
+    try:
+        return check_password(raw)
+    except WeakPassword as error:
+        raise InvalidField(field, str(error)) from None

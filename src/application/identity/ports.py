@@ -1,0 +1,215 @@
+"""The ports of the reference Identity module (typing.Protocol, async).
+
+One unit of work gives the identity store and the outbox writer in one database
+transaction, so a challenge, invitation or magic link and its message commit together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+import attrs
+
+from application.outbox.ports import OutboxWriter
+from domain.identity.challenges import Challenge
+from domain.identity.identities import Account, Identity, LoginIdentifier
+from domain.identity.invitations import Invitation
+from domain.identity.magic_links import MagicLink
+from domain.identity.organizations import Membership, Organization
+from domain.identity.sessions import Elevation, Session
+from domain.outbox.messages import Message
+from domain.purposes import Purpose
+
+
+@attrs.frozen(kw_only=True)
+class RecoveryTarget:
+    """What the anti-enumeration lookup found: an identity (or None) and its open challenge."""
+
+    identity_id: UUID | None
+    challenge: Challenge | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MagicLinkTarget:
+    """What the anti-enumeration lookup found: an identity (or None) and its open link."""
+
+    identity_id: UUID | None
+    link: MagicLink | None = None
+
+
+class IdentityStore(Protocol):
+    """The identity tables, as one transaction sees them (role ``outbox_runtime``).
+
+    ``find_*`` methods that return a row the caller will change lock it until the
+    transaction ends. Every method raises StoreUnavailable for a transient database
+    error; ``save_login_identifier`` raises IdentifierTaken when another identity
+    holds the identifier verified.
+    """
+
+    async def find_account(self, identifier: str) -> Account | None:
+        """The login identifier (verified or not) with its identity and password hash."""
+        ...
+
+    async def find_verified_identifiers(self, identity_id: UUID) -> Sequence[LoginIdentifier]:
+        """The identity's verified identifiers, emails first, oldest first."""
+        ...
+
+    async def add_identity(self, identity: Identity) -> None:
+        """Insert a new identity."""
+        ...
+
+    async def save_login_identifier(self, login: LoginIdentifier) -> None:
+        """Insert or update the identifier; an unverified one of another identity is taken over."""
+        ...
+
+    async def save_password(self, *, identity_id: UUID, password_hash: str, now: datetime) -> None:
+        """Set the identity's password hash."""
+        ...
+
+    async def find_challenge(
+        self, *, purpose: Purpose, identity_id: UUID | None, identifier: str | None
+    ) -> Challenge | None:
+        """The newest open-state challenge of ``purpose`` matching the given keys, locked."""
+        ...
+
+    async def save_challenge(self, challenge: Challenge) -> None:
+        """Insert or update the challenge."""
+        ...
+
+    async def add_session(self, session: Session) -> None:
+        """Insert a session."""
+        ...
+
+    async def find_session(self, token_digest: str) -> Session | None:
+        """The session with this token digest, active or not."""
+        ...
+
+    async def revoke_sessions(self, *, identity_id: UUID, now: datetime) -> int:
+        """Revoke every active session of the identity; return how many."""
+        ...
+
+    async def add_elevation(self, elevation: Elevation) -> None:
+        """Insert an elevation (a fresh step-up)."""
+        ...
+
+    async def find_elevation(self, token_digest: str) -> Elevation | None:
+        """The elevation with this token digest, active or not."""
+        ...
+
+    async def add_organization(self, organization: Organization, founder: Membership) -> None:
+        """Insert an organization and its founder's membership."""
+        ...
+
+    async def find_organization(self, organization_id: UUID) -> Organization | None:
+        """The organization, if it exists."""
+        ...
+
+    async def find_membership(
+        self, *, organization_id: UUID, identity_id: UUID
+    ) -> Membership | None:
+        """The identity's membership of the organization, if any."""
+        ...
+
+    async def save_membership(self, membership: Membership) -> None:
+        """Insert the membership, or replace its permissions."""
+        ...
+
+    async def find_invitation(self, invitation_id: UUID) -> Invitation | None:
+        """The invitation, locked."""
+        ...
+
+    async def find_invitation_by_token(self, token_digest: str) -> Invitation | None:
+        """The invitation whose token has this digest, locked."""
+        ...
+
+    async def find_pending_invitation(
+        self, *, organization_id: UUID, email: str
+    ) -> Invitation | None:
+        """The pending-state invitation of ``email`` to the organization, locked."""
+        ...
+
+    async def count_pending_invitations(self, *, organization_id: UUID, now: datetime) -> int:
+        """How many of the organization's invitations are pending and unexpired at ``now``."""
+        ...
+
+    async def save_invitation(self, invitation: Invitation) -> None:
+        """Insert or update the invitation."""
+        ...
+
+    async def find_magic_link_by_token(self, token_digest: str) -> MagicLink | None:
+        """The magic link whose token has this digest, locked."""
+        ...
+
+    async def save_magic_link(self, link: MagicLink) -> None:
+        """Insert or update the magic link."""
+        ...
+
+    async def find_recovery_target(self, identifier: str) -> RecoveryTarget:
+        """Anti-enumeration lookup: the verified identifier's identity and open recovery challenge.
+
+        One statement whatever the answer (OX-S3).
+        """
+        ...
+
+    async def open_recovery_if_known(
+        self, *, identity_id: UUID | None, challenge: Challenge, message: Message
+    ) -> None:
+        """Save the challenge and enqueue its message if ``identity_id`` is set; else nothing.
+
+        One statement whatever the answer (OX-S3).
+        """
+        ...
+
+    async def find_magic_link_target(self, email: str) -> MagicLinkTarget:
+        """Anti-enumeration lookup: the verified email's identity and its open magic link."""
+        ...
+
+    async def open_magic_link_if_known(
+        self, *, identity_id: UUID | None, link: MagicLink, message: Message
+    ) -> None:
+        """Save the link and enqueue its message if ``identity_id`` is set; else nothing."""
+        ...
+
+
+class IdentityUnitOfWork(Protocol):
+    """One database transaction: the identity store and the outbox writer share it.
+
+    Leaving the ``begin()`` block without ``commit()`` rolls everything back.
+    """
+
+    @property
+    def identity(self) -> IdentityStore:
+        """The identity tables in this transaction."""
+        ...
+
+    @property
+    def outbox(self) -> OutboxWriter:
+        """The outbox producer API in this transaction."""
+        ...
+
+    async def commit(self) -> None:
+        """Commit; raises StoreUnavailable for a transient failure (nothing was committed)."""
+        ...
+
+
+class IdentityTransactions(Protocol):
+    """Opens units of work."""
+
+    def begin(self) -> AbstractAsyncContextManager[IdentityUnitOfWork]:
+        """Begin a transaction; raises StoreUnavailable if the database cannot be reached."""
+        ...
+
+
+class RateLimiter(Protocol):
+    """Counts hits per key in fixed windows, in its own short transaction."""
+
+    async def hit(self, *, key: str, window_start: datetime, window_end: datetime) -> int:
+        """Count one hit on ``key`` in the window starting at ``window_start``; return the total.
+
+        ``key`` is a digest, never a raw address. Raises StoreUnavailable.
+        """
+        ...

@@ -1,0 +1,97 @@
+"""Sign up: open a sign-up challenge and enqueue its code in one transaction (OX-S1)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import attrs
+
+from application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
+from application.identity.errors import RateLimited
+from application.identity.inputs import parse_identifier, parse_password
+from application.identity.ports import IdentityTransactions
+from application.identity.request_limits import RequestLimits
+from application.ports import Clock, Ids, SecretHasher, Telemetry
+from domain.destinations import mask
+from domain.identity.identities import Identity, LoginIdentifier
+from domain.purposes import Purpose
+
+ROUTE = "sign_up"
+
+
+@attrs.frozen(kw_only=True)
+class RequestSignUpCommand:
+    """An identifier (email or E.164 phone) and the password the new account will use."""
+
+    identifier: str = attrs.field(repr=False)
+    password: str = attrs.field(repr=False)
+    client_address: str = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class RequestSignUp:
+    """Registers an unverified identity and sends a code; again while open, it resends (OB7).
+
+    An identifier that is already verified gets the same answer and no message, so the
+    route does not tell who has an account (OB8).
+    """
+
+    transactions: IdentityTransactions
+    issuer: ChallengeIssuer
+    hasher: SecretHasher
+    limits: RequestLimits
+    clock: Clock
+    ids: Ids
+    telemetry: Telemetry
+
+    async def __call__(self, command: RequestSignUpCommand) -> ChallengeReceipt:
+        """Open or resend the challenge; raises InvalidField or RateLimited."""
+        identifier = parse_identifier(command.identifier)
+        parse_password(command.password)
+        now = self.clock.now()
+        await self.limits.client(ROUTE, command.client_address, now)
+        wait = await self.limits.destination(ROUTE, identifier.value, now)
+        if wait is not None:
+            raise RateLimited(wait)
+        password_hash = await asyncio.to_thread(self.hasher.hash, command.password)
+        # Drawn and hashed up front, so a taken identifier costs the same work (no timing tell).
+        drawn = await self.issuer.new_code()
+        async with self.transactions.begin() as uow:
+            account = await uow.identity.find_account(identifier.value)
+            if account is not None and account.identifier.is_verified:
+                self.telemetry.event(
+                    "identity.sign_up.already_registered", destination=mask(identifier.value)
+                )
+                return ChallengeReceipt(challenge_expires_at=now + self.issuer.policy.lifetime)
+            if account is None:
+                identity = Identity(id=self.ids.new_id(), created_at=now)
+                await uow.identity.add_identity(identity)
+                await uow.identity.save_login_identifier(
+                    LoginIdentifier(
+                        value=identifier.value,
+                        channel=identifier.channel,
+                        identity_id=identity.id,
+                        created_at=now,
+                    )
+                )
+                identity_id = identity.id
+            else:
+                identity_id = account.identity_id
+            await uow.identity.save_password(
+                identity_id=identity_id, password_hash=password_hash, now=now
+            )
+            challenge = await self.issuer.issue(
+                uow,
+                purpose=Purpose.SIGN_UP,
+                identity_id=identity_id,
+                identifier=identifier,
+                now=now,
+                drawn=drawn,
+            )
+            await uow.commit()
+        self.telemetry.event(
+            "identity.sign_up.requested",
+            challenge_id=str(challenge.id),
+            destination=mask(identifier.value),
+        )
+        return ChallengeReceipt(challenge_expires_at=challenge.expires_at)

@@ -1,0 +1,108 @@
+"""Sign in with an identifier and a password: a new session and its bearer token."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+from uuid import UUID
+
+import attrs
+
+from application.identity.errors import InvalidCredentials
+from application.identity.ports import IdentityTransactions, IdentityUnitOfWork
+from application.identity.request_limits import RequestLimits
+from application.ports import Clock, Ids, SecretHasher, SecretSource, Telemetry
+from domain.errors import InvalidDestination
+from domain.identity.identifiers import Identifier
+from domain.identity.sessions import Session
+from domain.identity.tokens import token_digest
+
+ROUTE = "sessions"
+
+
+@attrs.frozen(kw_only=True)
+class SessionGrant:
+    """A bearer token (shown once, stored only as a digest) and when it stops working."""
+
+    identity_id: UUID
+    token: str = attrs.field(repr=False)
+    expires_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class SessionStarter:
+    """Mints a session token and stores its digest, inside a unit of work."""
+
+    secrets: SecretSource
+    ids: Ids
+    lifetime: timedelta = timedelta(hours=12)
+
+    async def start(
+        self, uow: IdentityUnitOfWork, *, identity_id: UUID, now: datetime
+    ) -> SessionGrant:
+        """Add a session for ``identity_id`` and return its token."""
+        token = self.secrets.token()
+        session = Session.start(
+            id=self.ids.new_id(),
+            identity_id=identity_id,
+            token_digest=token_digest(token),
+            now=now,
+            lifetime=self.lifetime,
+        )
+        await uow.identity.add_session(session)
+        return SessionGrant(identity_id=identity_id, token=token, expires_at=session.expires_at)
+
+
+@attrs.frozen(kw_only=True)
+class SignInCommand:
+    """An identifier and a password."""
+
+    identifier: str = attrs.field(repr=False)
+    password: str = attrs.field(repr=False)
+    client_address: str = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class SignIn:
+    """Checks the password of a verified identifier and starts a session.
+
+    Unknown identifiers, unverified ones and wrong passwords get one answer after the
+    same Argon2id work.
+    """
+
+    transactions: IdentityTransactions
+    sessions: SessionStarter
+    hasher: SecretHasher
+    limits: RequestLimits
+    clock: Clock
+    telemetry: Telemetry
+
+    async def __call__(self, command: SignInCommand) -> SessionGrant:
+        """Sign in; raises InvalidCredentials or RateLimited."""
+        now = self.clock.now()
+        await self.limits.client(ROUTE, command.client_address, now)
+        try:
+            identifier = Identifier.parse(command.identifier)
+        except InvalidDestination:
+            raise InvalidCredentials from None
+        # The password is checked outside any transaction: no row lock or pooled connection is
+        # held through the Argon2id work.
+        async with self.transactions.begin() as uow:
+            account = await uow.identity.find_account(identifier.value)
+        if account is None or not account.identifier.is_verified or account.password_hash is None:
+            await asyncio.to_thread(self.hasher.hash, command.password)
+            raise InvalidCredentials
+        if not await asyncio.to_thread(self.hasher.verify, command.password, account.password_hash):
+            self.telemetry.event(
+                "identity.sign_in.refused", level="warning", identity_id=str(account.identity_id)
+            )
+            raise InvalidCredentials
+        async with self.transactions.begin() as uow:
+            # A password changed meanwhile (a recovery ending every session) wins the race.
+            again = await uow.identity.find_account(identifier.value)
+            if again is None or again.password_hash != account.password_hash:
+                raise InvalidCredentials
+            grant = await self.sessions.start(uow, identity_id=account.identity_id, now=now)
+            await uow.commit()
+        self.telemetry.event("identity.sign_in.succeeded", identity_id=str(grant.identity_id))
+        return grant

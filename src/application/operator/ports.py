@@ -1,0 +1,101 @@
+"""The operator's ports: staff-gated reads and repairs of the queue, and staff membership.
+
+``actor`` is the acting staff identity; the store refuses (StaffRequired) one without an
+active staff membership. For reads only, ``actor`` None means the database operator (the
+``outboxctl`` login), which the store accepts only from a connection that may administer
+the database; the API always names an actor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+from uuid import UUID
+
+from application.operator.views import (
+    Backlog,
+    CopyReceipt,
+    DeadLetterSummary,
+    MessageDetail,
+    StaffChange,
+)
+
+
+class OperatorStore(Protocol):
+    """What staff (and the database operator) may read and repair; one transaction per call.
+
+    Every method raises StaffRequired for a caller the database refuses, and StoreUnavailable
+    for a transient database error.
+    """
+
+    async def backlog(self, *, actor: UUID | None) -> Backlog:
+        """Messages per state and the age of the oldest due pending message."""
+        ...
+
+    async def dead_letters(
+        self, *, actor: UUID | None, after: UUID | None, before: UUID | None, limit: int
+    ) -> Sequence[DeadLetterSummary]:
+        """Up to ``limit`` dead letters, newest first, older than ``after`` or newer than
+        ``before`` (at most one cursor).
+
+        Raises InvalidRequest when the cursor names no dead letter.
+        """
+        ...
+
+    async def message(self, *, actor: UUID | None, message_id: UUID) -> MessageDetail | None:
+        """The message, masked, with its attempt history; None for an unknown id."""
+        ...
+
+    async def requeue(
+        self, *, actor: UUID, message_id: UUID, new_message_id: UUID, idempotency_key: str
+    ) -> CopyReceipt:
+        """Enqueue a copy of a dead-lettered notification as ``new_message_id``, audited.
+
+        A replay of ``idempotency_key`` answers the first receipt and enqueues nothing.
+        Raises MessageNotFound, DeadLetterRefused, IdempotencyKeyReused or RequestInProgress.
+        """
+        ...
+
+    async def reissue(
+        self,
+        *,
+        actor: UUID,
+        message_id: UUID,
+        new_message_id: UUID,
+        sealed_secret: str,
+        code_hash: str,
+        idempotency_key: str,
+    ) -> CopyReceipt:
+        """In one transaction: replace the challenge's code hash with ``code_hash``, enqueue
+        ``new_message_id`` carrying ``sealed_secret`` until the challenge expires, and audit.
+
+        A replay of ``idempotency_key`` answers the first receipt and changes nothing.
+        Raises MessageNotFound, DeadLetterRefused, IdempotencyKeyReused or RequestInProgress.
+        """
+        ...
+
+    async def staff_identity(self, email: str) -> UUID | None:
+        """The identity whose verified e-mail login is ``email`` (database operator only)."""
+        ...
+
+    async def grant_staff(self, email: str) -> StaffChange:
+        """Make the identity of ``email`` staff, audited (database operator only).
+
+        Raises StaffIdentityNotFound.
+        """
+        ...
+
+    async def revoke_staff(self, email: str) -> StaffChange:
+        """Revoke the staff membership of the identity of ``email``, audited.
+
+        Raises StaffIdentityNotFound.
+        """
+        ...
+
+
+class BacklogGauge(Protocol):
+    """The backlog counts for metrics, read with no identity (a scrape has none)."""
+
+    async def backlog(self) -> Backlog:
+        """Messages per state and the age of the oldest due pending message."""
+        ...

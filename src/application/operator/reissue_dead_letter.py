@@ -1,0 +1,86 @@
+"""Reissue a dead-lettered one-time code: a new code for the same open challenge (OX-O2, OB10).
+
+The code is minted, hashed and sealed here; the store replaces the challenge's hash, enqueues
+the new message and audits, all in one transaction, so the old code stops working exactly
+when the new one is on its way. The plaintext code never leaves this call.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import attrs
+
+from application.identity.challenge_issuer import ChallengeIssuer
+from application.operator.dead_letter_copies import reported_copy
+from application.operator.errors import DeadLetterRefused
+from application.operator.idempotency_keys import check_idempotency_key
+from application.operator.ports import OperatorStore
+from application.operator.views import CopyReceipt, MessageDetail
+from application.outbox.errors import MessageNotFound
+from application.ports import Telemetry
+from domain.operator.dead_letters import Refusal, is_delivery_failure
+from domain.outbox.messages import State
+
+
+@attrs.frozen(kw_only=True)
+class ReissueCommand:
+    """The acting staff member, the dead letter, and the request's idempotency key.
+
+    Without a key the request is not idempotent (each call is a new request).
+    """
+
+    actor: UUID
+    message_id: UUID
+    idempotency_key: str | None = None
+
+
+def _early_refusal(detail: MessageDetail) -> Refusal | None:
+    """What the dead letter alone rules out; the store checks it all again under its locks."""
+    if detail.state is not State.DEAD_LETTERED:
+        return Refusal.NOT_DEAD_LETTERED
+    if not detail.purpose.is_reissuable:
+        return Refusal.NOT_REISSUABLE
+    if detail.dead_letter_reason is not None and not is_delivery_failure(detail.dead_letter_reason):
+        return Refusal.NOT_A_DELIVERY_FAILURE
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class ReissueDeadLetter:
+    """Mints, hashes and seals a new code, then lets the store swap it in atomically."""
+
+    store: OperatorStore
+    issuer: ChallengeIssuer
+    telemetry: Telemetry
+
+    async def __call__(self, command: ReissueCommand) -> CopyReceipt:
+        """The new message's receipt; raises StaffRequired, MessageNotFound, DeadLetterRefused,
+        IdempotencyKeyReused, RequestInProgress or InvalidField (a malformed key)."""
+        key = check_idempotency_key(command.idempotency_key)
+        return await reported_copy(
+            self._reissue(command, key),
+            telemetry=self.telemetry,
+            action="reissue",
+            actor=command.actor,
+            dead_letter_id=command.message_id,
+        )
+
+    async def _reissue(self, command: ReissueCommand, key: str | None) -> CopyReceipt:
+        detail = await self.store.message(actor=command.actor, message_id=command.message_id)
+        if detail is None:
+            raise MessageNotFound(str(command.message_id))
+        refusal = _early_refusal(detail)
+        if refusal is not None:
+            raise DeadLetterRefused(refusal)
+        new_id = self.issuer.ids.new_id()
+        code, code_hash = await self.issuer.new_code()
+        sealed = self.issuer.sealer.seal(message_id=new_id, purpose=detail.purpose, plaintext=code)
+        return await self.store.reissue(
+            actor=command.actor,
+            message_id=command.message_id,
+            new_message_id=new_id,
+            sealed_secret=sealed,
+            code_hash=code_hash,
+            idempotency_key=key or str(new_id),
+        )

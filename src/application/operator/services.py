@@ -1,0 +1,34 @@
+"""The operator use cases an entry point serves (staff HTTP routes, ``outboxctl``)."""
+
+from __future__ import annotations
+
+import attrs
+
+from application.operator.grant_staff import GrantStaff
+from application.operator.list_dead_letters import ListDeadLetters
+from application.operator.observe_backlog import ObserveBacklog
+from application.operator.reissue_dead_letter import ReissueDeadLetter
+from application.operator.requeue_dead_letter import RequeueDeadLetter
+from application.operator.require_elevation import RequireElevation
+from application.operator.resolve_staff_member import ResolveStaffMember
+from application.operator.revoke_staff import RevokeStaff
+from application.operator.show_backlog import ShowBacklog
+from application.operator.show_message import ShowMessage
+from application.ports import Telemetry
+
+
+@attrs.frozen(kw_only=True)
+class OperatorServices:
+    """Every operator use case, built once by the composition root."""
+
+    show_backlog: ShowBacklog
+    list_dead_letters: ListDeadLetters
+    show_message: ShowMessage
+    requeue_dead_letter: RequeueDeadLetter
+    reissue_dead_letter: ReissueDeadLetter
+    grant_staff: GrantStaff
+    revoke_staff: RevokeStaff
+    resolve_staff_member: ResolveStaffMember
+    require_elevation: RequireElevation
+    observe_backlog: ObserveBacklog
+    telemetry: Telemetry

@@ -1,0 +1,33 @@
+"""Show one message, masked, with its attempt history (``outboxctl messages show``)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import attrs
+
+from application.operator.ports import OperatorStore
+from application.operator.views import MessageDetail
+from application.outbox.errors import MessageNotFound
+
+
+@attrs.frozen(kw_only=True)
+class MessageQuery:
+    """Which message, and who asks (None: the database operator)."""
+
+    message_id: UUID
+    actor: UUID | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ShowMessage:
+    """Reads one message through the staff-gated store."""
+
+    store: OperatorStore
+
+    async def __call__(self, query: MessageQuery) -> MessageDetail:
+        """The message; raises MessageNotFound, or StaffRequired for a caller who is not staff."""
+        detail = await self.store.message(actor=query.actor, message_id=query.message_id)
+        if detail is None:
+            raise MessageNotFound(str(query.message_id))
+        return detail

@@ -1,0 +1,129 @@
+"""What operators see of the queue: backlog counts, dead-letter pages and one message's story.
+
+Destinations here are always masked (domain.destinations.mask, or its SQL twin); no view
+holds an envelope, a code or a code hash.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from uuid import UUID
+
+import attrs
+
+from domain.channels import Channel
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
+from domain.purposes import Purpose
+
+
+@attrs.frozen(kw_only=True)
+class Backlog:
+    """Messages per state (zero when none) and how long the oldest due pending one has waited."""
+
+    pending: int = 0
+    leased: int = 0
+    published: int = 0
+    dead_lettered: int = 0
+    oldest_due_age: timedelta | None = None  # None: nothing pending is due
+
+    def by_state(self) -> dict[State, int]:
+        """The counts keyed by state, every state present."""
+        return {
+            State.PENDING: self.pending,
+            State.LEASED: self.leased,
+            State.PUBLISHED: self.published,
+            State.DEAD_LETTERED: self.dead_lettered,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class DeadLetterSummary:
+    """One row of the dead-letter list (OX-O1)."""
+
+    id: UUID
+    purpose: Purpose
+    channel: Channel
+    destination: str  # masked
+    attempts: int
+    failure_class: FailureClass
+    dead_lettered_at: datetime
+    expires_at: datetime | None
+
+
+@attrs.frozen(kw_only=True)
+class DeadLetterPage:
+    """A keyset page of dead letters, newest first, and whether rows lie on either side."""
+
+    items: tuple[DeadLetterSummary, ...]
+    has_older: bool
+    has_newer: bool
+
+    @property
+    def older_cursor(self) -> UUID | None:
+        """The ``after`` cursor of the next (older) page, if there is one."""
+        return self.items[-1].id if self.has_older and self.items else None
+
+    @property
+    def newer_cursor(self) -> UUID | None:
+        """The ``before`` cursor of the previous (newer) page, if there is one."""
+        return self.items[0].id if self.has_newer and self.items else None
+
+
+@attrs.frozen(kw_only=True)
+class AttemptView:
+    """One recorded attempt of a message."""
+
+    attempt: int
+    counted: bool
+    outcome: str  # published, retry, release or dead_letter
+    failure_class: FailureClass | None
+    code: str
+    provider: str
+    provider_message_id: str
+    recorded_at: datetime
+    retry_at: datetime | None
+
+
+@attrs.frozen(kw_only=True)
+class MessageDetail:
+    """One message, masked, with its attempt history (``outboxctl messages show``)."""
+
+    id: UUID
+    purpose: Purpose
+    channel: Channel
+    destination: str  # masked
+    subject_id: UUID | None
+    template: str
+    locale: str
+    state: State
+    attempts: int
+    created_at: datetime
+    available_at: datetime
+    expires_at: datetime | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    published_at: datetime | None
+    dead_lettered_at: datetime | None
+    dead_letter_reason: FailureClass | None
+    has_secret: bool  # whether an envelope is still held (never its content)
+    reissued_as: UUID | None  # the copy a reissue or requeue of this message made
+    history: tuple[AttemptView, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class CopyReceipt:
+    """The new message a reissue or requeue enqueued (or, for a replay, had enqueued)."""
+
+    dead_letter_id: UUID
+    message_id: UUID
+    expires_at: datetime | None
+    replayed: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class StaffChange:
+    """The identity a staff grant or revocation named, and whether anything changed."""
+
+    identity_id: UUID
+    changed: bool

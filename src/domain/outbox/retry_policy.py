@@ -1,0 +1,85 @@
+"""The retry policy: how long to wait, when to stop, and when expiry wins (OB4, OX-W4, OX-W7)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+
+import attrs
+
+from domain.outbox.failures import Decision, DeliveryFailure
+from domain.outbox.outcomes import DeadLetter, Outcome, Release, Retry, expiry_reason
+from domain.purposes import Purpose
+
+DEFAULT_SCHEDULE = (
+    timedelta(seconds=5),
+    timedelta(seconds=30),
+    timedelta(minutes=2),
+    timedelta(minutes=10),
+    timedelta(minutes=30),
+)
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_SUSPENSION_PROBE = timedelta(minutes=1)
+
+
+def _to_schedule(value: Iterable[timedelta]) -> tuple[timedelta, ...]:
+    # A typed converter: with a bare ``converter=tuple`` mypy cannot type the argument.
+    return tuple(value)
+
+
+def _check_schedule(_: object, __: object, value: Sequence[timedelta]) -> None:
+    if not value or any(step <= timedelta(0) for step in value):
+        raise ValueError("the retry schedule needs at least one positive step")
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """Turns a classified failure of attempt n into the message's next outcome."""
+
+    schedule: tuple[timedelta, ...] = attrs.field(
+        default=DEFAULT_SCHEDULE, converter=_to_schedule, validator=_check_schedule
+    )
+    max_attempts: int = attrs.field(default=DEFAULT_MAX_ATTEMPTS)
+    suspension_probe: timedelta = DEFAULT_SUSPENSION_PROBE
+
+    @max_attempts.validator
+    def _check_max_attempts(self, _: object, value: int) -> None:
+        if value < 1:
+            raise ValueError("max_attempts must be at least 1")
+
+    def backoff(self, attempt: int) -> timedelta:
+        """The wait after a retryable failure of attempt number ``attempt``; last step repeats."""
+        return self.schedule[min(attempt, len(self.schedule)) - 1]
+
+    def decide(
+        self,
+        failure: DeliveryFailure,
+        *,
+        attempt: int,
+        now: datetime,
+        expires_at: datetime | None,
+        purpose: Purpose,
+    ) -> Outcome:
+        """Decide the outcome of a failed attempt number ``attempt`` (1-based).
+
+        The retry time is the later of the schedule and the provider's Retry-After; a
+        failure of the last allowed attempt, a permanent failure, or a retry time after
+        the message's expiry dead-letters now.
+        """
+        decision = failure.failure_class.decision
+        if decision is Decision.DEAD_LETTER:
+            return DeadLetter(reason=failure.failure_class, code=failure.code)
+        if decision is Decision.RELEASE:
+            probe = now + self.suspension_probe
+            at = max(probe, failure.retry_after) if failure.retry_after else probe
+            if expires_at is not None and at >= expires_at:
+                return DeadLetter(reason=expiry_reason(purpose), code=failure.code, attempted=False)
+            return Release(available_at=at, failure_class=failure.failure_class, code=failure.code)
+        if attempt >= self.max_attempts:
+            return DeadLetter(reason=failure.failure_class, code=failure.code)
+        at = now + self.backoff(attempt)
+        if failure.retry_after is not None and failure.retry_after > at:
+            at = failure.retry_after
+        if expires_at is not None and at >= expires_at:
+            return DeadLetter(reason=expiry_reason(purpose), code=failure.code)
+        return Retry(available_at=at, failure_class=failure.failure_class, code=failure.code)
