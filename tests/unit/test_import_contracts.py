@@ -56,7 +56,18 @@ VIOLATIONS = {
     "settings import the composition root": Violation(
         "entrypoints-layers", "entrypoints.settings", "entrypoints.bootstrap"
     ),
+    "outbox uses identity": Violation(
+        "contexts", "application.outbox.links", "application.identity.ports"
+    ),
+    "identity uses operator": Violation(
+        "contexts", "domain.identity.tokens", "domain.operator.dead_letters"
+    ),
+    "the kernel uses a context": Violation(
+        "kernel", "application.ports", "application.outbox.ports"
+    ),
 }
+KERNEL_CONTRACT = "kernel"
+CONTEXT_LAYERS = ("domain", "application")
 
 
 @attrs.frozen
@@ -123,6 +134,24 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Repo
             for name, violation in cases.items()
         }
         yield {name: future.result() for name, future in futures.items()}
+
+
+def kernel_modules_on_disk() -> set[str]:
+    """Every module at the top of domain/ and application/: the shared kernel."""
+    return {
+        f"{layer}.{path.stem}"
+        for layer in CONTEXT_LAYERS
+        for path in (ROOT / "src" / layer).glob("*.py")
+        if path.name != "__init__.py"
+    }
+
+
+def test_the_kernel_contract_lists_every_kernel_module() -> None:
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / CONFIG)
+    listed = set(parser[f"importlinter:contract:{KERNEL_CONTRACT}"]["source_modules"].split())
+
+    assert kernel_modules_on_disk() == listed
 
 
 def test_every_contract_has_a_deliberate_violation() -> None:
