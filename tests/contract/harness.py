@@ -39,7 +39,8 @@ class View:
 class Harness(Protocol):
     """A store under test plus the producer side and a way to let time pass."""
 
-    store: DispatchStore
+    @property
+    def store(self) -> DispatchStore: ...
 
     async def enqueue(self, message: Message) -> None: ...
     async def cancel(self, subject_id: UUID, reason: FailureClass) -> int: ...
@@ -166,7 +167,7 @@ class PostgresHarness:
     async def history(self, message_id: UUID) -> list[tuple[int, bool]]:
         async with self.connect_as() as conn:
             cursor = await conn.execute(HISTORY, (message_id,))
-            return [tuple(row) for row in await cursor.fetchall()]  # type: ignore[misc]
+            return [tuple(row) for row in await cursor.fetchall()]
 
     async def history_tokens(self, message_id: UUID) -> list[UUID | None]:
         async with self.connect_as() as conn:

@@ -39,9 +39,12 @@ CODE_HASH = "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$b2xkLWhhc2g"
 class OperatorHarness(Protocol):
     """The store under test, seen by the API role and by the database operator."""
 
-    api: OperatorStore
-    admin: OperatorStore
-    gauge: BacklogGauge
+    @property
+    def api(self) -> OperatorStore: ...
+    @property
+    def admin(self) -> OperatorStore: ...
+    @property
+    def gauge(self) -> BacklogGauge: ...
 
     def now(self) -> datetime: ...
     async def put(self, message: Message) -> None: ...
@@ -331,4 +334,4 @@ class PostgresOperatorHarness:
         return str(rows[0][0]) if rows else None
 
     async def audit(self) -> list[tuple[str, UUID | None, UUID | None, UUID | None, str | None]]:
-        return [tuple(row) for row in await self._execute(AUDIT)]  # type: ignore[misc]
+        return [tuple(row) for row in await self._execute(AUDIT)]

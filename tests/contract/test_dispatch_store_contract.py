@@ -26,7 +26,9 @@ SOON = timedelta(seconds=1)
 PAST_SOON = 1.2
 
 
-def _record(claimed: ClaimedMessage, outcome: Outcome, *, attempt: int | None = None):
+def _record(
+    claimed: ClaimedMessage, outcome: Outcome, *, attempt: int | None = None
+) -> AttemptRecord:
     return AttemptRecord(
         message_id=claimed.id,
         lease_token=claimed.lease_token,
@@ -44,7 +46,7 @@ def _retry(outbox: Harness, seconds: float = 300) -> Retry:
     )
 
 
-async def test_claim_returns_a_due_message_with_its_envelope_and_a_lease(outbox: Harness):
+async def test_claim_returns_a_due_message_with_its_envelope_and_a_lease(outbox: Harness) -> None:
     message = make_message(outbox, params={"name": "Ada", "plan": "pro"})
     await outbox.enqueue(message)
 
@@ -71,7 +73,7 @@ async def test_claim_returns_a_due_message_with_its_envelope_and_a_lease(outbox:
     assert claimed.lease_token == view.lease_token
 
 
-async def test_a_notification_is_claimed_without_an_envelope(outbox: Harness):
+async def test_a_notification_is_claimed_without_an_envelope(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox, purpose=Purpose.NOTIFICATION, expires_in=None))
 
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
@@ -81,11 +83,13 @@ async def test_a_notification_is_claimed_without_an_envelope(outbox: Harness):
     assert claimed.expires_at is None
 
 
-async def test_claim_with_nothing_due_returns_nothing(outbox: Harness):
+async def test_claim_with_nothing_due_returns_nothing(outbox: Harness) -> None:
     assert [] == list(await outbox.store.claim(owner="worker-1", limit=10, lease=LEASE))
 
 
-async def test_claim_never_returns_more_than_asked_and_takes_the_oldest_first(outbox: Harness):
+async def test_claim_never_returns_more_than_asked_and_takes_the_oldest_first(
+    outbox: Harness,
+) -> None:
     messages = [make_message(outbox) for _ in range(5)]
     for message in messages:
         await outbox.enqueue(message)
@@ -98,14 +102,14 @@ async def test_claim_never_returns_more_than_asked_and_takes_the_oldest_first(ou
     assert [m.id for m in messages[2:]] == [c.id for c in rest]
 
 
-async def test_a_message_under_a_live_lease_is_not_claimed_again(outbox: Harness):
+async def test_a_message_under_a_live_lease_is_not_claimed_again(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox))
     await outbox.store.claim(owner="worker-1", limit=10, lease=LEASE)
 
     assert [] == list(await outbox.store.claim(owner="worker-2", limit=10, lease=LEASE))
 
 
-async def test_an_expired_lease_is_reclaimable_with_the_same_attempt_count(outbox: Harness):
+async def test_an_expired_lease_is_reclaimable_with_the_same_attempt_count(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox))
     [first] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
     await outbox.store.record([_record(first, _retry(outbox, seconds=0))])
@@ -119,7 +123,9 @@ async def test_an_expired_lease_is_reclaimable_with_the_same_attempt_count(outbo
     assert second.lease_token != third.lease_token
 
 
-async def test_claim_dead_letters_expired_candidates_instead_of_returning_them(outbox: Harness):
+async def test_claim_dead_letters_expired_candidates_instead_of_returning_them(
+    outbox: Harness,
+) -> None:
     code = make_message(outbox, expires_in=SOON)
     invitation = make_message(outbox, purpose=Purpose.INVITATION, expires_in=SOON)
     fresh = make_message(outbox)
@@ -145,14 +151,16 @@ async def test_claim_dead_letters_expired_candidates_instead_of_returning_them(o
     ("limit", "lease", "owner"),
     [(0, LEASE, "worker-1"), (1, timedelta(0), "worker-1"), (1, LEASE, "")],
 )
-async def test_claim_refuses_a_nonsensical_request(outbox: Harness, limit, lease, owner):
+async def test_claim_refuses_a_nonsensical_request(
+    outbox: Harness, limit: int, lease: timedelta, owner: str
+) -> None:
     with pytest.raises(InvalidRequest):
         await outbox.store.claim(owner=owner, limit=limit, lease=lease)
 
 
 async def test_recording_published_makes_the_message_final_and_deletes_the_envelope(
     outbox: Harness,
-):
+) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
 
@@ -170,7 +178,7 @@ async def test_recording_published_makes_the_message_final_and_deletes_the_envel
     assert [(1, True)] == await outbox.history(claimed.id)
 
 
-async def test_each_history_row_names_the_lease_it_was_recorded_under(outbox: Harness):
+async def test_each_history_row_names_the_lease_it_was_recorded_under(outbox: Harness) -> None:
     """The audit of SPEC §13 compares these tokens with the leases workers held."""
     await outbox.enqueue(make_message(outbox))
     [first] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
@@ -184,7 +192,7 @@ async def test_each_history_row_names_the_lease_it_was_recorded_under(outbox: Ha
 
 async def test_recording_a_retry_counts_the_attempt_and_waits_until_the_retry_time(
     outbox: Harness,
-):
+) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
     retry = _retry(outbox)
@@ -202,7 +210,7 @@ async def test_recording_a_retry_counts_the_attempt_and_waits_until_the_retry_ti
     assert [] == list(await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE))
 
 
-async def test_a_retry_due_now_is_claimed_again_with_its_attempt_count(outbox: Harness):
+async def test_a_retry_due_now_is_claimed_again_with_its_attempt_count(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
     await outbox.store.record([_record(claimed, _retry(outbox, seconds=0))])
@@ -214,7 +222,7 @@ async def test_a_retry_due_now_is_claimed_again_with_its_attempt_count(outbox: H
     assert ENVELOPE == again.envelope
 
 
-async def test_a_release_returns_the_message_without_spending_an_attempt(outbox: Harness):
+async def test_a_release_returns_the_message_without_spending_an_attempt(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
     release = Release(
@@ -236,8 +244,8 @@ async def test_a_release_returns_the_message_without_spending_an_attempt(outbox:
 
 @pytest.mark.parametrize(("attempted", "attempts"), [(True, 1), (False, 0)])
 async def test_a_dead_letter_is_final_and_counts_only_when_a_send_was_tried(
-    outbox: Harness, attempted, attempts
-):
+    outbox: Harness, attempted: bool, attempts: int
+) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
     outcome = DeadLetter(reason=FailureClass.REJECTED, code="550", attempted=attempted)
@@ -254,7 +262,7 @@ async def test_a_dead_letter_is_final_and_counts_only_when_a_send_was_tried(
     )
 
 
-async def test_a_stale_token_is_refused_and_changes_nothing(outbox: Harness):
+async def test_a_stale_token_is_refused_and_changes_nothing(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
     before = await outbox.view(claimed.id)
@@ -272,7 +280,7 @@ async def test_a_stale_token_is_refused_and_changes_nothing(outbox: Harness):
 
 async def test_recording_after_the_lease_expired_is_refused_even_if_nobody_reclaimed(
     outbox: Harness,
-):
+) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=SHORT_LEASE)
     await outbox.sleep(PAST_SHORT_LEASE)
@@ -284,7 +292,7 @@ async def test_recording_after_the_lease_expired_is_refused_even_if_nobody_recla
     assert before == await outbox.view(claimed.id)
 
 
-async def test_recording_twice_is_refused_the_second_time(outbox: Harness):
+async def test_recording_twice_is_refused_the_second_time(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
     await outbox.store.record([_record(claimed, Published())])
@@ -297,7 +305,7 @@ async def test_recording_twice_is_refused_the_second_time(outbox: Harness):
     assert [(1, True)] == await outbox.history(claimed.id)
 
 
-async def test_the_same_message_twice_in_one_batch_is_recorded_once(outbox: Harness):
+async def test_the_same_message_twice_in_one_batch_is_recorded_once(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
 
@@ -309,7 +317,7 @@ async def test_the_same_message_twice_in_one_batch_is_recorded_once(outbox: Harn
     assert [(1, True)] == await outbox.history(claimed.id)
 
 
-async def test_a_wrong_attempt_number_is_refused(outbox: Harness):
+async def test_a_wrong_attempt_number_is_refused(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
 
@@ -321,7 +329,7 @@ async def test_a_wrong_attempt_number_is_refused(outbox: Harness):
     assert State.LEASED == view.state
 
 
-async def test_a_batch_answers_each_record_in_order(outbox: Harness):
+async def test_a_batch_answers_each_record_in_order(outbox: Harness) -> None:
     for _ in range(3):
         await outbox.enqueue(make_message(outbox))
     first, second, third = await outbox.store.claim(owner="worker-1", limit=3, lease=LEASE)
@@ -336,11 +344,11 @@ async def test_a_batch_answers_each_record_in_order(outbox: Harness):
     assert [RecordResult.RECORDED, RecordResult.LEASE_LOST, RecordResult.RECORDED] == list(results)
 
 
-async def test_recording_an_empty_batch_answers_nothing(outbox: Harness):
+async def test_recording_an_empty_batch_answers_nothing(outbox: Harness) -> None:
     assert [] == list(await outbox.store.record([]))
 
 
-async def test_expire_dead_letters_expired_messages_nobody_holds(outbox: Harness):
+async def test_expire_dead_letters_expired_messages_nobody_holds(outbox: Harness) -> None:
     pending = make_message(outbox, expires_in=SOON)
     held = make_message(outbox, expires_in=SOON)
     await outbox.enqueue(held)
@@ -365,7 +373,7 @@ async def test_expire_dead_letters_expired_messages_nobody_holds(outbox: Harness
     )
 
 
-async def test_expire_takes_at_most_the_limit(outbox: Harness):
+async def test_expire_takes_at_most_the_limit(outbox: Harness) -> None:
     for _ in range(3):
         await outbox.enqueue(make_message(outbox, expires_in=SOON))
     await outbox.sleep(PAST_SOON)
@@ -375,7 +383,9 @@ async def test_expire_takes_at_most_the_limit(outbox: Harness):
     assert 0 == await outbox.store.expire(limit=2)
 
 
-async def test_purge_deletes_final_messages_past_retention_with_history_only(outbox: Harness):
+async def test_purge_deletes_final_messages_past_retention_with_history_only(
+    outbox: Harness,
+) -> None:
     for _ in range(3):
         await outbox.enqueue(make_message(outbox))
     published, dead, live = await outbox.store.claim(owner="worker-1", limit=3, lease=LEASE)
@@ -398,7 +408,7 @@ async def test_purge_deletes_final_messages_past_retention_with_history_only(out
     assert await outbox.view(live.id) is not None
 
 
-async def test_purge_takes_at_most_the_limit(outbox: Harness):
+async def test_purge_takes_at_most_the_limit(outbox: Harness) -> None:
     for _ in range(3):
         await outbox.enqueue(make_message(outbox))
     claimed = await outbox.store.claim(owner="worker-1", limit=3, lease=LEASE)
@@ -410,13 +420,15 @@ async def test_purge_takes_at_most_the_limit(outbox: Harness):
     assert 1 == await outbox.store.purge(retention=drop_all, limit=2)
 
 
-async def test_wait_for_work_returns_after_the_timeout_when_nothing_happens(outbox: Harness):
+async def test_wait_for_work_returns_after_the_timeout_when_nothing_happens(
+    outbox: Harness,
+) -> None:
     started = time.monotonic()
     await outbox.store.wait_for_work(0.2)
     assert time.monotonic() - started >= 0.15
 
 
-async def test_wait_for_work_wakes_up_when_a_producer_enqueues(outbox: Harness):
+async def test_wait_for_work_wakes_up_when_a_producer_enqueues(outbox: Harness) -> None:
     await outbox.store.wait_for_work(0)  # starts listening
     waiter = asyncio.create_task(outbox.store.wait_for_work(30))
     await asyncio.sleep(0.1)

@@ -23,12 +23,12 @@ from application.operator.errors import (
     StaffRequired,
 )
 from application.operator.ports import OperatorStore
-from application.operator.views import Backlog
+from application.operator.views import Backlog, CopyReceipt
 from application.outbox.errors import MessageNotFound
 from domain.identity.challenges import ChallengeState
 from domain.operator.dead_letters import Refusal
 from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
+from domain.outbox.messages import Message, State
 from domain.outbox.outcomes import DeadLetter, Published, Retry
 from domain.purposes import Purpose
 from tests.contract.operator_harness import (
@@ -94,20 +94,27 @@ async def staff(operator: OperatorHarness, email: str = STAFF) -> UUID:
 
 
 async def reissue(
-    store: OperatorStore, actor: UUID, message_id: UUID, key: str = "key-1", **changes: Any
-) -> Any:
-    arguments = {
-        "actor": actor,
-        "message_id": message_id,
-        "new_message_id": uuid.uuid4(),
-        "sealed_secret": NEW_ENVELOPE,
-        "code_hash": NEW_HASH,
-        "idempotency_key": key,
-    } | changes
-    return await store.reissue(**arguments)
+    store: OperatorStore,
+    actor: UUID,
+    message_id: UUID,
+    key: str = "key-1",
+    *,
+    new_message_id: UUID | None = None,
+    code_hash: str = NEW_HASH,
+) -> CopyReceipt:
+    return await store.reissue(
+        actor=actor,
+        message_id=message_id,
+        new_message_id=uuid.uuid4() if new_message_id is None else new_message_id,
+        sealed_secret=NEW_ENVELOPE,
+        code_hash=code_hash,
+        idempotency_key=key,
+    )
 
 
-async def requeue(store: OperatorStore, actor: UUID, message_id: UUID, key: str = "key-1") -> Any:
+async def requeue(
+    store: OperatorStore, actor: UUID, message_id: UUID, key: str = "key-1"
+) -> CopyReceipt:
     return await store.requeue(
         actor=actor, message_id=message_id, new_message_id=uuid.uuid4(), idempotency_key=key
     )
@@ -126,12 +133,12 @@ async def reissuable(operator: OperatorHarness, **challenge_changes: Any) -> tup
 # Backlog ----------------------------------------------------------------------------------------
 
 
-async def test_backlog_of_an_empty_queue_is_all_zeros(operator: OperatorHarness):
+async def test_backlog_of_an_empty_queue_is_all_zeros(operator: OperatorHarness) -> None:
     assert Backlog() == await operator.admin.backlog(actor=None)
     assert Backlog() == await operator.gauge.backlog()
 
 
-async def test_backlog_counts_every_state_and_the_oldest_due_age(operator: OperatorHarness):
+async def test_backlog_counts_every_state_and_the_oldest_due_age(operator: OperatorHarness) -> None:
     now = operator.now()
     due = code_message(operator, age=timedelta(seconds=90))
     await operator.put(due)
@@ -169,7 +176,7 @@ async def test_backlog_counts_every_state_and_the_oldest_due_age(operator: Opera
 
 async def test_dead_letters_are_listed_newest_first_with_masked_destinations(
     operator: OperatorHarness,
-):
+) -> None:
     older = dead_letter(operator, destination="alice@Example.COM", ago=timedelta(minutes=5))
     newer = dead_letter(
         operator,
@@ -209,7 +216,7 @@ async def test_dead_letters_are_listed_newest_first_with_masked_destinations(
 
 async def test_keyset_pages_walk_both_ways_and_stay_stable_across_inserts(
     operator: OperatorHarness,
-):
+) -> None:
     letters = [dead_letter(operator, ago=timedelta(minutes=10 - i)) for i in range(5)]
     for message in letters:
         await operator.put(message)
@@ -228,7 +235,7 @@ async def test_keyset_pages_walk_both_ways_and_stay_stable_across_inserts(
     assert newest_first[:2] == [row.id for row in back]
 
 
-async def test_a_cursor_that_is_not_a_dead_letter_is_refused(operator: OperatorHarness):
+async def test_a_cursor_that_is_not_a_dead_letter_is_refused(operator: OperatorHarness) -> None:
     live = code_message(operator)
     await operator.put(live)
 
@@ -237,7 +244,7 @@ async def test_a_cursor_that_is_not_a_dead_letter_is_refused(operator: OperatorH
             await operator.admin.dead_letters(actor=None, after=cursor, before=None, limit=5)
 
 
-async def test_two_cursors_at_once_are_refused(operator: OperatorHarness):
+async def test_two_cursors_at_once_are_refused(operator: OperatorHarness) -> None:
     letter = dead_letter(operator)
     await operator.put(letter)
 
@@ -248,7 +255,7 @@ async def test_two_cursors_at_once_are_refused(operator: OperatorHarness):
 # Message inspection -----------------------------------------------------------------------------
 
 
-async def test_a_message_shows_masked_with_its_attempt_history(operator: OperatorHarness):
+async def test_a_message_shows_masked_with_its_attempt_history(operator: OperatorHarness) -> None:
     letter = dead_letter(operator, destination="bob@example.com", attempts=2)
     await operator.put(letter)
     retry_at = operator.now() + timedelta(seconds=5)
@@ -283,7 +290,7 @@ async def test_a_message_shows_masked_with_its_attempt_history(operator: Operato
 
 async def test_a_pending_message_shows_that_it_holds_a_secret_but_not_the_secret(
     operator: OperatorHarness,
-):
+) -> None:
     pending = code_message(operator)
     await operator.put(pending)
 
@@ -294,18 +301,22 @@ async def test_a_pending_message_shows_that_it_holds_a_secret_but_not_the_secret
     assert ENVELOPE not in repr(detail)
 
 
-async def test_an_unknown_message_is_none(operator: OperatorHarness):
+async def test_an_unknown_message_is_none(operator: OperatorHarness) -> None:
     assert await operator.admin.message(actor=None, message_id=uuid.uuid4()) is None
 
 
 # Staff gating -----------------------------------------------------------------------------------
 
-READS: list[Callable[[OperatorStore, UUID | None], Awaitable[Any]]] = [
+# A staff-gated call, given the store and the acting identity.
+Read = Callable[[OperatorStore, UUID | None], Awaitable[object]]
+Call = Callable[[OperatorStore, UUID], Awaitable[object]]
+
+READS: list[Read] = [
     lambda store, actor: store.backlog(actor=actor),
     lambda store, actor: store.dead_letters(actor=actor, after=None, before=None, limit=5),
     lambda store, actor: store.message(actor=actor, message_id=uuid.uuid4()),
 ]
-WRITES: list[Callable[[OperatorStore, UUID], Awaitable[Any]]] = [
+WRITES: list[Call] = [
     lambda store, actor: reissue(store, actor, uuid.uuid4()),
     lambda store, actor: requeue(store, actor, uuid.uuid4()),
 ]
@@ -313,14 +324,16 @@ WRITES: list[Callable[[OperatorStore, UUID], Awaitable[Any]]] = [
 
 @pytest.mark.parametrize("read", READS, ids=["backlog", "dead_letters", "message"])
 async def test_the_api_role_cannot_read_without_naming_a_staff_member(
-    operator: OperatorHarness, read
-):
+    operator: OperatorHarness, read: Read
+) -> None:
     with pytest.raises(StaffRequired):
         await read(operator.api, None)
 
 
 @pytest.mark.parametrize("call", [*READS, *WRITES], ids=["b", "d", "m", "reissue", "requeue"])
-async def test_an_identity_without_a_staff_row_is_refused(operator: OperatorHarness, call):
+async def test_an_identity_without_a_staff_row_is_refused(
+    operator: OperatorHarness, call: Call
+) -> None:
     stranger = await operator.add_identity("stranger@example.com")
 
     with pytest.raises(StaffRequired):
@@ -328,7 +341,7 @@ async def test_an_identity_without_a_staff_row_is_refused(operator: OperatorHarn
 
 
 @pytest.mark.parametrize("call", [*READS, *WRITES], ids=["b", "d", "m", "reissue", "requeue"])
-async def test_a_revoked_staff_member_is_refused(operator: OperatorHarness, call):
+async def test_a_revoked_staff_member_is_refused(operator: OperatorHarness, call: Call) -> None:
     actor = await staff(operator)
     await operator.admin.revoke_staff(STAFF)
 
@@ -337,13 +350,17 @@ async def test_a_revoked_staff_member_is_refused(operator: OperatorHarness, call
 
 
 @pytest.mark.parametrize("read", READS, ids=["backlog", "dead_letters", "message"])
-async def test_a_staff_member_reads_through_the_api_role(operator: OperatorHarness, read):
+async def test_a_staff_member_reads_through_the_api_role(
+    operator: OperatorHarness, read: Read
+) -> None:
     actor = await staff(operator)
 
     await read(operator.api, actor)
 
 
-async def test_only_the_database_operator_grants_or_revokes_staff(operator: OperatorHarness):
+async def test_only_the_database_operator_grants_or_revokes_staff(
+    operator: OperatorHarness,
+) -> None:
     await operator.add_identity(STAFF)
 
     with pytest.raises(PermissionDenied):
@@ -354,7 +371,7 @@ async def test_only_the_database_operator_grants_or_revokes_staff(operator: Oper
 
 async def test_granting_and_revoking_staff_report_whether_anything_changed(
     operator: OperatorHarness,
-):
+) -> None:
     identity_id = await operator.add_identity(STAFF)
     admin = operator.admin
 
@@ -376,7 +393,7 @@ async def test_granting_and_revoking_staff_report_whether_anything_changed(
     await operator.api.backlog(actor=identity_id)  # granted again: staff once more
 
 
-async def test_staff_of_an_unknown_email_is_not_found(operator: OperatorHarness):
+async def test_staff_of_an_unknown_email_is_not_found(operator: OperatorHarness) -> None:
     assert await operator.admin.staff_identity("nobody@example.com") is None
     with pytest.raises(StaffIdentityNotFound):
         await operator.admin.grant_staff("nobody@example.com")
@@ -389,7 +406,7 @@ async def test_staff_of_an_unknown_email_is_not_found(operator: OperatorHarness)
 
 async def test_reissue_swaps_the_code_enqueues_the_new_message_and_audits(
     operator: OperatorHarness,
-):
+) -> None:
     actor = await staff(operator)
     letter_id, challenge_id = await reissuable(operator)
     new_id = uuid.uuid4()
@@ -418,7 +435,9 @@ async def test_reissue_swaps_the_code_enqueues_the_new_message_and_audits(
     assert [("reissue", actor, letter_id, new_id, "key-1")] == (await operator.audit())[1:]
 
 
-async def test_a_replay_answers_the_first_receipt_and_changes_nothing(operator: OperatorHarness):
+async def test_a_replay_answers_the_first_receipt_and_changes_nothing(
+    operator: OperatorHarness,
+) -> None:
     actor = await staff(operator)
     letter_id, challenge_id = await reissuable(operator)
     first = await reissue(operator.api, actor, letter_id)
@@ -435,7 +454,7 @@ async def test_a_replay_answers_the_first_receipt_and_changes_nothing(operator: 
     assert 2 == len(await operator.audit())  # the grant and one reissue
 
 
-async def test_a_key_reused_for_another_request_is_refused(operator: OperatorHarness):
+async def test_a_key_reused_for_another_request_is_refused(operator: OperatorHarness) -> None:
     actor = await staff(operator)
     letter_id, _ = await reissuable(operator)
     await reissue(operator.api, actor, letter_id)
@@ -448,7 +467,7 @@ async def test_a_key_reused_for_another_request_is_refused(operator: OperatorHar
         await requeue(operator.api, actor, letter_id)
 
 
-async def test_each_staff_member_has_their_own_keys(operator: OperatorHarness):
+async def test_each_staff_member_has_their_own_keys(operator: OperatorHarness) -> None:
     first = await staff(operator)
     second = await staff(operator, "second@example.com")
     letter_id, _ = await reissuable(operator)
@@ -463,7 +482,7 @@ async def test_each_staff_member_has_their_own_keys(operator: OperatorHarness):
 
 async def test_a_second_reissue_with_another_key_finds_the_newer_message(
     operator: OperatorHarness,
-):
+) -> None:
     actor = await staff(operator)
     letter_id, _ = await reissuable(operator)
     await reissue(operator.api, actor, letter_id)
@@ -474,14 +493,14 @@ async def test_a_second_reissue_with_another_key_finds_the_newer_message(
     assert Refusal.NEWER_MESSAGE_EXISTS == refused.value.refusal
 
 
-async def test_reissuing_an_unknown_message_is_not_found(operator: OperatorHarness):
+async def test_reissuing_an_unknown_message_is_not_found(operator: OperatorHarness) -> None:
     actor = await staff(operator)
 
     with pytest.raises(MessageNotFound):
         await reissue(operator.api, actor, uuid.uuid4())
 
 
-MESSAGE_REFUSALS = [
+MESSAGE_REFUSALS: list[tuple[str, Callable[[OperatorHarness, UUID], Message], Refusal]] = [
     ("pending", lambda o, s: code_message(o, subject_id=s), Refusal.NOT_DEAD_LETTERED),
     (
         "invitation",
@@ -518,7 +537,9 @@ MESSAGE_REFUSALS = [
     [(make, refusal) for _, make, refusal in MESSAGE_REFUSALS],
     ids=[name for name, _, _ in MESSAGE_REFUSALS],
 )
-async def test_reissue_refuses_a_message_it_cannot_fix(operator: OperatorHarness, make, refusal):
+async def test_reissue_refuses_a_message_it_cannot_fix(
+    operator: OperatorHarness, make: Callable[[OperatorHarness, UUID], Message], refusal: Refusal
+) -> None:
     actor = await staff(operator)
     person = await operator.add_identity("person@example.com")
     opened = challenge(operator, person)
@@ -534,7 +555,7 @@ async def test_reissue_refuses_a_message_it_cannot_fix(operator: OperatorHarness
     assert 1 == len(await operator.audit())  # the grant only
 
 
-CHALLENGE_REFUSALS = [
+CHALLENGE_REFUSALS: list[tuple[str, dict[str, object], Refusal]] = [
     ("consumed", {"state": ChallengeState.CONSUMED}, Refusal.CHALLENGE_CONSUMED),
     ("locked", {"state": ChallengeState.LOCKED}, Refusal.CHALLENGE_LOCKED),
     ("closed", {"state": ChallengeState.CLOSED}, Refusal.CHALLENGE_EXPIRED),
@@ -548,8 +569,8 @@ CHALLENGE_REFUSALS = [
     ids=[name for name, _, _ in CHALLENGE_REFUSALS],
 )
 async def test_reissue_refuses_a_challenge_that_cannot_take_a_code(
-    operator: OperatorHarness, changes, refusal
-):
+    operator: OperatorHarness, changes: dict[str, object], refusal: Refusal
+) -> None:
     actor = await staff(operator)
     letter_id, challenge_id = await reissuable(operator, **changes)
 
@@ -560,7 +581,9 @@ async def test_reissue_refuses_a_challenge_that_cannot_take_a_code(
     assert NEW_HASH != await operator.code_hash(challenge_id)
 
 
-async def test_reissue_refuses_a_dead_letter_whose_challenge_is_gone(operator: OperatorHarness):
+async def test_reissue_refuses_a_dead_letter_whose_challenge_is_gone(
+    operator: OperatorHarness,
+) -> None:
     actor = await staff(operator)
     orphan = dead_letter(operator)
     await operator.put(orphan)
@@ -571,7 +594,7 @@ async def test_reissue_refuses_a_dead_letter_whose_challenge_is_gone(operator: O
     assert Refusal.CHALLENGE_MISSING == refused.value.refusal
 
 
-async def test_staff_never_reissue_a_code_of_their_own(operator: OperatorHarness):
+async def test_staff_never_reissue_a_code_of_their_own(operator: OperatorHarness) -> None:
     actor = await staff(operator)
     own = challenge(operator, actor, identifier=STAFF, purpose=Purpose.PASSWORD_RECOVERY)
     await operator.put_challenge(own)
@@ -589,8 +612,8 @@ async def test_staff_never_reissue_a_code_of_their_own(operator: OperatorHarness
 
 @pytest.mark.parametrize("state", ["pending", "published"])
 async def test_reissue_refuses_when_a_newer_message_goes_to_the_same_destination(
-    operator: OperatorHarness, state
-):
+    operator: OperatorHarness, state: str
+) -> None:
     actor = await staff(operator)
     letter_id, _ = await reissuable(operator)
     newer = code_message(operator, age=timedelta(seconds=5))  # another subject, same address
@@ -607,7 +630,9 @@ async def test_reissue_refuses_when_a_newer_message_goes_to_the_same_destination
     assert Refusal.NEWER_MESSAGE_EXISTS == refused.value.refusal
 
 
-async def test_an_older_published_message_does_not_block_a_reissue(operator: OperatorHarness):
+async def test_an_older_published_message_does_not_block_a_reissue(
+    operator: OperatorHarness,
+) -> None:
     actor = await staff(operator)
     token = uuid.uuid4()
     before = operator.now() - timedelta(minutes=30)
@@ -624,7 +649,9 @@ async def test_an_older_published_message_does_not_block_a_reissue(operator: Ope
 # Requeue ----------------------------------------------------------------------------------------
 
 
-async def test_requeue_enqueues_a_copy_of_a_notification_and_audits(operator: OperatorHarness):
+async def test_requeue_enqueues_a_copy_of_a_notification_and_audits(
+    operator: OperatorHarness,
+) -> None:
     actor = await staff(operator)
     letter = dead_letter(operator, purpose=Purpose.NOTIFICATION, destination="carol@example.com")
     await operator.put(letter)
@@ -645,7 +672,7 @@ async def test_requeue_enqueues_a_copy_of_a_notification_and_audits(operator: Op
     ]
 
 
-async def test_a_requeue_replay_answers_the_first_copy(operator: OperatorHarness):
+async def test_a_requeue_replay_answers_the_first_copy(operator: OperatorHarness) -> None:
     actor = await staff(operator)
     letter = dead_letter(operator, purpose=Purpose.NOTIFICATION)
     await operator.put(letter)
@@ -666,8 +693,8 @@ async def test_a_requeue_replay_answers_the_first_copy(operator: OperatorHarness
     ids=["a code", "pending"],
 )
 async def test_requeue_refuses_what_is_not_a_dead_notification(
-    operator: OperatorHarness, make, refusal
-):
+    operator: OperatorHarness, make: Callable[[OperatorHarness], Message], refusal: Refusal
+) -> None:
     actor = await staff(operator)
     message = make(operator)
     await operator.put(message)
@@ -678,7 +705,7 @@ async def test_requeue_refuses_what_is_not_a_dead_notification(
     assert refusal == refused.value.refusal
 
 
-async def test_a_notification_is_requeued_once(operator: OperatorHarness):
+async def test_a_notification_is_requeued_once(operator: OperatorHarness) -> None:
     actor = await staff(operator)
     letter = dead_letter(operator, purpose=Purpose.NOTIFICATION)
     await operator.put(letter)

@@ -20,7 +20,7 @@ from tests.contract.harness import Harness, make_message
 LEASE = timedelta(seconds=60)
 
 
-async def test_enqueue_stores_a_pending_message_with_its_envelope(outbox: Harness):
+async def test_enqueue_stores_a_pending_message_with_its_envelope(outbox: Harness) -> None:
     message = make_message(outbox)
 
     await outbox.enqueue(message)
@@ -35,7 +35,7 @@ async def test_enqueue_stores_a_pending_message_with_its_envelope(outbox: Harnes
     )
 
 
-async def test_enqueue_refuses_a_duplicate_id(outbox: Harness):
+async def test_enqueue_refuses_a_duplicate_id(outbox: Harness) -> None:
     message = make_message(outbox)
     await outbox.enqueue(message)
 
@@ -47,7 +47,9 @@ async def test_enqueue_refuses_a_duplicate_id(outbox: Harness):
     "secret",
     ["123456", "plain-token-without-version", "v1.", "v1.only-one-part"],
 )
-async def test_enqueue_refuses_a_secret_that_is_not_an_envelope(outbox: Harness, secret):
+async def test_enqueue_refuses_a_secret_that_is_not_an_envelope(
+    outbox: Harness, secret: str
+) -> None:
     message = attrs.evolve(make_message(outbox), sealed_secret=secret)
 
     with pytest.raises(InvalidRequest):
@@ -55,14 +57,14 @@ async def test_enqueue_refuses_a_secret_that_is_not_an_envelope(outbox: Harness,
     assert await outbox.view(message.id) is None
 
 
-async def test_enqueue_refuses_a_code_purpose_without_a_secret(outbox: Harness):
+async def test_enqueue_refuses_a_code_purpose_without_a_secret(outbox: Harness) -> None:
     message = attrs.evolve(make_message(outbox), sealed_secret=None)
 
     with pytest.raises(InvalidRequest):
         await outbox.enqueue(message)
 
 
-async def test_enqueue_refuses_a_message_that_already_expired(outbox: Harness):
+async def test_enqueue_refuses_a_message_that_already_expired(outbox: Harness) -> None:
     message = make_message(outbox, expires_in=timedelta(seconds=0.1))
     await outbox.sleep(0.2)
 
@@ -80,7 +82,9 @@ async def test_enqueue_refuses_a_message_that_already_expired(outbox: Harness):
         Purpose.MAGIC_LINK,
     ],
 )
-async def test_a_newer_message_supersedes_older_live_ones_of_its_subject(outbox: Harness, purpose):
+async def test_a_newer_message_supersedes_older_live_ones_of_its_subject(
+    outbox: Harness, purpose: Purpose
+) -> None:
     subject = uuid.uuid4()
     pending = make_message(outbox, purpose=purpose, subject_id=subject)
     await outbox.enqueue(pending)
@@ -99,7 +103,7 @@ async def test_a_newer_message_supersedes_older_live_ones_of_its_subject(outbox:
     assert State.PENDING == new.state
 
 
-async def test_invitations_are_never_superseded(outbox: Harness):
+async def test_invitations_are_never_superseded(outbox: Harness) -> None:
     subject = uuid.uuid4()
     first = make_message(outbox, purpose=Purpose.INVITATION, subject_id=subject)
     second = make_message(outbox, purpose=Purpose.INVITATION, subject_id=subject)
@@ -111,7 +115,7 @@ async def test_invitations_are_never_superseded(outbox: Harness):
     assert State.PENDING == view.state
 
 
-async def test_a_message_of_another_purpose_or_subject_supersedes_nothing(outbox: Harness):
+async def test_a_message_of_another_purpose_or_subject_supersedes_nothing(outbox: Harness) -> None:
     subject = uuid.uuid4()
     original = make_message(outbox, purpose=Purpose.SIGN_UP, subject_id=subject)
     await outbox.enqueue(original)
@@ -124,7 +128,7 @@ async def test_a_message_of_another_purpose_or_subject_supersedes_nothing(outbox
     assert State.PENDING == view.state
 
 
-async def test_a_resend_while_a_worker_holds_the_lease_fences_the_worker(outbox: Harness):
+async def test_a_resend_while_a_worker_holds_the_lease_fences_the_worker(outbox: Harness) -> None:
     subject = uuid.uuid4()
     await outbox.enqueue(make_message(outbox, subject_id=subject))
     [held] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
@@ -144,7 +148,7 @@ async def test_a_resend_while_a_worker_holds_the_lease_fences_the_worker(outbox:
     assert resend.id == sendable.id
 
 
-async def test_a_resend_after_publication_supersedes_nothing(outbox: Harness):
+async def test_a_resend_after_publication_supersedes_nothing(outbox: Harness) -> None:
     subject = uuid.uuid4()
     await outbox.enqueue(make_message(outbox, subject_id=subject))
     [sent] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
@@ -167,8 +171,8 @@ async def test_a_resend_after_publication_supersedes_nothing(outbox: Harness):
     "reason", [FailureClass.CHALLENGE_CONSUMED, FailureClass.INVITATION_REVOKED]
 )
 async def test_cancel_by_subject_withdraws_every_live_message_and_fences_leases(
-    outbox: Harness, reason
-):
+    outbox: Harness, reason: FailureClass
+) -> None:
     subject = uuid.uuid4()
     await outbox.enqueue(make_message(outbox, purpose=Purpose.INVITATION, subject_id=subject))
     [held] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
@@ -196,10 +200,12 @@ async def test_cancel_by_subject_withdraws_every_live_message_and_fences_leases(
     assert [RecordResult.LEASE_LOST] == list(late)
 
 
-async def test_cancel_by_subject_with_nothing_live_cancels_nothing(outbox: Harness):
+async def test_cancel_by_subject_with_nothing_live_cancels_nothing(outbox: Harness) -> None:
     assert 0 == await outbox.cancel(uuid.uuid4(), FailureClass.CHALLENGE_CONSUMED)
 
 
-async def test_cancel_by_subject_refuses_a_reason_that_is_not_a_cancellation(outbox: Harness):
+async def test_cancel_by_subject_refuses_a_reason_that_is_not_a_cancellation(
+    outbox: Harness,
+) -> None:
     with pytest.raises(InvalidRequest):
         await outbox.cancel(uuid.uuid4(), FailureClass.REJECTED)
