@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version
+from typing import Annotated
+
 import typer
 
 from entrypoints.cli.backlog import backlog
@@ -34,8 +37,26 @@ app.add_typer(messages_app, name="messages")
 app.add_typer(staff_app, name="staff")
 
 
+def _print_version(requested: bool) -> None:
+    """Print ``outboxctl <version>`` and stop, before any command runs."""
+    if requested:
+        # The installed distribution's metadata, so pyproject.toml stays the one source.
+        typer.echo(f"outboxctl {version('outbox')}")
+        raise typer.Exit
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Operate the outbox."""
 
 
