@@ -19,7 +19,7 @@ from bench.harness import Setting
 from domain.channels import Channel
 from entrypoints.bootstrap.worker import worker_services
 from entrypoints.observability import configure_logging
-from entrypoints.settings import load_settings
+from entrypoints.settings.tree import load_settings
 from entrypoints.worker.loop import WorkerLoop
 
 

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from typing import TypedDict
 
-from prometheus_client import CollectorRegistry
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.crypto.hashing import Argon2idHasher
 from adapters.postgres.identity_transactions import PostgresIdentityTransactions
-from adapters.postgres.pool import open_pool
 from adapters.postgres.rate_limiter import PostgresRateLimiter
 from adapters.postgres.readiness import PostgresReadinessProbe
-from adapters.system.clock import SystemClock
-from adapters.system.ids import Uuid7Ids
-from adapters.system.secrets import SystemSecrets
 from application.check_readiness import CheckReadiness
 from application.identity.accept_invitation import AcceptInvitation
 from application.identity.authenticate_bearer import AuthenticateBearer
@@ -41,16 +33,14 @@ from application.identity.revoke_invitation import RevokeInvitation
 from application.identity.services import IdentityServices
 from application.identity.sign_in import SessionStarter, SignIn
 from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
-from entrypoints.bootstrap.database import api_role, resolve_database_url
-from entrypoints.identity_settings import IdentitySettings, load_identity_settings
-from entrypoints.observability import build_telemetry, new_registry
-from entrypoints.seal_keys import load_sealer
-from entrypoints.settings import Settings
+from entrypoints.bootstrap.parts import ProcessParts
+from entrypoints.settings.identity import IdentitySettings
+from entrypoints.settings.tree import Settings
 
 # --- The HTTP API and the reference Identity module ----------------------------------------
 # build_identity_services wires the identity use cases from already-open parts (tests pass
-# their own clock, secrets and hasher); api_services opens and closes the API's pool around
-# them; run_api serves the Litestar app with uvicorn in the same event loop.
+# their own clock, secrets and hasher); api_identity_services takes them from the process's
+# shared parts and the API pool (see processes.py, which opens and closes both).
 
 
 class _Common(TypedDict):
@@ -132,40 +122,17 @@ def build_identity_services(
     )
 
 
-@contextlib.asynccontextmanager
-async def api_services(
-    settings: Settings,
-    *,
-    registry: CollectorRegistry | None = None,
-    telemetry: Telemetry | None = None,
-) -> AsyncIterator[IdentityServices]:
-    """Open the API's pool and build the identity services; close the pool on exit.
-
-    ``telemetry`` (built on ``registry``) is shared when the worker runs in the same process.
-    Raises SettingsError naming a bad variable, StoreUnavailable if the database is down.
-    """
-    identity = load_identity_settings(settings.environ)
-    telemetry = telemetry or build_telemetry(registry or new_registry())
-    sealer = load_sealer(
-        settings, warn=lambda text: telemetry.event("keys.warning", level="warning", detail=text)
+def api_identity_services(
+    settings: Settings, parts: ProcessParts, pool: AsyncConnectionPool[AsyncConnection]
+) -> IdentityServices:
+    """The identity services of an API process, over its pool and its shared parts."""
+    return build_identity_services(
+        pool=pool,
+        sealer=parts.sealer,
+        hasher=parts.hasher,
+        clock=parts.clock,
+        ids=parts.ids,
+        secret_source=parts.secret_source,
+        telemetry=parts.telemetry,
+        identity=settings.identity,
     )
-    pool = await open_pool(
-        resolve_database_url(settings),
-        min_size=settings.database.pool_min,
-        max_size=settings.database.pool_max,
-        prepared_statements=settings.database.prepared_statements,
-        role=api_role(settings),
-    )
-    try:
-        yield build_identity_services(
-            pool=pool,
-            sealer=sealer,
-            hasher=Argon2idHasher(),
-            clock=SystemClock(),
-            ids=Uuid7Ids(),
-            secret_source=SystemSecrets(),
-            telemetry=telemetry,
-            identity=identity,
-        )
-    finally:
-        await pool.close()

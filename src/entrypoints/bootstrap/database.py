@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import enum
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
 from adapters.postgres.embedded import EmbeddedPostgres
-from entrypoints.settings import Settings
+from adapters.postgres.pool import open_pool
+from entrypoints.settings.tree import Settings
 
 
 def embedded_data_dir(settings: Settings) -> Path:
@@ -55,3 +63,42 @@ def session_role(settings: Settings, group_role: str) -> str | None:
     ``outbox_worker`` explicitly; a configured URL names a login role granted the group role.
     """
     return group_role if settings.database.url is None else None
+
+
+class DatabaseAccess(enum.Enum):
+    """Who a pool's connections act as: the API, the worker, or the database operator."""
+
+    API = "api"  # role outbox_runtime: identity routes and the staff routes
+    WORKER = "worker"  # role outbox_worker: claim, record, sweep
+    OPERATOR = "operator"  # outboxctl's own login, no SET ROLE: a member of outbox_owner
+
+
+@contextlib.asynccontextmanager
+async def database_pool(
+    settings: Settings, access: DatabaseAccess
+) -> AsyncIterator[AsyncConnectionPool[AsyncConnection]]:
+    """The one way a process opens a pool: URL, role and size follow from ``access``.
+
+    The pool is closed on exit. Raises StoreUnavailable if the database cannot be reached.
+    """
+    database = settings.database
+    if access is DatabaseAccess.WORKER:
+        url = await asyncio.to_thread(resolve_worker_database_url, settings)
+        role, min_size, max_size = worker_role(settings), 1, max(2, database.pool_max)
+    elif access is DatabaseAccess.API:
+        url = await asyncio.to_thread(resolve_database_url, settings)
+        role, min_size, max_size = api_role(settings), database.pool_min, database.pool_max
+    else:
+        url = await asyncio.to_thread(resolve_database_url, settings)
+        role, min_size, max_size = None, 1, 2
+    pool = await open_pool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        prepared_statements=database.prepared_statements,
+        role=role,
+    )
+    try:
+        yield pool
+    finally:
+        await pool.close()

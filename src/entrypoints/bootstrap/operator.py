@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from uuid import UUID
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.crypto.hashing import Argon2idHasher
 from adapters.postgres.identity_transactions import PostgresIdentityTransactions
 from adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
-from adapters.postgres.pool import open_pool
-from adapters.system.clock import SystemClock
-from adapters.system.ids import Uuid7Ids
-from adapters.system.secrets import SystemSecrets
 from application.identity.challenge_issuer import ChallengeIssuer
 from application.operator.grant_staff import GrantStaff
 from application.operator.list_dead_letters import ListDeadLetters
@@ -30,12 +24,9 @@ from application.operator.show_backlog import ShowBacklog
 from application.operator.show_message import ShowMessage
 from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
 from domain.identity.challenges import ChallengePolicy
-from domain.purposes import Purpose
-from entrypoints.bootstrap.database import api_role, resolve_database_url
-from entrypoints.identity_settings import load_identity_settings
-from entrypoints.observability import build_telemetry, new_registry
-from entrypoints.seal_keys import load_sealer
-from entrypoints.settings import Settings
+from entrypoints.bootstrap.database import DatabaseAccess, database_pool
+from entrypoints.bootstrap.parts import ProcessParts, build_process_parts
+from entrypoints.settings.tree import Settings
 
 # --- Operator surfaces (staff HTTP routes and outboxctl) ------------------------------------
 # build_operator_services wires the operator use cases over one pool. On the API pool (role
@@ -77,17 +68,23 @@ def build_operator_services(
     )
 
 
-class _KeysNotLoaded:
-    """The sealer of operator commands that never seal: they need no outbox key at all."""
+def staff_operator_services(
+    parts: ProcessParts, pool: AsyncConnectionPool[AsyncConnection], challenges: ChallengePolicy
+) -> OperatorServices:
+    """The staff routes' services over the API pool (role ``outbox_runtime``).
 
-    # The arguments are the Sealer port's; a command that never seals never calls either.
-    def seal(self, *, message_id: UUID, purpose: Purpose, plaintext: str) -> str:  # noqa: ARG002
-        """Refuse: the keys were not loaded."""
-        raise RuntimeError("this command was started without the outbox keys")
-
-    def open(self, *, message_id: UUID, purpose: Purpose, envelope: str) -> str:  # noqa: ARG002
-        """Refuse: the keys were not loaded."""
-        raise RuntimeError("this command was started without the outbox keys")
+    Every call names the signed-in staff member; the database refuses anyone else.
+    """
+    return build_operator_services(
+        pool=pool,
+        sealer=parts.sealer,
+        hasher=parts.hasher,
+        clock=parts.clock,
+        ids=parts.ids,
+        secret_source=parts.secret_source,
+        telemetry=parts.telemetry,
+        challenges=challenges,
+    )
 
 
 @contextlib.asynccontextmanager
@@ -99,65 +96,8 @@ async def operator_services(
     ``seal_keys`` loads the outbox keys (a reissue seals a new code); without it no key is
     read. Raises SettingsError naming a bad variable, StoreUnavailable if the database is down.
     """
-    identity = load_identity_settings(settings.environ)
-    telemetry = telemetry or build_telemetry(new_registry(process_metrics=False))
-    sealer: Sealer = (
-        load_sealer(
-            settings,
-            warn=lambda text: telemetry.event("keys.warning", level="warning", detail=text),
-        )
-        if seal_keys
-        else _KeysNotLoaded()
+    parts = build_process_parts(
+        settings, seal_keys=seal_keys, telemetry=telemetry, process_metrics=False
     )
-    pool = await open_pool(
-        resolve_database_url(settings),
-        min_size=1,
-        max_size=2,
-        prepared_statements=settings.database.prepared_statements,
-    )
-    try:
-        yield build_operator_services(
-            pool=pool,
-            sealer=sealer,
-            hasher=Argon2idHasher(),
-            clock=SystemClock(),
-            ids=Uuid7Ids(),
-            secret_source=SystemSecrets(),
-            telemetry=telemetry,
-            challenges=identity.challenges,
-        )
-    finally:
-        await pool.close()
-
-
-@contextlib.asynccontextmanager
-async def staff_api_services(
-    settings: Settings, *, telemetry: Telemetry
-) -> AsyncIterator[OperatorServices]:
-    """The staff routes' services on a small pool of their own, acting as the API role.
-
-    Every call names the signed-in staff member; the database refuses anyone else.
-    """
-    identity = load_identity_settings(settings.environ)
-    # The API's own services already warned about a development key; once is enough.
-    sealer = load_sealer(settings, warn=lambda _: None)
-    pool = await open_pool(
-        resolve_database_url(settings),
-        min_size=1,
-        max_size=4,
-        prepared_statements=settings.database.prepared_statements,
-        role=api_role(settings),
-    )
-    try:
-        yield build_operator_services(
-            pool=pool,
-            sealer=sealer,
-            hasher=Argon2idHasher(),
-            clock=SystemClock(),
-            ids=Uuid7Ids(),
-            secret_source=SystemSecrets(),
-            telemetry=telemetry,
-            challenges=identity.challenges,
-        )
-    finally:
-        await pool.close()
+    async with database_pool(settings, DatabaseAccess.OPERATOR) as pool:
+        yield staff_operator_services(parts, pool, settings.identity.challenges)

@@ -7,14 +7,14 @@ from collections.abc import Callable
 
 from adapters.postgres.migrations import apply_migrations
 from application.outbox.dispatch_due_messages import DispatchResult
-from entrypoints.bootstrap.api import api_services
-from entrypoints.bootstrap.database import resolve_database_url
-from entrypoints.bootstrap.operator import staff_api_services
+from entrypoints.bootstrap.api import api_identity_services
+from entrypoints.bootstrap.database import DatabaseAccess, database_pool, resolve_database_url
+from entrypoints.bootstrap.operator import staff_operator_services
+from entrypoints.bootstrap.parts import build_process_parts
 from entrypoints.bootstrap.worker import sweep_schedule, worker_services
 from entrypoints.http.app import create_app
 from entrypoints.http.server import bind, serve
-from entrypoints.observability import build_telemetry, new_registry
-from entrypoints.settings import Settings
+from entrypoints.settings.tree import Settings
 from entrypoints.worker.loop import WorkerLoop
 from entrypoints.worker.process import run_worker_process
 
@@ -31,14 +31,15 @@ async def run_stack(settings: Settings, *, announce: Callable[[str], None]) -> D
     url = await asyncio.to_thread(resolve_database_url, settings)
     await apply_migrations(url)
     listener = bind(settings.http.host, settings.http.port)
-    registry = new_registry()
-    telemetry = build_telemetry(registry)
+    parts = build_process_parts(settings)
+    telemetry = parts.telemetry
     async with (
-        api_services(settings, registry=registry, telemetry=telemetry) as services,
-        staff_api_services(settings, telemetry=telemetry) as operator,
-        worker_services(settings, registry=registry, telemetry=telemetry) as worker,
+        database_pool(settings, DatabaseAccess.API) as api_pool,
+        worker_services(settings, parts=parts) as worker,
     ):
-        app = create_app(services, registry=registry, operator=operator)
+        services = api_identity_services(settings, parts, api_pool)
+        operator = staff_operator_services(parts, api_pool, settings.identity.challenges)
+        app = create_app(services, registry=parts.registry, operator=operator)
         stop = asyncio.Event()
         host, port = listener.getsockname()[:2]
         api = asyncio.create_task(
@@ -68,12 +69,11 @@ async def run_stack(settings: Settings, *, announce: Callable[[str], None]) -> D
 
 async def run_api(settings: Settings) -> None:
     """``outboxctl serve``: the HTTP API until SIGINT/SIGTERM, then a clean exit."""
-    registry = new_registry()
-    async with (
-        api_services(settings, registry=registry) as services,
-        staff_api_services(settings, telemetry=services.telemetry) as operator,
-    ):
-        app = create_app(services, registry=registry, operator=operator)
+    parts = build_process_parts(settings)
+    async with database_pool(settings, DatabaseAccess.API) as api_pool:
+        services = api_identity_services(settings, parts, api_pool)
+        operator = staff_operator_services(parts, api_pool, settings.identity.challenges)
+        app = create_app(services, registry=parts.registry, operator=operator)
         services.telemetry.event("api.started", host=settings.http.host, port=settings.http.port)
         await serve(app, host=settings.http.host, port=settings.http.port)
         services.telemetry.event("api.stopped")

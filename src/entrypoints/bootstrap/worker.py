@@ -13,9 +13,7 @@ import attrs
 from prometheus_client import CollectorRegistry
 
 from adapters.postgres.dispatch_store import PostgresDispatchStore
-from adapters.postgres.pool import open_pool
 from adapters.postgres.work_listener import WorkListener
-from adapters.system.clock import SystemClock
 from adapters.templates.renderer import JinjaRenderer
 from application.outbox.dispatch_due_messages import DispatchDueMessages, DispatchResult
 from application.outbox.links import LinkBases
@@ -27,11 +25,15 @@ from application.ports import Telemetry
 from domain.channels import Channel
 from domain.outbox.retention import RetentionPolicy
 from domain.outbox.retry_policy import RetryPolicy
-from entrypoints.bootstrap.database import resolve_worker_database_url, worker_role
-from entrypoints.observability import build_telemetry, new_registry, serve_metrics
-from entrypoints.providers import build_providers, close_providers
-from entrypoints.seal_keys import load_sealer
-from entrypoints.settings import Settings
+from entrypoints.bootstrap.database import (
+    DatabaseAccess,
+    database_pool,
+    resolve_worker_database_url,
+)
+from entrypoints.bootstrap.parts import ProcessParts, build_process_parts
+from entrypoints.bootstrap.providers import build_providers, close_providers
+from entrypoints.observability import serve_metrics
+from entrypoints.settings.tree import Settings
 from entrypoints.worker.loop import WorkerLoop
 from entrypoints.worker.process import run_worker_process
 from entrypoints.worker.schedule import Every
@@ -56,21 +58,16 @@ async def worker_services(
     batch_size: int | None = None,
     concurrency: int | None = None,
     providers: Mapping[Channel, DeliveryProvider] | None = None,
-    registry: CollectorRegistry | None = None,
-    telemetry: Telemetry | None = None,
+    parts: ProcessParts | None = None,
 ) -> AsyncIterator[WorkerServices]:
     """Open the worker's pool, listener and provider clients; close them all on exit.
 
-    ``providers`` replaces the configured ones (tests and benchmarks use it); ``telemetry``
-    (built on ``registry``) is shared when the API runs in the same process.
+    ``providers`` replaces the configured ones (tests and benchmarks use it); ``parts`` are
+    the process's shared parts when the API runs in the same process (built here otherwise).
     Raises SettingsError naming a bad variable, StoreUnavailable if the database is down.
     """
-    clock = SystemClock()
-    registry = registry or new_registry()
-    telemetry = telemetry or build_telemetry(registry)
-    sealer = load_sealer(
-        settings, warn=lambda text: telemetry.event("keys.warning", level="warning", detail=text)
-    )
+    parts = parts or build_process_parts(settings)
+    clock, telemetry = parts.clock, parts.telemetry
     renderer = JinjaRenderer(override_dir=settings.template_dir)
     renderer.preload()
     worker = settings.worker
@@ -83,14 +80,7 @@ async def worker_services(
             built = build_providers(sized, clock=clock)
             stack.push_async_callback(close_providers, built)
             providers = built
-        pool = await open_pool(
-            url,
-            min_size=1,
-            max_size=max(2, settings.database.pool_max),
-            prepared_statements=settings.database.prepared_statements,
-            role=worker_role(settings),
-        )
-        stack.push_async_callback(pool.close)
+        pool = await stack.enter_async_context(database_pool(settings, DatabaseAccess.WORKER))
         listener = WorkListener(url)
         stack.push_async_callback(listener.close)
         store = PostgresDispatchStore(pool, listener)
@@ -98,7 +88,7 @@ async def worker_services(
         yield WorkerServices(
             dispatch=DispatchDueMessages(
                 store=store,
-                sealer=sealer,
+                sealer=parts.sealer,
                 renderer=renderer,
                 providers=providers,
                 clock=clock,
@@ -133,7 +123,7 @@ async def worker_services(
             ),
             store=store,
             telemetry=telemetry,
-            registry=registry,
+            registry=parts.registry,
         )
 
 

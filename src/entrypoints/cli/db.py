@@ -17,7 +17,8 @@ from adapters.postgres.migrations import MigrationError, apply_migrations, migra
 from application.errors import PermissionDenied, StoreUnavailable
 from entrypoints.bootstrap.database import resolve_database_url
 from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.settings import SettingsError, load_settings
+from entrypoints.settings.reader import SettingsError
+from entrypoints.settings.tree import load_settings
 
 db_app = typer.Typer(
     help="Migrate the database and show its migration status.", no_args_is_help=True

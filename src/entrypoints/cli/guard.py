@@ -12,7 +12,7 @@ import typer
 from application.errors import InvalidRequest, PermissionDenied, StoreUnavailable
 from application.outbox.errors import MessageNotFound
 from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.settings import SettingsError
+from entrypoints.settings.reader import SettingsError
 
 _T = TypeVar("_T")
 

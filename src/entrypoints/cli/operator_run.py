@@ -23,7 +23,7 @@ from entrypoints.bootstrap.operator import operator_services
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail, guarded, run_guarded
 from entrypoints.observability import configure_logging
-from entrypoints.settings import load_settings
+from entrypoints.settings.tree import load_settings
 
 _T = TypeVar("_T")
 

@@ -7,9 +7,8 @@ import os
 
 from entrypoints.bootstrap.processes import run_api
 from entrypoints.cli.guard import run_guarded
-from entrypoints.identity_settings import load_identity_settings
 from entrypoints.observability import configure_logging
-from entrypoints.settings import load_settings
+from entrypoints.settings.tree import load_settings
 
 
 def serve() -> None:
@@ -19,6 +18,5 @@ def serve() -> None:
     (outboxctl db migrate); /readyz answers 503 until they are applied.
     """
     settings = run_guarded(lambda: load_settings(os.environ))
-    run_guarded(lambda: load_identity_settings(settings.environ))
     configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
     run_guarded(lambda: asyncio.run(run_api(settings)))

@@ -10,9 +10,8 @@ import typer
 from entrypoints.bootstrap.processes import run_stack
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail, run_guarded
-from entrypoints.identity_settings import load_identity_settings
 from entrypoints.observability import configure_logging
-from entrypoints.settings import load_settings
+from entrypoints.settings.tree import load_settings
 
 WELCOME = """\
 outbox is up: API on {base} (OpenAPI at {base}/schema), worker and sweeps running.
@@ -34,8 +33,7 @@ def up() -> None:
     """Run everything for development: embedded PostgreSQL when OUTBOX_DATABASE_URL is unset,
     migrations, the HTTP API, the worker and its sweeps, and the console provider.
     """
-    settings = run_guarded(lambda: load_settings(os.environ))
-    run_guarded(lambda: load_identity_settings(settings.environ))
+    settings = run_guarded(lambda: load_settings(os.environ, providers=True))
     configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
 
     def announce(base: str) -> None:

@@ -13,7 +13,7 @@ import typer
 from entrypoints.bootstrap.worker import run_sweeps, run_worker
 from entrypoints.cli.guard import run_guarded
 from entrypoints.observability import configure_logging
-from entrypoints.settings import Settings, load_settings
+from entrypoints.settings.tree import Settings, load_settings
 
 
 class SweepKind(enum.StrEnum):
@@ -24,8 +24,8 @@ class SweepKind(enum.StrEnum):
     ALL = "all"
 
 
-def _settings() -> Settings:
-    settings = run_guarded(lambda: load_settings(os.environ))
+def _settings(*, providers: bool) -> Settings:
+    settings = run_guarded(lambda: load_settings(os.environ, providers=providers))
     configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
     return settings
 
@@ -48,7 +48,7 @@ def worker(
     SIGTERM or SIGINT stops claiming, lets the batch in flight finish within
     OUTBOX_WORKER_SHUTDOWN_GRACE_SECONDS, records it and exits 0.
     """
-    settings = _settings()
+    settings = _settings(providers=True)
     totals = run_guarded(
         lambda: asyncio.run(
             run_worker(settings, drain=drain, batch_size=batch_size, concurrency=concurrency)
@@ -80,6 +80,6 @@ def sweep(
 
     Prints the counts as JSON.
     """
-    settings = _settings()
+    settings = _settings(providers=False)
     counts = run_guarded(lambda: asyncio.run(run_sweeps(settings, which=kind.value, loop=loop)))
     typer.echo(json.dumps(counts))

@@ -34,7 +34,8 @@ from domain.outbox.retry_policy import RetryPolicy
 from domain.purposes import Purpose
 from entrypoints.bootstrap.api import build_identity_services
 from entrypoints.http.app import create_app
-from entrypoints.identity_settings import IdentitySettings, load_identity_settings
+from entrypoints.settings.identity import IdentitySettings
+from entrypoints.settings.tree import load_settings
 from tests.fakes.clock import FixedClock
 from tests.fakes.providers import RecordingProvider
 from tests.fakes.renderer import RecordingRenderer
@@ -203,7 +204,7 @@ class ApiSettings:
     """What a test may change about the service."""
 
     identity: IdentitySettings = attrs.field(
-        factory=lambda: attrs.evolve(load_identity_settings({}), rate_limits=generous_limits())
+        factory=lambda: attrs.evolve(load_settings({}).identity, rate_limits=generous_limits())
     )
 
 

@@ -14,8 +14,8 @@ from moto.ses.models import ses_backends
 
 from adapters.providers.ses.provider import ses_client
 from domain.channels import Channel
-from entrypoints.providers import build_providers, close_providers
-from entrypoints.settings import load_settings
+from entrypoints.bootstrap.providers import build_providers, close_providers
+from entrypoints.settings.tree import load_settings
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import EMAIL, PHONE, email_delivery, phone_delivery
 from tests.integration.providers.http_stand_in import HttpStandIn
@@ -71,7 +71,8 @@ async def test_smtp_brevo_sms_and_wasender_from_configuration_deliver(
             "OUTBOX_WASENDER_API_KEY": WASENDER_KEY,
             "OUTBOX_WASENDER_BASE_URL": f"{wasender_server.url}/api",
             "OUTBOX_PROVIDER_TIMEOUT_SECONDS": "2",
-        }
+        },
+        providers=True,
     )
     providers = build_providers(settings, clock=clock)
     try:
@@ -108,7 +109,7 @@ async def test_ses_from_configuration_sends_through_moto(clock: FixedClock) -> N
         secret_access_key=environ["AWS_SECRET_ACCESS_KEY"],
     )
     admin.create_email_identity(EmailIdentity="example.net")
-    providers = build_providers(load_settings(environ), clock=clock)
+    providers = build_providers(load_settings(environ, providers=True), clock=clock)
     try:
         provider_id = await providers[Channel.EMAIL].send(email_delivery())
     finally:

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import pytest
 
 from domain.channels import Channel
+from entrypoints.bootstrap.providers import build_providers, close_providers
 from entrypoints.bootstrap.worker import worker_services
-from entrypoints.providers import build_providers, close_providers
-from entrypoints.settings import Settings, load_settings
+from entrypoints.settings.tree import Settings, load_settings
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import email_delivery
 from tests.integration.providers.http_stand_in import HttpStandIn, Received, Reply
@@ -58,7 +58,8 @@ def _settings(server: HttpStandIn, **extra: str) -> Settings:
             "OUTBOX_BREVO_SENDER_EMAIL": "no-reply@example.com",
             "OUTBOX_WORKER_LANES": str(LANES),
             **extra,
-        }
+        },
+        providers=True,
     )
 
 

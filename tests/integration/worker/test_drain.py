@@ -17,7 +17,7 @@ from domain.channels import Channel
 from domain.outbox.failures import FailureClass
 from entrypoints.bootstrap.worker import worker_services
 from entrypoints.observability import configure_logging
-from entrypoints.settings import load_settings
+from entrypoints.settings.tree import load_settings
 from entrypoints.worker.loop import WorkerLoop
 from tests.fakes.providers import RecordingProvider
 from tests.fakes.telemetry import RecordingTelemetry

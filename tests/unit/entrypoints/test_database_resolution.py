@@ -8,7 +8,7 @@ from entrypoints.bootstrap.database import (
     resolve_worker_database_url,
     session_role,
 )
-from entrypoints.settings import load_settings
+from entrypoints.settings.tree import load_settings
 
 API_URL = "postgresql://api@db.internal/outbox"
 WORKER_URL = "postgresql://worker@db.internal/outbox"

@@ -12,8 +12,10 @@ from adapters.providers.ses.provider import SesProvider
 from adapters.providers.smtp.provider import SmtpProvider, SmtpSecurity
 from adapters.providers.wasender.provider import WasenderProvider
 from domain.channels import Channel
-from entrypoints.providers import build_providers, close_providers, load_provider_settings
-from entrypoints.settings import Settings, SettingsError, load_settings
+from entrypoints.bootstrap.providers import build_providers, close_providers
+from entrypoints.settings.providers import ProviderSettings
+from entrypoints.settings.reader import SettingsError
+from entrypoints.settings.tree import Settings, load_settings
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import CODE, phone_delivery
 
@@ -30,12 +32,18 @@ PRODUCTION = {
 
 
 def _settings(**environ: str) -> Settings:
-    return load_settings(environ)
+    return load_settings(environ, providers=True)
+
+
+def load_provider_settings(settings: Settings) -> ProviderSettings:
+    """The provider part of the settings tree (read because ``_settings`` asks for it)."""
+    assert settings.providers is not None
+    return settings.providers
 
 
 def _error(environ: dict[str, str]) -> SettingsError:
     with pytest.raises(SettingsError) as raised:
-        load_provider_settings(load_settings(environ))
+        load_settings(environ, providers=True)
     return raised.value
 
 

@@ -13,8 +13,9 @@ from adapters.crypto.envelope import EnvelopeSealer
 from adapters.crypto.keyring import generate_key, key_line, parse_keyring
 from application.errors import EnvelopeInvalid
 from domain.purposes import Purpose
-from entrypoints.seal_keys import load_keyring, load_sealer
-from entrypoints.settings import Settings, SettingsError, load_settings
+from entrypoints.bootstrap.seal_keys import load_keyring, load_sealer
+from entrypoints.settings.reader import SettingsError
+from entrypoints.settings.tree import Settings, load_settings
 
 MESSAGE_ID = UUID("01942f7e-7c00-7abc-8def-0123456789ab")
 KEY = key_line(generate_key("first"))

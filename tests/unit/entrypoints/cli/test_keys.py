@@ -9,10 +9,10 @@ from typer.testing import CliRunner
 from adapters.crypto.envelope import EnvelopeSealer
 from adapters.crypto.keyring import KEY_ID_PATTERN, parse_keyring
 from domain.purposes import Purpose
+from entrypoints.bootstrap.seal_keys import load_sealer
 from entrypoints.cli.app import app
 from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.seal_keys import load_sealer
-from entrypoints.settings import load_settings
+from entrypoints.settings.tree import load_settings
 
 runner = CliRunner()
 

@@ -7,8 +7,14 @@ from datetime import timedelta
 import pytest
 
 from domain.identity.rate_limits import RateLimit
-from entrypoints.identity_settings import load_identity_settings
-from entrypoints.settings import SettingsError
+from entrypoints.settings.identity import IdentitySettings
+from entrypoints.settings.reader import SettingsError
+from entrypoints.settings.tree import load_settings
+
+
+def load_identity_settings(environ: dict[str, str]) -> IdentitySettings:
+    """The identity part of the settings tree."""
+    return load_settings(environ).identity
 
 
 def test_the_defaults_are_the_documented_ones() -> None:

@@ -20,7 +20,8 @@ from adapters.crypto.keyring import (
     parse_keyring,
 )
 from application.ports import Sealer
-from entrypoints.settings import PREFIX, Settings, SettingsError
+from entrypoints.settings.reader import PREFIX, SettingsError
+from entrypoints.settings.tree import Settings
 
 SEAL_KEYS = PREFIX + "SEAL_KEYS"
 SEAL_KEYS_FILE = PREFIX + "SEAL_KEYS_FILE"

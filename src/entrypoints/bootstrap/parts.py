@@ -1,0 +1,84 @@
+"""The parts every service of one process shares, built once per process.
+
+One clock, one id source, one secret source, one hasher, one sealer and one telemetry (over
+one metrics registry): the API, the staff routes and the worker of ``outboxctl up`` take the
+same objects, so keys are read once and every metric lands in the same registry.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import attrs
+from prometheus_client import CollectorRegistry
+
+from adapters.crypto.hashing import Argon2idHasher
+from adapters.system.clock import SystemClock
+from adapters.system.ids import Uuid7Ids
+from adapters.system.secrets import SystemSecrets
+from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
+from domain.purposes import Purpose
+from entrypoints.bootstrap.seal_keys import load_sealer
+from entrypoints.observability import build_telemetry, new_registry
+from entrypoints.settings.tree import Settings
+
+
+@attrs.frozen(kw_only=True)
+class ProcessParts:
+    """The shared, stateless-or-thread-safe parts of one process."""
+
+    clock: Clock
+    ids: Ids
+    secret_source: SecretSource
+    hasher: SecretHasher
+    sealer: Sealer
+    telemetry: Telemetry
+    registry: CollectorRegistry
+
+
+class _KeysNotLoaded:
+    """The sealer of processes that never seal: they need no outbox key at all."""
+
+    # The arguments are the Sealer port's; a command that never seals never calls either.
+    def seal(self, *, message_id: UUID, purpose: Purpose, plaintext: str) -> str:  # noqa: ARG002
+        """Refuse: the keys were not loaded."""
+        raise RuntimeError("this command was started without the outbox keys")
+
+    def open(self, *, message_id: UUID, purpose: Purpose, envelope: str) -> str:  # noqa: ARG002
+        """Refuse: the keys were not loaded."""
+        raise RuntimeError("this command was started without the outbox keys")
+
+
+def build_process_parts(
+    settings: Settings,
+    *,
+    seal_keys: bool = True,
+    registry: CollectorRegistry | None = None,
+    telemetry: Telemetry | None = None,
+    process_metrics: bool = True,
+) -> ProcessParts:
+    """Build the shared parts; ``seal_keys`` False reads no key (a command that never seals).
+
+    ``telemetry`` must be built on ``registry`` when both are given. Raises SettingsError
+    naming a bad key variable.
+    """
+    registry = registry or new_registry(process_metrics=process_metrics)
+    telemetry = telemetry or build_telemetry(registry)
+    reporter = telemetry
+    sealer: Sealer = (
+        load_sealer(
+            settings,
+            warn=lambda text: reporter.event("keys.warning", level="warning", detail=text),
+        )
+        if seal_keys
+        else _KeysNotLoaded()
+    )
+    return ProcessParts(
+        clock=SystemClock(),
+        ids=Uuid7Ids(),
+        secret_source=SystemSecrets(),
+        hasher=Argon2idHasher(),
+        sealer=sealer,
+        telemetry=telemetry,
+        registry=registry,
+    )

@@ -1,0 +1,193 @@
+"""Which provider serves each channel, with which credentials (``OUTBOX_CHANNEL_*`` and the rest).
+
+Only processes that send read these (the worker, ``outboxctl up``): a migration or an operator
+command needs no provider credential.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from email.utils import parseaddr
+from pathlib import Path
+
+import attrs
+
+from adapters.providers.brevo.provider import DEFAULT_BASE_URL as BREVO_BASE_URL
+from adapters.providers.smtp.provider import SmtpSecurity
+from adapters.providers.wasender.provider import DEFAULT_BASE_URL as WASENDER_BASE_URL
+from domain.channels import Channel
+from entrypoints.settings.reader import PREFIX, EnvironmentReader, SettingsError
+
+NONE = "none"
+CONSOLE = "console"
+CHOICES: Mapping[Channel, tuple[str, ...]] = {
+    Channel.EMAIL: (CONSOLE, "smtp", "ses", "brevo"),
+    Channel.SMS: (CONSOLE, "brevo"),
+    Channel.WHATSAPP: (CONSOLE, "wasender"),
+}
+_SMTP_PORTS = {SmtpSecurity.STARTTLS: 587, SmtpSecurity.TLS: 465, SmtpSecurity.PLAIN: 25}
+_SMS_SENDER = re.compile(r"[A-Za-z0-9]{1,11}|[0-9]{1,15}", re.ASCII)
+
+
+@attrs.frozen(kw_only=True)
+class SmtpConfig:
+    """OUTBOX_SMTP_*."""
+
+    host: str
+    port: int
+    security: SmtpSecurity
+    sender: str
+    username: str | None
+    password: str | None = attrs.field(repr=False)
+    ca_file: Path | None
+
+
+@attrs.frozen(kw_only=True)
+class SesConfig:
+    """OUTBOX_SES_*, plus AWS_* credentials when the environment gives them."""
+
+    region: str
+    sender: str
+    endpoint_url: str | None
+    configuration_set: str | None
+    access_key_id: str | None = attrs.field(repr=False)
+    secret_access_key: str | None = attrs.field(repr=False)
+    session_token: str | None = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class BrevoConfig:
+    """OUTBOX_BREVO_*."""
+
+    api_key: str = attrs.field(repr=False)
+    base_url: str
+    sender_email: str | None
+    sender_name: str | None
+    sms_sender: str | None
+
+
+@attrs.frozen(kw_only=True)
+class WasenderConfig:
+    """OUTBOX_WASENDER_*."""
+
+    api_key: str = attrs.field(repr=False)
+    base_url: str
+
+
+@attrs.frozen(kw_only=True)
+class ProviderSettings:
+    """The channel → provider map and the configuration of each provider in use."""
+
+    channels: Mapping[Channel, str]  # channels set to "none" are absent
+    smtp: SmtpConfig | None = None
+    ses: SesConfig | None = None
+    brevo: BrevoConfig | None = None
+    wasender: WasenderConfig | None = None
+
+
+def read_provider_settings(read: EnvironmentReader, environment: str) -> ProviderSettings:
+    """Read and check the provider variables; raises SettingsError naming the variable.
+
+    In development every channel defaults to the console; in staging and production
+    (``read.strict``) each OUTBOX_CHANNEL_* must be set (to a provider, or ``none``) and the
+    console is refused, as are plain-HTTP provider URLs and SMTP passwords over plain SMTP.
+    """
+    channels = {
+        channel: name
+        for channel in Channel
+        if (name := _channel_choice(read, channel, environment)) != NONE
+    }
+    used = set(channels.values())
+    return ProviderSettings(
+        channels=channels,
+        smtp=_smtp(read) if "smtp" in used else None,
+        ses=_ses(read) if "ses" in used else None,
+        brevo=_brevo(read, channels) if "brevo" in used else None,
+        wasender=_wasender(read) if "wasender" in used else None,
+    )
+
+
+def _channel_choice(read: EnvironmentReader, channel: Channel, environment: str) -> str:
+    name = f"CHANNEL_{channel.value.upper()}"
+    choices = (*CHOICES[channel], NONE)
+    value = (read.raw(name) or "").lower()
+    if not value:
+        if read.strict:
+            raise SettingsError(
+                PREFIX + name, f"required in {environment} (one of {', '.join(choices)})"
+            )
+        value = CONSOLE
+    if value not in choices:
+        raise SettingsError(PREFIX + name, f"expected one of {', '.join(choices)}, got {value!r}")
+    if value == CONSOLE and read.strict:
+        raise SettingsError(PREFIX + name, "the console provider is for development only")
+    return value
+
+
+def _smtp(read: EnvironmentReader) -> SmtpConfig:
+    security = read.choice("SMTP_SECURITY", SmtpSecurity.STARTTLS, SmtpSecurity)
+    username, password = read.raw("SMTP_USERNAME"), read.raw("SMTP_PASSWORD")
+    if (username is None) != (password is None):
+        missing = "SMTP_PASSWORD" if password is None else "SMTP_USERNAME"
+        raise SettingsError(PREFIX + missing, "set both OUTBOX_SMTP_USERNAME and the password")
+    if read.strict and username is not None and security is SmtpSecurity.PLAIN:
+        raise SettingsError(
+            PREFIX + "SMTP_SECURITY", "plain would send the SMTP password unencrypted"
+        )
+    return SmtpConfig(
+        host=read.required("SMTP_HOST", " when a channel uses smtp"),
+        port=read.port("SMTP_PORT", _SMTP_PORTS[security]),
+        security=security,
+        sender=read.address("SMTP_FROM", " when a channel uses smtp"),
+        username=username,
+        password=password,
+        ca_file=read.existing_file("SMTP_CA_FILE"),
+    )
+
+
+def _ses(read: EnvironmentReader) -> SesConfig:
+    region = (
+        read.raw("SES_REGION") or read.foreign("AWS_REGION") or read.foreign("AWS_DEFAULT_REGION")
+    )
+    if region is None:
+        raise SettingsError(PREFIX + "SES_REGION", "required (or AWS_REGION) when email uses ses")
+    access_key_id, secret = read.foreign("AWS_ACCESS_KEY_ID"), read.foreign("AWS_SECRET_ACCESS_KEY")
+    if (access_key_id is None) != (secret is None):
+        missing = "AWS_SECRET_ACCESS_KEY" if secret is None else "AWS_ACCESS_KEY_ID"
+        raise SettingsError(missing, "set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+    return SesConfig(
+        region=region,
+        sender=read.address("SES_FROM", " when email uses ses"),
+        endpoint_url=read.url("SES_ENDPOINT_URL", https_only=True),
+        configuration_set=read.raw("SES_CONFIGURATION_SET"),
+        access_key_id=access_key_id,
+        secret_access_key=secret,
+        session_token=read.foreign("AWS_SESSION_TOKEN"),
+    )
+
+
+def _brevo(read: EnvironmentReader, channels: Mapping[Channel, str]) -> BrevoConfig:
+    sender_email = sms_sender = None
+    if channels.get(Channel.EMAIL) == "brevo":
+        sender_email = parseaddr(read.address("BREVO_SENDER_EMAIL", " when email uses brevo"))[1]
+    if channels.get(Channel.SMS) == "brevo":
+        sms_sender = read.required("BREVO_SMS_SENDER", " when sms uses brevo")
+        if not _SMS_SENDER.fullmatch(sms_sender):
+            raise SettingsError(
+                PREFIX + "BREVO_SMS_SENDER", "expected up to 11 letters/digits or 15 digits"
+            )
+    return BrevoConfig(
+        api_key=read.required("BREVO_API_KEY", " when a channel uses brevo"),
+        base_url=read.url("BREVO_BASE_URL", https_only=True) or BREVO_BASE_URL,
+        sender_email=sender_email,
+        sender_name=read.raw("BREVO_SENDER_NAME"),
+        sms_sender=sms_sender,
+    )
+
+
+def _wasender(read: EnvironmentReader) -> WasenderConfig:
+    return WasenderConfig(
+        api_key=read.required("WASENDER_API_KEY", " when whatsapp uses wasender"),
+        base_url=read.url("WASENDER_BASE_URL", https_only=True) or WASENDER_BASE_URL,
+    )
