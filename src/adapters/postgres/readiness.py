@@ -9,7 +9,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from adapters.postgres.migrations import Migration, load_migrations
 from application.ports import ReadinessReport
 
-APPLIED = "SELECT version, checksum FROM identity.applied_migrations()"
+APPLIED = "SELECT version, checksum FROM outbox_meta.applied_migrations()"
 
 
 class PostgresReadinessProbe:

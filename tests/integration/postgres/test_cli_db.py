@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
@@ -45,6 +46,28 @@ def test_status_prints_a_table_by_default(database_url):
     assert ExitCode.OK == result.exit_code
     assert "roles_and_schemas" in result.stdout
     assert "applied" in result.stdout
+
+
+def test_migrate_refuses_a_database_newer_than_the_code_and_status_shows_it(database_url):
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO outbox_meta.migrations (version, name, checksum)"
+            " VALUES (9999, 'from_newer_code', 'unknown')"
+        )
+
+    refused = _run("migrate", url=database_url)
+    status = _run("status", "--json", url=database_url)
+
+    assert ExitCode.FAILURE == refused.exit_code
+    assert "9999_from_newer_code.sql is applied to this database but no such file" in (
+        refused.stderr
+    )
+    assert ExitCode.OK == status.exit_code
+    assert {"version": 9999, "name": "from_newer_code", "state": "no_file"} == {
+        key: value
+        for key, value in json.loads(status.stdout)[-1].items()
+        if key in {"version", "name", "state"}
+    }
 
 
 def test_an_unreachable_database_exits_with_the_database_code():

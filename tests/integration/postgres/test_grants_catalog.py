@@ -25,8 +25,10 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.expire_messages(integer)": EXECUTE_BY_WORKER,
     "outbox.purge_messages(interval,interval,integer)": EXECUTE_BY_WORKER,
     "outbox.refuse_final_update()": set(),
+    # Readiness (0008_readiness_function.sql): the applied versions and checksums, for /readyz.
+    "outbox_meta.applied_migrations()": EXECUTE_BY_RUNTIME,
 }
-# The Identity module (0101_identity_functions.sql): every function for the API role only.
+# The Identity module (0005_identity_functions.sql): every function for the API role only.
 FUNCTION_GRANTS.update(
     (signature, EXECUTE_BY_RUNTIME)
     for signature in (
@@ -37,7 +39,6 @@ FUNCTION_GRANTS.update(
         "identity.add_identity(uuid,timestamp with time zone)",
         "identity.add_organization(uuid,text,uuid,timestamp with time zone,text[])",
         "identity.add_session(uuid,uuid,text,timestamp with time zone,timestamp with time zone)",
-        "identity.applied_migrations()",
         "identity.count_pending_invitations(uuid,timestamp with time zone)",
         "identity.find_account(text)",
         "identity.find_challenge(text,uuid,text)",
@@ -82,7 +83,7 @@ FUNCTION_GRANTS.update(
         "identity.save_password(uuid,text,timestamp with time zone)",
     )
 )
-# The operator surfaces (0201_operator_functions.sql): the staff functions and the metrics
+# The operator surfaces (0007_operator_functions.sql): the staff functions and the metrics
 # counts for the API role; the gates, masking, idempotency and staff membership for nobody
 # (the database operator reaches them as a member of outbox_owner).
 FUNCTION_GRANTS.update(
@@ -110,12 +111,12 @@ RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.envelopes": set(),
     "outbox.attempts": set(),
     "outbox.attempts_id_seq": set(),
-    "outbox_meta.migrations": {("outbox_owner", "SELECT")},  # read by identity.applied_migrations
-    # The staff audit trail (0200_operator_tables.sql): written by the operator functions only.
+    "outbox_meta.migrations": {("outbox_owner", "SELECT")},  # read by applied_migrations()
+    # The staff audit trail (0006_operator_tables.sql): written by the operator functions only.
     "outbox.staff_audit": set(),
     "outbox.staff_audit_id_seq": set(),
 }
-# The Identity module's tables (0100_identity_tables.sql): reached only through functions.
+# The Identity module's tables (0004_identity_tables.sql): reached only through functions.
 RELATION_GRANTS.update(
     (f"identity.{table}", set())
     for table in (
@@ -136,7 +137,9 @@ RELATION_GRANTS.update(
 SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox": {(RUNTIME, "USAGE"), (WORKER, "USAGE")},
     "identity": {(RUNTIME, "USAGE")},
-    "outbox_meta": {("outbox_owner", "USAGE")},
+    # The ledger's schema: the owner role reads the ledger for applied_migrations(), which the
+    # API role calls (0008_readiness_function.sql).
+    "outbox_meta": {("outbox_owner", "USAGE"), (RUNTIME, "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
 

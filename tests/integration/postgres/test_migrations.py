@@ -21,9 +21,9 @@ EXPECTED_TABLES = {
     ("outbox", "messages"),
     ("outbox", "envelopes"),
     ("outbox", "attempts"),
-    ("outbox", "staff_audit"),  # 0200_operator_tables.sql
+    ("outbox", "staff_audit"),  # 0006_operator_tables.sql
     ("outbox_meta", "migrations"),
-    # The Identity module's tables (0100_identity_tables.sql).
+    # The Identity module's tables (0004_identity_tables.sql).
     *(
         ("identity", name)
         for name in (
@@ -63,7 +63,7 @@ EXPECTED_FUNCTIONS = {
         "p_dead_lettered_retention interval, p_limit integer)"
     ),
     "outbox.refuse_final_update()",
-    # The operator surfaces (0201_operator_functions.sql).
+    # The operator surfaces (0007_operator_functions.sql).
     "outbox.mask_destination(p_value text)",
     "outbox.require_staff(p_actor uuid)",
     "outbox.require_operator(p_actor uuid)",
@@ -85,6 +85,8 @@ EXPECTED_FUNCTIONS = {
     "outbox.staff_identity(p_email text)",
     "outbox.grant_staff(p_email text)",
     "outbox.revoke_staff(p_email text)",
+    # Readiness (0008_readiness_function.sql).
+    "outbox_meta.applied_migrations()",
 }
 EXPECTED_INDEXES = {
     "messages_pkey",
@@ -96,7 +98,7 @@ EXPECTED_INDEXES = {
     "envelopes_pkey",
     "attempts_pkey",
     "attempts_by_message",
-    "staff_audit_pkey",  # 0200_operator_tables.sql
+    "staff_audit_pkey",  # 0006_operator_tables.sql
     "staff_audit_idempotency",
     "staff_audit_by_message",
 }
@@ -122,7 +124,8 @@ async def test_migrations_from_scratch_create_the_expected_schema(empty_database
         empty_database_url,
         "SELECT p.oid::regproc::text || '(' || pg_get_function_arguments(p.oid) || ')',"
         " p.prosecdef, pg_get_userbyid(p.proowner), p.proconfig"
-        " FROM pg_proc p WHERE p.pronamespace = 'outbox'::regnamespace",
+        " FROM pg_proc p"
+        " WHERE p.pronamespace IN ('outbox'::regnamespace, 'outbox_meta'::regnamespace)",
     )
     assert EXPECTED_FUNCTIONS == {row[0] for row in functions}
     for signature, security_definer, owner, config in functions:

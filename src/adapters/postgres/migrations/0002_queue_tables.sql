@@ -103,7 +103,11 @@ CREATE TABLE outbox.envelopes (
     )
 );
 
--- One row per recorded outcome; deleted with its message by the retention sweep.
+-- One row per recorded outcome; deleted with its message by the retention sweep. Each row
+-- names the lease it was recorded under (SPEC §13): with it, an audit can compare every
+-- recorded result with the leases workers held and prove that none was recorded under a stale
+-- token. The token is NULL only on rows recorded before the history kept it (databases first
+-- migrated by the first milestone's files).
 CREATE TABLE outbox.attempts (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     message_id uuid NOT NULL REFERENCES outbox.messages (id) ON DELETE CASCADE,
@@ -123,6 +127,7 @@ CREATE TABLE outbox.attempts (
     provider_message_id text NOT NULL DEFAULT '',
     recorded_at timestamptz NOT NULL,
     retry_at timestamptz,
+    lease_token uuid,
     CONSTRAINT attempts_class_shape CHECK ((outcome = 'published') = (failure_class IS NULL)),
     CONSTRAINT attempts_retry_shape CHECK (
         (outcome IN ('retry', 'release')) = (retry_at IS NOT NULL)

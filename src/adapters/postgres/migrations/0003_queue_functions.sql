@@ -214,7 +214,7 @@ GRANT EXECUTE ON FUNCTION outbox.claim_messages(text, integer, double precision)
 -- Record a batch of outcomes in one call (OX-W3, OX-S6). Each record is fenced by its lease
 -- token, the lease expiry and (for counted outcomes) the attempt number; a record that fails
 -- any check changes nothing and answers 'lease_lost'. Terminal outcomes delete the envelope
--- in the same statement.
+-- in the same statement. Each history row keeps the lease token it was recorded under.
 CREATE FUNCTION outbox.record_outcomes(
     p_message_ids uuid[],
     p_lease_tokens uuid[],
@@ -310,16 +310,17 @@ BEGIN
           AND m.lease_expires_at > v_now
           AND (NOT i.counted OR i.attempt = m.attempt_count + 1)
         RETURNING i.ord, m.id, m.attempt_count, i.counted, i.outcome, i.failure_class, i.code,
-                  i.provider, i.provider_message_id, i.retry_at
+                  i.provider, i.provider_message_id, i.retry_at, i.lease_token
     ), history AS (
         INSERT INTO outbox.attempts (
             message_id, attempt, counted, outcome, failure_class, code, provider,
-            provider_message_id, recorded_at, retry_at
+            provider_message_id, recorded_at, retry_at, lease_token
         )
         SELECT r.id,
                CASE WHEN r.counted THEN r.attempt_count ELSE r.attempt_count + 1 END,
                r.counted, r.outcome, r.failure_class, COALESCE(r.code, ''),
-               COALESCE(r.provider, ''), COALESCE(r.provider_message_id, ''), v_now, r.retry_at
+               COALESCE(r.provider, ''), COALESCE(r.provider_message_id, ''), v_now, r.retry_at,
+               r.lease_token
         FROM recorded AS r
     ), dropped AS (
         DELETE FROM outbox.envelopes AS e
