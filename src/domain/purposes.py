@@ -33,15 +33,15 @@ class Purpose(enum.StrEnum):
 
     @property
     def is_supersedable(self) -> bool:
-        """Whether a newer message for the same subject cancels older unsent ones (OB7).
+        """Whether a newer message for the same subject cancels older unsent ones (a resend).
 
-        Invitations never are: two organizations may invite one address (OB12).
+        Invitations never are: two organizations may invite one address.
         """
         return self in _ONE_TIME_CODES or self is Purpose.MAGIC_LINK
 
     @property
     def is_reissuable(self) -> bool:
-        """Whether staff may reissue a dead letter of this purpose with a new code (OX-O2)."""
+        """Whether staff may reissue a dead letter of this purpose with a new code (SPEC §11)."""
         return self in _ONE_TIME_CODES
 
     @property

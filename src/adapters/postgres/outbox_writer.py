@@ -40,7 +40,7 @@ class PostgresOutboxWriter:
         self._conn = conn
 
     async def enqueue(self, message: Message) -> None:
-        """Insert a pending message and its envelope; supersede older ones of its subject (OB7)."""
+        """Insert a pending message and its envelope; supersede older ones of its subject."""
         params = (
             message.id,
             message.purpose.value,

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from adapters.telemetry.metrics import CATALOGUE, Kind, MetricSpec, Registered, register
 
 LOGGER = "outbox"
-SECURITY_LOGGER = "outbox.security"  # security monitoring routes on this name (OX-W8)
+SECURITY_LOGGER = "outbox.security"  # security monitoring routes on this name
 SECURITY_PREFIX = "security."
 
 LEVELS = {

@@ -1,4 +1,4 @@
-"""Issuing one-time codes: open or resend a challenge and enqueue its sealed code (OX-S1..S4)."""
+"""Issuing one-time codes: open or resend a challenge and enqueue its sealed code (SPEC §10)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from domain.purposes import Purpose
 
 @attrs.frozen(kw_only=True)
 class ChallengeReceipt:
-    """What a code-sending route answers: when the challenge expires, and nothing else (OB8)."""
+    """What a code-sending route answers: when the challenge expires, and nothing else."""
 
     challenge_expires_at: datetime
 
@@ -50,7 +50,7 @@ class ChallengeIssuer:
         now: datetime,
         match_identifier: bool = True,
     ) -> Challenge:
-        """The open challenge with a new code (a resend, OB7), or a new one.
+        """The open challenge with a new code (a resend), or a new one.
 
         ``match_identifier`` False finds the identity's challenge whatever its destination.
         An expired challenge still marked open is closed first so the new one takes its place.

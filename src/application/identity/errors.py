@@ -44,7 +44,7 @@ class InvitationNotPending(ApplicationError):
 
 
 class InvitationLimitReached(ApplicationError):
-    """The organization has as many pending invitations as it may (D29)."""
+    """The organization has as many pending invitations as it may."""
 
 
 class RateLimited(ApplicationError):

@@ -1,5 +1,5 @@
 """Invite an email address to an organization: the invitation and its sealed token commit
-together (OB12), within the D29 limits."""
+together, within the limits on pending invitations and on sends per organization and address."""
 
 from __future__ import annotations
 

@@ -151,7 +151,7 @@ class IdentityStore(Protocol):
     async def find_recovery_target(self, identifier: str) -> RecoveryTarget:
         """Anti-enumeration lookup: the verified identifier's identity and open recovery challenge.
 
-        One statement whatever the answer (OX-S3).
+        One statement whatever the answer, so a known identifier cannot be told by its cost.
         """
         ...
 
@@ -160,7 +160,7 @@ class IdentityStore(Protocol):
     ) -> None:
         """Save the challenge and enqueue its message if ``identity_id`` is set; else nothing.
 
-        One statement whatever the answer (OX-S3).
+        One statement whatever the answer, so a known identifier cannot be told by its cost.
         """
         ...
 

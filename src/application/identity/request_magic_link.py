@@ -1,4 +1,4 @@
-"""Magic link: a sign-in link for a known email, one answer for every email (seed 001, OX-S3)."""
+"""Magic link: a sign-in link for a known email, one answer for every email (SPEC §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Password recovery: a code for a known identifier, one answer for every identifier (OX-S3)."""
+"""Password recovery: a code for a known identifier, one answer for every identifier (SPEC §10)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class RequestPasswordRecovery:
     Known and unknown identifiers run the same statements after the same hashing and
     sealing work and get the same receipt. A failure after the lookup (challenge insert,
     enqueue, commit of a transaction that wrote) is logged and hidden behind that receipt;
-    a failure before it propagates the same way for both (OX-S3). The per-destination
+    a failure before it propagates the same way for both. The per-destination
     limit is silent: a 429 would tell that the account exists.
     """
 

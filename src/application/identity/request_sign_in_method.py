@@ -1,4 +1,4 @@
-"""Add a sign-in method: a signed-in identity proves a new identifier with a code (OX-S2)."""
+"""Add a sign-in method: a signed-in identity proves a new identifier with a code (SPEC §10)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class RequestSignInMethod:
     """Opens (or resends) an add-sign-in-method challenge and enqueues its code.
 
     An identifier some identity already holds verified gets the same answer and no
-    message (OB8: the route never says whether an identifier exists).
+    message: the route never says whether an identifier exists.
     """
 
     transactions: IdentityTransactions

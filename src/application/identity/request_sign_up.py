@@ -1,4 +1,4 @@
-"""Sign up: open a sign-up challenge and enqueue its code in one transaction (OX-S1)."""
+"""Sign up: open a sign-up challenge and enqueue its code in one transaction (SPEC §10)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,11 @@ class RequestSignUpCommand:
 
 @attrs.frozen(kw_only=True)
 class RequestSignUp:
-    """Registers an unverified identity and sends a code; again while open, it resends (OB7).
+    """Registers an unverified identity and sends a code; again while open, it resends.
 
+    A resend keeps the challenge, with a new code, and withdraws the older unsent message.
     An identifier that is already verified gets the same answer and no message, so the
-    route does not tell who has an account (OB8).
+    route does not tell who has an account.
     """
 
     transactions: IdentityTransactions

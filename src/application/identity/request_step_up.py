@@ -1,4 +1,4 @@
-"""Step up: a signed-in identity asks for a code to its first verified identifier (OX-S4)."""
+"""Step up: a signed-in identity asks for a code to its first verified identifier (SPEC §10)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class RequestStepUpCommand:
 @attrs.frozen(kw_only=True)
 class RequestStepUp:
     """Opens (or resends) a step-up challenge; the code is only enqueued, so nothing is sent
-    before the challenge commits (the OX-S4 fix)."""
+    before the challenge commits (a code sent first is useless if the commit fails)."""
 
     transactions: IdentityTransactions
     issuer: ChallengeIssuer

@@ -1,4 +1,4 @@
-"""List dead letters in keyset pages, newest first, destinations masked (OX-O1)."""
+"""List dead letters in keyset pages, newest first, destinations masked (SPEC §11)."""
 
 from __future__ import annotations
 

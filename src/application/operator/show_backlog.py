@@ -1,4 +1,4 @@
-"""Show the backlog: messages per state and the age of the oldest due message (OX-O1)."""
+"""Show the backlog: messages per state and the age of the oldest due message (SPEC §11)."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ class Backlog:
 
 @attrs.frozen(kw_only=True)
 class DeadLetterSummary:
-    """One row of the dead-letter list (OX-O1)."""
+    """One row of the dead-letter list; the destination is masked."""
 
     id: UUID
     purpose: Purpose

@@ -1,4 +1,4 @@
-"""Dispatch one batch: claim, open, render, send, classify, record (SPEC §4, §7; OX-W1..W8)."""
+"""Dispatch one batch: claim, open, render, send, classify, record (SPEC §4, §7)."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ class DispatchDueMessages:
                 provider=provider_name,
             )
             return None
-        except Exception as error:  # noqa: BLE001 - one message must never stop the batch (OX-W6)
+        except Exception as error:  # noqa: BLE001 - one message must never stop the batch
             self.breaker.settle(provider_name)
             self.telemetry.event(
                 "delivery.unexpected_error",
@@ -183,7 +183,7 @@ class DispatchDueMessages:
     ) -> Outcome | None:
         """The outcomes decided without opening the secret or calling the provider."""
         if message.expires_at is not None and message.expires_at <= now:
-            return DeadLetter(reason=expiry_reason(message.purpose), attempted=False)  # OX-W7
+            return DeadLetter(reason=expiry_reason(message.purpose), attempted=False)  # never sent
         if provider is None:
             return None
         retry_at = self.breaker.admit(provider.name, now)
@@ -193,7 +193,7 @@ class DispatchDueMessages:
             )
             return self._decide(message, failure)
         if message.purpose.renders_link and self.links.base_for(message.purpose) is None:
-            self.breaker.settle(provider.name)  # OB12: the token is never opened
+            self.breaker.settle(provider.name)  # no link base: the token is never opened
             return self._decide(
                 message, DeliveryFailure(failure_class=FailureClass.LINK_UNCONFIGURED)
             )
@@ -226,7 +226,7 @@ class DispatchDueMessages:
                 message_id=message.id, purpose=message.purpose, envelope=message.envelope or ""
             )
         except EnvelopeInvalid:
-            # OX-W8: never retried, and a signal for security monitoring.
+            # A secret that does not open never will: no retry, and security monitoring hears of it.
             self.telemetry.event(
                 "security.decryption_failed",
                 level="critical",
@@ -314,7 +314,7 @@ class DispatchDueMessages:
             return skipped
         try:
             results = await self.store.record(records)
-        except Exception as error:  # noqa: BLE001 - lease expiry is the fallback (OX-W6)
+        except Exception as error:  # noqa: BLE001 - lease expiry is the fallback
             self.telemetry.event(
                 "outcome.record_failed",
                 level="error",

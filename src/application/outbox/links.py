@@ -1,4 +1,4 @@
-"""Links that carry a token in their fragment, for invitations and magic links (OB12)."""
+"""Links that carry a token in their fragment, for invitations and magic links."""
 
 from __future__ import annotations
 

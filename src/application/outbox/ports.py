@@ -132,7 +132,7 @@ class OutboxWriter(Protocol):
     """What a producer may do, inside its own transaction (role ``outbox_runtime``)."""
 
     async def enqueue(self, message: Message) -> None:
-        """Insert a pending message and its envelope; supersede older ones of its subject (OB7).
+        """Insert a pending message and its envelope; supersede older ones of its subject (resend).
 
         Raises DuplicateMessage if the id exists.
         """

@@ -1,4 +1,4 @@
-"""The retention sweep: delete final messages past their retention, with history (OX-O3, OB11)."""
+"""The retention sweep: delete final messages past their retention, with history (SPEC §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The expiry sweep: dead-letter unsent messages whose secret can no longer be used (OX-S7)."""
+"""The expiry sweep: dead-letter unsent messages whose secret can no longer be used (SPEC §8)."""
 
 from __future__ import annotations
 

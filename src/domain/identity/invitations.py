@@ -1,4 +1,4 @@
-"""Invitations to join an organization: a single-use, expiring token sent by email (OB12)."""
+"""Invitations to join an organization: a single-use, expiring token sent by email."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ class InvitationState(enum.StrEnum):
 
 @attrs.frozen(kw_only=True)
 class InvitationLimits:
-    """D29: open invitations per organization, and sends per organization and per address."""
+    """How many invitations an organization may have pending, and how long one lasts.
+
+    The send limits, per organization and per address, are rate limits of the routes.
+    """
 
     pending_per_organization: int = 100
     lifetime: timedelta = timedelta(days=7)

@@ -1,4 +1,4 @@
-"""Which dead letters staff may send again (OX-O2, OB10), and the reasons they may not."""
+"""Which dead letters staff may send again (SPEC §11), and the reasons they may not."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class Refusal(enum.StrEnum):
 
 
 # Dead letters that are not delivery failures: a resend, a use, an expiry or a revocation
-# withdrew them, so sending again would fix nothing (OX-O2).
+# withdrew them, so sending again would fix nothing.
 WITHDRAWALS = frozenset(
     {
         FailureClass.CHALLENGE_EXPIRED,

@@ -10,7 +10,7 @@ class InvalidTransition(DomainError):
 
 
 class LeaseLost(DomainError):
-    """A result was offered under a lease that is no longer the live one (OX-W3)."""
+    """A result was offered under a lease that is no longer the live one: refused, never applied."""
 
 
 class InvalidMessage(DomainError):

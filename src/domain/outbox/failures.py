@@ -1,4 +1,10 @@
-"""The failure taxonomy and what each failure class decides (OB9, OX-W5..W8)."""
+"""The failure taxonomy and what each failure class decides (SPEC §4).
+
+A rejection dead-letters at once; throttled, unavailable and ambiguous (INDETERMINATE)
+sends are retried: a duplicate code is harmless, while giving up on one that may have
+arrived could lock the person out. A secret that will not open is dead-lettered at once
+and reported to security monitoring.
+"""
 
 from __future__ import annotations
 
@@ -43,7 +49,7 @@ class FailureClass(enum.StrEnum):
 
     @property
     def is_security_event(self) -> bool:
-        """Whether this failure must reach security monitoring (OX-W8)."""
+        """Whether this failure must reach security monitoring (a secret that would not open)."""
         return self is FailureClass.DECRYPTION_FAILED
 
 

@@ -127,7 +127,7 @@ class Message:
         return self.expires_at is not None and self.expires_at <= now
 
     def is_claimable(self, now: datetime) -> bool:
-        """Pending and due, or leased under a lease that has run out (OX-W1, OX-W2)."""
+        """Pending and due, or leased under a lease that ran out (its worker died or stalled)."""
         if self.state is State.PENDING:
             return self.available_at <= now
         if self.state is State.LEASED:
@@ -178,7 +178,7 @@ class Message:
                 return self._dead_letter(reason, now, attempts=attempts)
 
     def supersede(self, now: datetime) -> Message:
-        """Withdraw an unsent message because a newer one for its subject exists (OB7)."""
+        """Withdraw an unsent message because a newer one for its subject exists (a resend)."""
         if not self.purpose.is_supersedable:
             raise InvalidTransition(f"{self.purpose} messages are never superseded")
         return self.cancel(FailureClass.SUPERSEDED_BY_RESEND, now)
@@ -190,7 +190,7 @@ class Message:
         return self._dead_letter(reason, now, attempts=self.attempts)
 
     def expire(self, now: datetime) -> Message:
-        """Dead-letter an expired message nobody holds (OX-S7); a live lease is left alone."""
+        """Dead-letter an expired message nobody holds (the sweep); a live lease is left alone."""
         if not self.is_expired(now):
             raise InvalidTransition("the message has not expired")
         if not self.is_live:
@@ -207,7 +207,7 @@ class Message:
         now: datetime,
         expires_at: datetime | None,
     ) -> Message:
-        """A new message with a new secret for the same subject (OX-O2); this one stays final."""
+        """A new message with a new secret for the same subject; this one stays final."""
         if self.state is not State.DEAD_LETTERED:
             raise InvalidTransition("only a dead letter can be reissued")
         if not self.purpose.is_reissuable:

@@ -1,4 +1,4 @@
-"""The retry policy: how long to wait, when to stop, and when expiry wins (OB4, OX-W4, OX-W7)."""
+"""The retry policy: how long to wait, when to stop, and when expiry wins (SPEC §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /organizations, and invitations under one organization (OB12)."""
+"""POST /organizations, and invitations under one organization (SPEC §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /password-recoveries and /password-recoveries/confirmations (OX-S3)."""
+"""POST /password-recoveries and /password-recoveries/confirmations (SPEC §10)."""
 
 from __future__ import annotations
 

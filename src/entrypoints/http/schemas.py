@@ -108,7 +108,7 @@ class Out(msgspec.Struct, frozen=True, rename="camel"):
 
 
 class ChallengeAccepted(Out, frozen=True):
-    """A code or link was queued (or not, indistinguishably); only its expiry is told (OB8)."""
+    """A code or link was queued (or not, indistinguishably); only its expiry is told."""
 
     challenge_expires_at: datetime
 

@@ -1,4 +1,4 @@
-"""POST /sign-ups and /sign-ups/confirmations (OX-S1)."""
+"""POST /sign-ups and /sign-ups/confirmations (SPEC §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Staff routes over the security outbox (OX-O1, OX-O2): backlog, dead letters, reissue.
+"""Staff routes over the security outbox (SPEC §10, §11): backlog, dead letters, reissue.
 
 Every route needs a bearer session whose identity is an active staff member (the database
 checks it: 403 staff-required otherwise); the reissue also needs a fresh step-up.
