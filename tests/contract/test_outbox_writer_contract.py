@@ -1,4 +1,4 @@
-"""OutboxWriter contract: enqueue, supersede (OB7) and cancel behave alike everywhere."""
+"""OutboxWriter contract: enqueue, supersede (a resend) and cancel behave alike everywhere."""
 
 from __future__ import annotations
 

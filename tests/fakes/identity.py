@@ -77,7 +77,7 @@ class InMemoryOutbox:
     clock: FixedClock
 
     async def enqueue(self, message: Message, *, statement: bool = True) -> None:
-        """Insert the message; supersede older live ones of its purpose and subject (OB7).
+        """Insert the message; supersede older live ones of its purpose and subject (a resend).
 
         ``statement`` False stands for an enqueue inside another SQL function.
         """

@@ -129,7 +129,7 @@ def _count(name: str) -> None:
     record_counts("6 forced interleavings", {"interleavings": dict(sorted(_forced.items()))})
 
 
-# --- supersede (a resend, OB7) and cancel vs the worker ------------------------------------
+# --- supersede (a resend) and cancel vs the worker -----------------------------------------
 
 
 @pytest.mark.parametrize("_", ROUNDS)
@@ -258,7 +258,7 @@ async def test_a_consumed_challenge_during_the_record_cancels_nothing(
     _count("consume during record")
 
 
-# --- the expiry sweep (OX-S7) vs the worker ------------------------------------------------
+# --- the expiry sweep vs the worker -------------------------------------------------------
 
 
 async def _expired(database_url: str, seconds: float = 0.4) -> Message:
@@ -288,7 +288,7 @@ async def test_a_sweep_during_the_claim_of_an_expired_row_skips_it(
     assert 0 == await dispatch_store.expire(limit=10)
 
     await gates.open("claim")
-    assert [] == list(await claiming)  # the claim dead-letters it itself (OX-W7)
+    assert [] == list(await claiming)  # the claim dead-letters an expired message itself
     assert ("dead_lettered", "challenge_expired", False) == await _state(database_url, message.id)
     assert [("enqueue", "pending"), ("claim", "dead_lettered")] == _callers(
         database_url, message.id

@@ -1,4 +1,4 @@
-"""Password recovery and magic links answer known and unknown identifiers alike (OX-S3)."""
+"""Password recovery and magic links answer known and unknown identifiers alike (SPEC §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The four code flows through the real app, database and worker (OX-S1..S4, OX-S8, OB7)."""
+"""The four code flows through the real app, database and worker, resends included (SPEC §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the identity schema keeps and who may reach it (SPEC §5, §6; OX-W9)."""
+"""What the identity schema keeps and who may reach it: never the worker (SPEC §5, §6)."""
 
 from __future__ import annotations
 

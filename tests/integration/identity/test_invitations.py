@@ -1,4 +1,4 @@
-"""Organizations and invitations through the real app (OB12, D29)."""
+"""Organizations and invitations through the real app, limits included (SPEC §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Backlog and dead letters through the staff routes and outboxctl: one answer (OX-O1)."""
+"""Backlog and dead letters through the staff routes and outboxctl: one answer (SPEC §11)."""
 
 from __future__ import annotations
 

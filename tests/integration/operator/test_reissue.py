@@ -1,4 +1,4 @@
-"""Reissue through the staff route (OX-O2, OB10): the old code stops working, the new one
+"""Reissue through the staff route (SPEC §11): the old code stops working, the new one
 confirms; idempotent replays, 409 and 422; one audit row; refusals."""
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ async def test_two_concurrent_replays_of_one_key_enqueue_exactly_one_message(wor
 
 
 async def _superseded(world: StaffWorld):
-    """A sign-up message withdrawn by a resend (OB7)."""
+    """A sign-up message withdrawn by a resend (``superseded_by_resend``)."""
     await world.api.post("/sign-ups", {"identifier": BOB, "password": PASSWORD})
     [(first,)] = await world.api.rows("SELECT id FROM outbox.messages WHERE destination = %s", BOB)
     await world.api.post("/sign-ups", {"identifier": BOB, "password": PASSWORD})

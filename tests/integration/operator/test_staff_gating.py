@@ -1,5 +1,5 @@
 """Staff gating through HTTP: a bearer session of an active staff member for every route,
-and a fresh step-up of the same session for a reissue (OB10). 403 otherwise."""
+and a fresh step-up of the same session for a reissue (SPEC §11). 403 otherwise."""
 
 from __future__ import annotations
 

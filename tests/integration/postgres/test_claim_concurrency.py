@@ -1,4 +1,4 @@
-"""Concurrent claimers get disjoint batches: SKIP LOCKED under a lease (OX-W1)."""
+"""Concurrent claimers get disjoint batches: SKIP LOCKED under a lease (SPEC §6)."""
 
 from __future__ import annotations
 

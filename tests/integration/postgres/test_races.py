@@ -1,4 +1,4 @@
-"""Races on one row between a worker, a producer's resend and the expiry sweep (OX-S7, OX-S8).
+"""Races on one row between a worker, a producer's resend and the expiry sweep (SPEC §3).
 
 Each test holds one side's transaction open so the other side provably runs into its row
 lock, then lets go and checks that the rule of SPEC §3 decided the winner.

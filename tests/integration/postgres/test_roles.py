@@ -1,4 +1,5 @@
-"""Least privilege (OX-W9, OX-W10): every forbidden call fails with SQLSTATE 42501."""
+"""Least privilege: the worker only dispatches, the API never does; every forbidden call fails
+with SQLSTATE 42501 (SPEC §6)."""
 
 from __future__ import annotations
 

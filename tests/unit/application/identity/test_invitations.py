@@ -1,4 +1,4 @@
-"""Organizations and invitations: permission, D29 limits, revoke, reissue, accept (OB12)."""
+"""Organizations and invitations: permission, pending and send limits, revoke, reissue, accept."""
 
 from __future__ import annotations
 

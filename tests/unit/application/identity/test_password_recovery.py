@@ -1,4 +1,4 @@
-"""Password recovery: anti-enumeration, failure hiding and confirmation (OX-S3)."""
+"""Password recovery: anti-enumeration, failure hiding and confirmation (SPEC §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Signing in, adding a sign-in method, and stepping up (OX-S2, OX-S4)."""
+"""Signing in, adding a sign-in method, and stepping up (SPEC §10)."""
 
 from __future__ import annotations
 

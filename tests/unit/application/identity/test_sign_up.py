@@ -1,4 +1,5 @@
-"""Sign-up and its confirmation (OX-S1, OX-S8, OB7, OB8)."""
+"""Sign-up, its resend (same challenge, new code, older message withdrawn) and confirmation;
+the route tells only when the challenge expires (SPEC §10)."""
 
 from __future__ import annotations
 

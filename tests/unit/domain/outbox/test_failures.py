@@ -1,4 +1,4 @@
-"""The failure taxonomy and the decision each class leads to (SPEC §4, OB9, OX-W5..W8)."""
+"""The failure taxonomy and the decision each class leads to (SPEC §4)."""
 
 from __future__ import annotations
 
