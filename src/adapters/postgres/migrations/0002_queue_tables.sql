@@ -63,13 +63,13 @@ CREATE TABLE outbox.messages (
 -- claim reads O(batch) index entries however many rows are pending.
 CREATE INDEX messages_claim_order ON outbox.messages (claimable_at, created_at, id)
     WHERE state IN ('pending', 'leased');
--- Supersede (OB7) and cancel-by-subject look up the live messages of one subject.
+-- Supersede (a resend) and cancel-by-subject look up the live messages of one subject.
 CREATE INDEX messages_live_subject ON outbox.messages (subject_id, purpose)
     WHERE state IN ('pending', 'leased') AND subject_id IS NOT NULL;
--- The expiry sweep (OX-S7) reads live rows by expiry.
+-- The expiry sweep reads live rows by expiry.
 CREATE INDEX messages_live_expiry ON outbox.messages (expires_at)
     WHERE state IN ('pending', 'leased') AND expires_at IS NOT NULL;
--- Retention (OX-O3) and the dead-letter listing (OX-O1) read final rows by age.
+-- The retention sweep and the dead-letter listing read final rows by age.
 CREATE INDEX messages_published_age ON outbox.messages (published_at)
     WHERE state = 'published';
 CREATE INDEX messages_dead_letter_age ON outbox.messages (dead_lettered_at, id)
@@ -94,7 +94,7 @@ CREATE TRIGGER messages_final_is_immutable
     EXECUTE FUNCTION outbox.refuse_final_update();
 
 -- The sealed secret, one row per message, deleted in the transaction that makes the message
--- final or expired (OX-S6, OX-S7). The shape check refuses anything that is not an envelope
+-- final or expired (SPEC §5). The shape check refuses anything that is not an envelope
 -- (`v<version>.` then dot-separated base64url parts), so a plaintext code cannot land here.
 CREATE TABLE outbox.envelopes (
     message_id uuid PRIMARY KEY REFERENCES outbox.messages (id) ON DELETE CASCADE,

@@ -128,8 +128,9 @@ $$;
 REVOKE ALL ON FUNCTION outbox.cancel_by_subject(uuid, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION outbox.cancel_by_subject(uuid, text) TO outbox_runtime;
 
--- Lease up to p_limit due messages (OX-W1, OX-W2); expired candidates are dead-lettered
--- instead (OX-W7) and not returned. Every condition is re-checked on the locked row.
+-- Lease up to p_limit due messages, pending or under an expired lease (a dead worker's);
+-- expired candidates are dead-lettered instead, unsent, and not returned. Every condition
+-- is re-checked on the locked row.
 CREATE FUNCTION outbox.claim_messages(
     p_owner text,
     p_limit integer,
@@ -211,7 +212,7 @@ $$;
 REVOKE ALL ON FUNCTION outbox.claim_messages(text, integer, double precision) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION outbox.claim_messages(text, integer, double precision) TO outbox_worker;
 
--- Record a batch of outcomes in one call (OX-W3, OX-S6). Each record is fenced by its lease
+-- Record a batch of outcomes in one call (SPEC §3, §6). Each record is fenced by its lease
 -- token, the lease expiry and (for counted outcomes) the attempt number; a record that fails
 -- any check changes nothing and answers 'lease_lost'. Terminal outcomes delete the envelope
 -- in the same statement. Each history row keeps the lease token it was recorded under.
@@ -340,7 +341,7 @@ GRANT EXECUTE ON FUNCTION outbox.record_outcomes(
     uuid[], uuid[], integer[], text[], text[], text[], text[], text[], timestamptz[], boolean[]
 ) TO outbox_worker;
 
--- Dead-letter up to p_limit expired messages nobody holds (OX-S7). A row under a live lease,
+-- Dead-letter up to p_limit expired messages nobody holds (SPEC §8). A row under a live lease,
 -- or locked by a worker recording right now, is left to its worker. One sweep at a time:
 -- while another holds the sweep's advisory lock this returns 0.
 CREATE FUNCTION outbox.expire_messages(p_limit integer) RETURNS integer
@@ -392,7 +393,7 @@ $$;
 REVOKE ALL ON FUNCTION outbox.expire_messages(integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION outbox.expire_messages(integer) TO outbox_worker;
 
--- Delete up to p_limit final messages past retention, with their attempt history (OX-O3).
+-- Delete up to p_limit final messages past retention, with their attempt history (SPEC §8).
 -- Live rows are never touched. One sweep at a time, like expire_messages.
 CREATE FUNCTION outbox.purge_messages(
     p_published_retention interval,

@@ -1,6 +1,6 @@
 -- The reference Identity module's tables (SPEC §10). No role gets any privilege on them: the
 -- API (outbox_runtime) reaches them only through the functions of 0005_identity_functions.sql,
--- and the worker (outbox_worker) not at all (OX-W9). Secrets are never stored: passwords and
+-- and the worker (outbox_worker) not at all. Secrets are never stored: passwords and
 -- codes as Argon2id PHC strings, bearer, elevation, invitation and magic-link tokens as the hex
 -- SHA-256 of a 256-bit random token, rate-limit keys as digests.
 
@@ -53,7 +53,7 @@ CREATE TABLE identity.challenges (
     CONSTRAINT challenges_lifetime_positive CHECK (expires_at > created_at),
     CONSTRAINT challenges_end_shape CHECK ((state = 'open') = (ended_at IS NULL))
 );
--- At most one open challenge per purpose, identity and destination; a resend reuses it (OB7).
+-- At most one open challenge per purpose, identity and destination; a resend reuses it.
 CREATE UNIQUE INDEX challenges_one_open
     ON identity.challenges (purpose, identity_id, identifier) WHERE state = 'open';
 CREATE INDEX challenges_open_by_identifier
@@ -142,7 +142,7 @@ CREATE TABLE identity.magic_links (
 CREATE INDEX magic_links_open_by_identity
     ON identity.magic_links (identity_id, email, created_at) WHERE redeemed_at IS NULL;
 -- The magic-link lookup probes this index by email whether or not the account exists, so an
--- unknown address costs the same as a known one (OX-S3).
+-- unknown address costs the same as a known one (anti-enumeration).
 CREATE INDEX magic_links_open_by_email
     ON identity.magic_links (email, created_at) WHERE redeemed_at IS NULL;
 

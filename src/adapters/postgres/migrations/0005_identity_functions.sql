@@ -2,7 +2,7 @@
 -- search_path and schema-qualified bodies, EXECUTE revoked from PUBLIC and granted to
 -- outbox_runtime only (at the end of this file). They store and find rows; the rules (expiry,
 -- wrong tries, resends, limits) live in the Python domain, which passes every time in. The
--- two *_if_known functions are the anti-enumeration path (OX-S3): one statement whether or not
+-- two *_if_known functions are the anti-enumeration path (SPEC §10): one statement whether or not
 -- the account exists, enqueueing through outbox.enqueue_message in the caller's transaction.
 
 SET LOCAL ROLE outbox_owner;
@@ -281,7 +281,7 @@ AS $$
         redeemed_at = excluded.redeemed_at
 $$;
 
--- Anti-enumeration (OX-S3) ----------------------------------------------------------------------
+-- Anti-enumeration ------------------------------------------------------------------------------
 -- Each lookup answers exactly one row whatever it finds, after the same two index probes; the
 -- matching *_if_known writes and enqueues only when given an identity, and is called either way.
 -- (They are PL/pgSQL on purpose: a LEFT JOIN LATERAL (… FOR UPDATE) returning a whole row
@@ -359,7 +359,7 @@ $$;
 
 -- The magic link's target, found through one index by email (magic_links_open_by_email)
 -- whether or not the address belongs to an account: an unknown address costs what a known
--- one costs (OX-S3).
+-- one costs (anti-enumeration).
 CREATE FUNCTION identity.find_magic_link_target(p_email text)
 RETURNS TABLE (
     target_identity_id uuid, link_id uuid, link_email text, link_token_digest text,

@@ -1,4 +1,4 @@
--- Operator surfaces (SPEC §10-§11, OX-O1, OX-O2): revocable staff membership and the audit
+-- Operator surfaces (SPEC §10-§11): revocable staff membership and the audit
 -- trail of every staff action. Neither table is granted to any role: the operator functions of
 -- 0007_operator_functions.sql are the only way in.
 
@@ -14,7 +14,7 @@ ALTER TABLE identity.staff_members
 
 -- One row per staff action: who did what to which message, when, under which idempotency key.
 -- A reissue or requeue row is also the idempotency record of its request (replays answer from
--- it). Message ids carry no foreign key: the audit outlives the retention sweep (OX-O3).
+-- it). Message ids carry no foreign key: the audit outlives the retention sweep.
 CREATE TABLE outbox.staff_audit (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     action text NOT NULL CONSTRAINT staff_audit_action_known CHECK (

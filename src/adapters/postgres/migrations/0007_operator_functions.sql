@@ -1,4 +1,4 @@
--- The operator's SQL API (SPEC §10-§11, OX-O1, OX-O2): backlog, dead letters, message
+-- The operator's SQL API (SPEC §10-§11): backlog, dead letters, message
 -- inspection, requeue, reissue and staff membership. SECURITY DEFINER functions owned by
 -- outbox_owner with a fixed search_path and schema-qualified bodies.
 --
@@ -74,7 +74,7 @@ BEGIN
 END
 $$;
 
--- Backlog (OX-O1) --------------------------------------------------------------------------------
+-- Backlog ----------------------------------------------------------------------------------------
 
 -- Messages per state (zero-filled) and how long the longest-waiting due pending message has
 -- been due; NULL when none is due.
@@ -138,7 +138,7 @@ AS $$
     FROM outbox.count_backlog() AS b
 $$;
 
--- Dead letters and messages (OX-O1) ---------------------------------------------------------------
+-- Dead letters and messages -----------------------------------------------------------------------
 
 -- One keyset page of dead letters, newest first (dead-lettered-at, then id). p_after: the page
 -- of older rows after that dead letter; p_before: the page of newer rows before it (still
@@ -282,7 +282,7 @@ BEGIN
 END
 $$;
 
--- Requeue and reissue (OX-O2, OB10) ---------------------------------------------------------------
+-- Requeue and reissue -----------------------------------------------------------------------------
 
 -- The idempotency gate of a staff request (internal). Answers no row when the request is new,
 -- else one: 'in_progress' while another transaction handles the same key (its advisory lock
@@ -388,7 +388,7 @@ BEGIN
 END
 $$;
 
--- Reissue a dead-lettered one-time code (OX-O2, OB10): the caller mints a new code, seals it
+-- Reissue a dead-lettered one-time code (SPEC §11): the caller mints a new code, seals it
 -- for p_new_message_id and the dead letter's purpose, and hashes it with Argon2id; in this one
 -- transaction the challenge's hash is replaced (the old code stops working), the new message
 -- is enqueued and the audit row written. Outcomes: reissued (with the challenge's expiry),
