@@ -1,4 +1,4 @@
-"""Magic links: a single-use, expiring sign-in token sent by email (seed 001)."""
+"""Magic links: a single-use, expiring sign-in token sent by email (SPEC §10)."""
 
 from __future__ import annotations
 

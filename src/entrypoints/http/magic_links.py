@@ -1,4 +1,4 @@
-"""POST /magic-links and /magic-links/redemptions (seed 001)."""
+"""POST /magic-links and /magic-links/redemptions (SPEC §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The development provider: prints each rendered message and accepts it (seed 001 DEV mode)."""
+"""The development provider: prints each rendered message and accepts it (SPEC §9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The console provider prints the rendered message and accepts it (seed 001 DEV mode)."""
+"""The console provider prints the rendered message and accepts it (development only)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Magic links: anti-enumeration request, single-use expiring redemption (seed 001)."""
+"""Magic links: anti-enumeration request, single-use expiring redemption (SPEC §10)."""
 
 from __future__ import annotations
 
