@@ -62,6 +62,12 @@ VIOLATIONS = {
     "identity uses operator": Violation(
         "contexts", "domain.identity.tokens", "domain.operator.dead_letters"
     ),
+    "outbox's use cases use the identity domain": Violation(
+        "outbox-alone", "application.outbox.links", "domain.identity.tokens"
+    ),
+    "identity's use cases use the operator domain": Violation(
+        "identity-below-operator", "application.identity.sign_in", "domain.operator.dead_letters"
+    ),
     "the kernel uses a context": Violation(
         "kernel", "application.ports", "application.outbox.ports"
     ),
