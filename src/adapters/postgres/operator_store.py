@@ -1,4 +1,4 @@
-"""OperatorStore and BacklogGauge over the operator SQL functions (0201_operator_functions.sql).
+"""OperatorStore and BacklogGauge over the operator SQL functions (0007_operator_functions.sql).
 
 The functions mask destinations and gate on staff membership themselves; this adapter only
 maps rows to views and outcome words to the application's errors.

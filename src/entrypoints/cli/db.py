@@ -62,7 +62,8 @@ def migrate() -> None:
 def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    """List every migration as applied, pending or changed (applied, file edited since)."""
+    """List every migration as applied, pending, changed (applied, file edited since) or
+    no_file (applied by newer code: no file of this version)."""
     statuses = _with_database(lambda url: asyncio.run(migration_status(url)))
     if as_json:
         typer.echo(
