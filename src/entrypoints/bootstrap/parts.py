@@ -53,22 +53,20 @@ def build_process_parts(
     settings: Settings,
     *,
     seal_keys: bool = True,
-    registry: CollectorRegistry | None = None,
     telemetry: Telemetry | None = None,
     process_metrics: bool = True,
 ) -> ProcessParts:
     """Build the shared parts; ``seal_keys`` False reads no key (a command that never seals).
 
-    ``telemetry`` must be built on ``registry`` when both are given. Raises SettingsError
-    naming a bad key variable.
+    A given ``telemetry`` is used as it is (its metrics are then not in ``registry``). Raises
+    SettingsError naming a bad key variable.
     """
-    registry = registry or new_registry(process_metrics=process_metrics)
-    telemetry = telemetry or build_telemetry(registry)
-    reporter = telemetry
+    registry = new_registry(process_metrics=process_metrics)
+    events = telemetry or build_telemetry(registry)
     sealer: Sealer = (
         load_sealer(
             settings,
-            warn=lambda text: reporter.event("keys.warning", level="warning", detail=text),
+            warn=lambda text: events.event("keys.warning", level="warning", detail=text),
         )
         if seal_keys
         else _KeysNotLoaded()
@@ -79,6 +77,6 @@ def build_process_parts(
         secret_source=SystemSecrets(),
         hasher=Argon2idHasher(),
         sealer=sealer,
-        telemetry=telemetry,
+        telemetry=events,
         registry=registry,
     )
