@@ -18,6 +18,7 @@ from application.outbox.ports import DispatchStore
 from domain.channels import Channel
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import Message, State
+from domain.outbox.priorities import Priority
 from domain.purposes import Purpose
 from tests.fakes.outbox_store import InMemoryOutboxStore
 
@@ -58,6 +59,8 @@ def make_message(
     subject_id: UUID | None = None,
     expires_in: timedelta | None = timedelta(minutes=10),
     params: dict[str, str] | None = None,
+    priority: Priority | None = None,
+    not_before: datetime | None = None,
 ) -> Message:
     """A valid message for ``purpose``, sealed unless it is a notification."""
     now = harness.now()
@@ -73,6 +76,8 @@ def make_message(
         locale="en",
         sealed_secret=None if is_notification else ENVELOPE,
         expires_at=None if expires_in is None else now + expires_in,
+        priority=priority,
+        not_before=not_before,
         now=now,
     )
 

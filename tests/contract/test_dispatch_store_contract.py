@@ -14,6 +14,7 @@ from application.outbox.ports import AttemptRecord, ClaimedMessage
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import State
 from domain.outbox.outcomes import DeadLetter, Outcome, Published, RecordResult, Release, Retry
+from domain.outbox.priorities import Priority
 from domain.outbox.retention import RetentionPolicy
 from domain.purposes import Purpose
 from tests.contract.harness import ENVELOPE, Harness, make_message
@@ -100,6 +101,39 @@ async def test_claim_never_returns_more_than_asked_and_takes_the_oldest_first(
 
     assert [m.id for m in messages[:2]] == [c.id for c in first]
     assert [m.id for m in messages[2:]] == [c.id for c in rest]
+
+
+async def test_claim_serves_higher_priorities_first_after_the_fair_slot(
+    outbox: Harness,
+) -> None:
+    """A batch of ten gives one slot to the oldest due message, the rest highest first."""
+    lows = [make_message(outbox, purpose=Purpose.NOTIFICATION, priority=Priority.LOW)]
+    normals = [make_message(outbox, purpose=Purpose.NOTIFICATION) for _ in range(12)]
+    codes = [make_message(outbox) for _ in range(3)]
+    for message in [*lows, *normals, *codes]:
+        await outbox.enqueue(message)
+        await outbox.sleep(0.01)
+
+    claimed = await outbox.store.claim(owner="worker-1", limit=10, lease=LEASE)
+
+    # Returned highest first: the codes, then the oldest normals, then the fair-slot low one.
+    assert [m.id for m in codes] + [m.id for m in normals[:6]] + [lows[0].id] == [
+        c.id for c in claimed
+    ]
+    assert [Priority.HIGH] * 3 + [Priority.NORMAL] * 6 + [Priority.LOW] == [
+        c.priority for c in claimed
+    ]
+
+
+async def test_a_delayed_message_is_claimed_only_from_not_before(outbox: Harness) -> None:
+    delayed = make_message(outbox, not_before=outbox.now() + SOON)
+    await outbox.enqueue(delayed)
+
+    assert [] == list(await outbox.store.claim(owner="worker-1", limit=10, lease=LEASE))
+    await outbox.sleep(PAST_SOON)
+    [claimed] = await outbox.store.claim(owner="worker-1", limit=10, lease=LEASE)
+
+    assert delayed.id == claimed.id
 
 
 async def test_a_message_under_a_live_lease_is_not_claimed_again(outbox: Harness) -> None:

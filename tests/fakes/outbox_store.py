@@ -24,6 +24,7 @@ from domain.outbox.errors import InvalidMessage
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import Message, State
 from domain.outbox.outcomes import Outcome, RecordResult
+from domain.outbox.priorities import ClaimKey, claim_order
 from domain.outbox.retention import RetentionPolicy
 from tests.fakes.clock import FixedClock
 
@@ -45,10 +46,10 @@ class RecordedAttempt:
     lease_token: UUID  # the lease the outcome was recorded under
 
 
-def _claimable_at(message: Message) -> datetime:
-    if message.state is State.LEASED and message.lease is not None:
-        return message.lease.expires_at
-    return message.available_at
+def _claim_key(message: Message) -> ClaimKey:
+    claimable_at = message.claimable_at
+    assert claimable_at is not None  # only live messages are candidates
+    return (claimable_at, message.created_at, message.id)
 
 
 def _claimed(message: Message, token: UUID, lease_expires_at: datetime) -> ClaimedMessage:
@@ -66,6 +67,7 @@ def _claimed(message: Message, token: UUID, lease_expires_at: datetime) -> Claim
         expires_at=message.expires_at,
         lease_token=token,
         lease_expires_at=lease_expires_at,
+        priority=message.priority,
     )
 
 
@@ -102,6 +104,8 @@ class InMemoryOutboxStore:
                 locale=message.locale,
                 sealed_secret=message.sealed_secret,
                 expires_at=message.expires_at,
+                priority=message.priority,
+                not_before=message.available_at if message.is_delayed else None,
                 now=now,
             )
         except InvalidMessage as error:
@@ -135,10 +139,12 @@ class InMemoryOutboxStore:
         if not owner or limit < 1 or lease <= timedelta(0):
             raise InvalidRequest("a claim names its worker, a positive limit and lease")
         now = self.clock.now()
-        due = sorted(
-            (m for m in self._live() if m.is_claimable(now)),
-            key=lambda m: (_claimable_at(m), m.created_at, m.id),
-        )[:limit]
+        due = claim_order(
+            [m for m in self._live() if m.is_claimable(now)],
+            limit,
+            key=_claim_key,
+            priority=lambda m: m.priority,
+        )
         claimed = []
         for message in due:
             if message.is_expired(now):
@@ -148,7 +154,7 @@ class InMemoryOutboxStore:
             leased = message.claim(owner=owner, token=token, now=now, duration=lease)
             self.messages[leased.id] = leased
             claimed.append(_claimed(leased, token, now + lease))
-        order = {m.id: (m.available_at, m.created_at, m.id) for m in due}
+        order = {m.id: (-m.priority, m.available_at, m.created_at, m.id) for m in due}
         return sorted(claimed, key=lambda c: order[c.id])
 
     async def record(self, records: Sequence[AttemptRecord]) -> Sequence[RecordResult]:

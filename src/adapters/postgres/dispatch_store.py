@@ -14,12 +14,13 @@ from adapters.postgres.work_listener import WorkListener
 from application.outbox.ports import AttemptRecord, ClaimedMessage
 from domain.channels import Channel
 from domain.outbox.outcomes import DeadLetter, Published, RecordResult, Release, Retry
+from domain.outbox.priorities import Priority
 from domain.outbox.retention import RetentionPolicy
 from domain.purposes import Purpose
 
 CLAIM = """
 SELECT id, purpose, channel, destination, subject_id, template, params, locale,
-       sealed_secret, attempt_count, expires_at, lease_token, lease_expires_at
+       sealed_secret, attempt_count, expires_at, lease_token, lease_expires_at, priority
 FROM outbox.claim_messages(%b::text, %b::integer, %b::double precision)
 """
 RECORD = """
@@ -66,6 +67,7 @@ def _claimed(row: tuple[Any, ...]) -> ClaimedMessage:
         expires_at,
         lease_token,
         lease_expires_at,
+        priority,
     ) = row
     return ClaimedMessage(
         id=message_id,
@@ -81,6 +83,7 @@ def _claimed(row: tuple[Any, ...]) -> ClaimedMessage:
         expires_at=expires_at,
         lease_token=lease_token,
         lease_expires_at=lease_expires_at,
+        priority=Priority(priority),
     )
 
 

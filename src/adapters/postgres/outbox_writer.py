@@ -22,7 +22,9 @@ SELECT outbox.enqueue_message(
     p_params => %s::jsonb,
     p_locale => %s::text,
     p_sealed_secret => %s::text,
-    p_expires_at => %s::timestamptz
+    p_expires_at => %s::timestamptz,
+    p_priority => %s::integer,
+    p_not_before => %s::timestamptz
 )
 """
 CANCEL_BY_SUBJECT = "SELECT outbox.cancel_by_subject(%s::uuid, %s::text)"
@@ -32,8 +34,10 @@ class PostgresOutboxWriter:
     """OutboxWriter bound to one connection; its calls join whatever transaction is open there.
 
     The message's own timestamps are not sent: the database clock sets created-at and
-    available-at. Raises DuplicateMessage, InvalidRequest, PermissionDenied or
-    StoreUnavailable for the matching database errors.
+    available-at. A delayed message (``not_before``) sends its available-at as the time before
+    which it must not go; the database takes the later of that and its own now. Raises
+    DuplicateMessage, InvalidRequest, PermissionDenied or StoreUnavailable for the matching
+    database errors.
     """
 
     def __init__(self, conn: AsyncConnection) -> None:
@@ -52,6 +56,8 @@ class PostgresOutboxWriter:
             message.locale,
             message.sealed_secret,
             message.expires_at,
+            int(message.priority),
+            message.available_at if message.is_delayed else None,
         )
         with translated_errors():
             await self._conn.execute(ENQUEUE, params)

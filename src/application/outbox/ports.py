@@ -13,6 +13,7 @@ from domain.channels import Channel
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import Message
 from domain.outbox.outcomes import Outcome, RecordResult
+from domain.outbox.priorities import Priority
 from domain.outbox.retention import RetentionPolicy
 from domain.purposes import Purpose
 
@@ -88,6 +89,7 @@ class ClaimedMessage:
     expires_at: datetime | None
     lease_token: UUID
     lease_expires_at: datetime
+    priority: Priority = Priority.NORMAL  # the claim returns the batch highest first
 
 
 @attrs.frozen(kw_only=True)

@@ -14,6 +14,7 @@ from domain.channels import Channel
 from domain.outbox.errors import InvalidMessage, InvalidTransition, LeaseLost
 from domain.outbox.failures import FailureClass
 from domain.outbox.outcomes import DeadLetter, Outcome, Published, Release, Retry, expiry_reason
+from domain.outbox.priorities import Priority
 from domain.purposes import Purpose
 
 
@@ -54,6 +55,7 @@ class Message:
 
     ``sealed_secret`` is the envelope text (never plaintext); it is dropped on every
     final transition, as the store deletes the envelope row in the same transaction.
+    ``priority`` defaults to the purpose's (security purposes high, notifications normal).
     """
 
     id: UUID
@@ -74,6 +76,10 @@ class Message:
     published_at: datetime | None = None
     dead_lettered_at: datetime | None = None
     dead_letter_reason: FailureClass | None = None
+    priority: Priority = attrs.field(
+        default=attrs.Factory(lambda self: Priority.default_for(self.purpose), takes_self=True),
+        converter=Priority,
+    )
 
     @classmethod
     def enqueue(
@@ -90,8 +96,14 @@ class Message:
         locale: str = "en",
         sealed_secret: str | None = None,
         expires_at: datetime | None = None,
+        priority: Priority | None = None,
+        not_before: datetime | None = None,
     ) -> Message:
-        """Create a pending message, available now; the purpose decides what is required."""
+        """Create a pending message; the purpose decides what is required.
+
+        It is available now, or at ``not_before`` when that is later (a delayed send; a past
+        time means now). ``priority`` defaults to the purpose's.
+        """
         if purpose.carries_secret and sealed_secret is None:
             raise InvalidMessage(f"a {purpose} message needs a sealed secret")
         if not purpose.carries_secret and sealed_secret is not None:
@@ -102,6 +114,12 @@ class Message:
             raise InvalidMessage("the message would be born expired")
         if not template:
             raise InvalidMessage("a message names its template")
+        if priority is not None and priority not in tuple(Priority):
+            raise InvalidMessage("priority: expected 0 (low), 1 (normal) or 2 (high)")
+        if not_before is not None and not_before.tzinfo is None:
+            raise InvalidMessage("not_before: a delayed send names its time zone")
+        if not_before is not None and expires_at is not None and not_before >= expires_at:
+            raise InvalidMessage("not_before: the message would expire before it may be sent")
         return cls(
             id=id,
             purpose=purpose,
@@ -112,10 +130,25 @@ class Message:
             params=params or {},
             locale=locale,
             sealed_secret=sealed_secret,
-            available_at=now,
+            available_at=now if not_before is None else max(now, not_before),
             expires_at=expires_at,
             created_at=now,
+            priority=Priority.default_for(purpose) if priority is None else priority,
         )
+
+    @property
+    def is_delayed(self) -> bool:
+        """Whether the producer asked for a later send than the enqueue (``not_before``)."""
+        return self.available_at > self.created_at
+
+    @property
+    def claimable_at(self) -> datetime | None:
+        """When a claim may take it: due time while pending, lease expiry while leased."""
+        if self.state is State.PENDING:
+            return self.available_at
+        if self.state is State.LEASED and self.lease is not None:
+            return self.lease.expires_at
+        return None
 
     @property
     def is_live(self) -> bool:

@@ -17,7 +17,7 @@ EXECUTE_BY_WORKER = {(WORKER, "EXECUTE")}
 
 FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.enqueue_message(uuid,text,text,text,uuid,text,jsonb,text,text,"
-    "timestamp with time zone)": EXECUTE_BY_RUNTIME,
+    "timestamp with time zone,integer,timestamp with time zone)": EXECUTE_BY_RUNTIME,
     "outbox.cancel_by_subject(uuid,text)": EXECUTE_BY_RUNTIME,
     "outbox.claim_messages(text,integer,double precision)": EXECUTE_BY_WORKER,
     "outbox.record_outcomes(uuid[],uuid[],integer[],text[],text[],text[],text[],text[],"

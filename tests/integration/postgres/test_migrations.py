@@ -47,7 +47,9 @@ EXPECTED_FUNCTIONS = {
         "outbox.enqueue_message(p_id uuid, p_purpose text, p_channel text, p_destination text, "
         "p_subject_id uuid, p_template text, p_params jsonb DEFAULT '{}'::jsonb, "
         "p_locale text DEFAULT 'en'::text, p_sealed_secret text DEFAULT NULL::text, "
-        "p_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone)"
+        "p_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, "
+        "p_priority integer DEFAULT NULL::integer, "
+        "p_not_before timestamp with time zone DEFAULT NULL::timestamp with time zone)"
     ),
     "outbox.cancel_by_subject(p_subject_id uuid, p_reason text)",
     "outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision)",
@@ -91,6 +93,7 @@ EXPECTED_FUNCTIONS = {
 EXPECTED_INDEXES = {
     "messages_pkey",
     "messages_claim_order",
+    "messages_claim_by_priority",  # 0013_priorities_and_delays.sql
     "messages_live_subject",
     "messages_live_expiry",
     "messages_published_age",
@@ -144,20 +147,29 @@ async def test_migrations_from_scratch_create_the_expected_schema(empty_database
     assert [("outbox_owner",)] == owners
 
 
-async def test_the_claim_index_covers_only_live_rows(empty_database_url):
+async def test_the_claim_indexes_cover_only_live_rows(empty_database_url):
     await apply_migrations(empty_database_url)
     rows = await _rows(
         empty_database_url,
-        "SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_claim_order'",
+        "SELECT indexdef FROM pg_indexes"
+        " WHERE indexname IN ('messages_claim_order', 'messages_claim_by_priority')"
+        " ORDER BY indexname",
     )
     assert [
+        (
+            (
+                "CREATE INDEX messages_claim_by_priority ON outbox.messages USING btree"
+                " (priority, claimable_at, created_at, id)"
+                " WHERE (state = ANY (ARRAY['pending'::text, 'leased'::text]))"
+            ),
+        ),
         (
             (
                 "CREATE INDEX messages_claim_order ON outbox.messages USING btree"
                 " (claimable_at, created_at, id)"
                 " WHERE (state = ANY (ARRAY['pending'::text, 'leased'::text]))"
             ),
-        )
+        ),
     ] == rows
 
 

@@ -47,10 +47,3 @@ def test_a_function_is_replaced_only_by_a_later_file_with_or_replace() -> None:
     ]
 
     assert [] == offenders
-
-
-def test_no_function_is_defined_twice_in_the_sequence_today() -> None:
-    """The first milestone's replacements (record_outcomes, the magic-link lookup) are folded."""
-    twice = sorted(name for name, defs in _definitions().items() if len(defs) > 1)
-
-    assert [] == twice
