@@ -12,11 +12,32 @@ class EnvelopeInvalid(ApplicationError):
 
 
 class StoreUnavailable(ApplicationError):
-    """The database cannot be reached or the operation hit a transient error; retry later."""
+    """The database cannot be reached or the operation hit a transient error; retry later.
+
+    ``hint`` tells an operator what to change when the cause is known to be theirs.
+    """
+
+    hint = ""
 
     def __init__(self, code: str = "") -> None:
         super().__init__(code)
         self.code = code
+
+
+class StoreNotMigrated(StoreUnavailable):
+    """The database lacks the schema this code needs: its migrations are not applied."""
+
+    hint = "run `outboxctl db migrate`"
+
+
+class PreparedStatementsUnsupported(StoreUnavailable):
+    """A connection pooler in transaction mode lost a prepared statement (PgBouncer < 1.21)."""
+
+    hint = (
+        "a connection pooler (PgBouncer before 1.21) does not keep prepared statements:"
+        " set OUTBOX_DB_PREPARED_STATEMENTS=false (psycopg prepare_threshold=None),"
+        " or PgBouncer's max_prepared_statements"
+    )
 
 
 class PermissionDenied(ApplicationError):

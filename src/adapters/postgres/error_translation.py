@@ -8,8 +8,30 @@ from contextlib import contextmanager
 import psycopg
 from psycopg import errors as pg_errors
 
-from application.errors import ApplicationError, InvalidRequest, PermissionDenied, StoreUnavailable
+from application.errors import (
+    ApplicationError,
+    InvalidRequest,
+    PermissionDenied,
+    PreparedStatementsUnsupported,
+    StoreNotMigrated,
+    StoreUnavailable,
+)
 from application.outbox.errors import DuplicateMessage
+
+# Errors whose meaning is their class alone, translated to the error carrying the SQLSTATE.
+_BY_CLASS: tuple[tuple[tuple[type[psycopg.Error], ...], type[ApplicationError]], ...] = (
+    # Our schema is missing: the migrations were never applied. (A missing table or function
+    # may be a bug as well as a missing migration; it stays a programming error here, and
+    # ``outboxctl`` names both causes.)
+    ((pg_errors.InvalidSchemaName,), StoreNotMigrated),
+    # "prepared statement "_pg3_0" does not exist" / "... already exists": a pooler in
+    # transaction mode sent the statement to another server connection (PgBouncer < 1.21).
+    (
+        (pg_errors.InvalidSqlStatementName, pg_errors.DuplicatePreparedStatement),
+        PreparedStatementsUnsupported,
+    ),
+    ((pg_errors.InsufficientPrivilege,), PermissionDenied),
+)
 
 
 def translate(error: psycopg.Error) -> ApplicationError | None:
@@ -19,8 +41,9 @@ def translate(error: psycopg.Error) -> ApplicationError | None:
     for errors our own functions and constraints raise.
     """
     sqlstate = error.sqlstate or ""
-    if isinstance(error, pg_errors.InsufficientPrivilege):
-        return PermissionDenied(sqlstate)
+    for classes, translated in _BY_CLASS:
+        if isinstance(error, classes):
+            return translated(sqlstate)
     if isinstance(error, pg_errors.UniqueViolation):
         return DuplicateMessage(error.diag.constraint_name or sqlstate)
     if isinstance(error, psycopg.DataError | psycopg.IntegrityError):

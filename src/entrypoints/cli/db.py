@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 from collections.abc import Callable
 from typing import Annotated, TypeVar
 
@@ -13,12 +11,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from adapters.postgres.migrations import MigrationError, apply_migrations, migration_status
-from application.errors import PermissionDenied, StoreUnavailable
+from adapters.postgres.migrations import apply_migrations, migration_status
 from entrypoints.bootstrap.database import resolve_database_url
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import load_settings
+from entrypoints.cli.guard import guarded
+from entrypoints.cli.startup import start
 
 db_app = typer.Typer(
     help="Migrate the database and show its migration status.", no_args_is_help=True
@@ -27,25 +23,11 @@ db_app = typer.Typer(
 _T = TypeVar("_T")
 
 
-def _fail(message: str, code: ExitCode) -> typer.Exit:
-    typer.echo(message, err=True)
-    return typer.Exit(int(code))
-
-
 def _with_database(action: Callable[[str], _T]) -> _T:
     """Run ``action`` with the configured (or embedded) database URL; map errors to exit codes."""
-    try:
-        url = resolve_database_url(load_settings(os.environ))
-        return action(url)
-    except SettingsError as error:
-        raise _fail(str(error), ExitCode.CONFIGURATION) from None
-    except (StoreUnavailable, subprocess.SubprocessError) as error:
-        code = getattr(error, "code", "") or type(error).__name__
-        raise _fail(f"database unavailable ({code})", ExitCode.DATABASE_UNAVAILABLE) from None
-    except PermissionDenied:
-        raise _fail("the database role may not do this (42501)", ExitCode.REFUSED) from None
-    except MigrationError as error:
-        raise _fail(str(error), ExitCode.FAILURE) from None
+    settings = start()
+    with guarded():
+        return action(resolve_database_url(settings))
 
 
 @db_app.command("migrate")

@@ -8,8 +8,16 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 import typer
+from psycopg import errors as pg_errors
 
-from application.errors import InvalidRequest, PermissionDenied, StoreUnavailable
+from adapters.postgres.migrations import MigrationError
+from application.errors import (
+    InvalidRequest,
+    PermissionDenied,
+    PreparedStatementsUnsupported,
+    StoreNotMigrated,
+    StoreUnavailable,
+)
 from application.outbox.errors import MessageNotFound
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.settings.reader import SettingsError
@@ -30,10 +38,28 @@ def guarded() -> Iterator[None]:
         yield
     except SettingsError as error:
         raise fail(str(error), ExitCode.CONFIGURATION) from None
+    except StoreNotMigrated as error:
+        raise fail(
+            f"the database is not migrated ({error.code}); {error.hint}",
+            ExitCode.DATABASE_UNAVAILABLE,
+        ) from None
+    except PreparedStatementsUnsupported as error:
+        raise fail(
+            f"prepared statement lost ({error.code}); {error.hint}", ExitCode.CONFIGURATION
+        ) from None
     except (StoreUnavailable, subprocess.SubprocessError) as error:
         code = getattr(error, "code", "") or type(error).__name__
         raise fail(
             f"database unavailable ({code}); check OUTBOX_DATABASE_URL and that PostgreSQL is up",
+            ExitCode.DATABASE_UNAVAILABLE,
+        ) from None
+    except MigrationError as error:
+        raise fail(str(error), ExitCode.FAILURE) from None
+    except (pg_errors.UndefinedFunction, pg_errors.UndefinedTable) as error:
+        # Code newer than the database, most often; else a bug (the log line has no more).
+        raise fail(
+            f"the database lacks a table or function this version uses ({error.sqlstate});"
+            f" {StoreNotMigrated.hint}",
             ExitCode.DATABASE_UNAVAILABLE,
         ) from None
     except PermissionDenied:

@@ -4,7 +4,6 @@ to a message on stderr and an exit code (on top of the shared guard)."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -21,9 +20,8 @@ from application.operator.services import OperatorServices
 from domain.operator.dead_letters import Refusal
 from entrypoints.bootstrap.operator import operator_services
 from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.guard import fail, guarded, run_guarded
-from entrypoints.observability import configure_logging
-from entrypoints.settings.tree import load_settings
+from entrypoints.cli.guard import fail, guarded
+from entrypoints.cli.startup import start
 
 _T = TypeVar("_T")
 
@@ -98,8 +96,7 @@ def run_operator(
     action: Callable[[OperatorServices], Awaitable[_T]], *, seal_keys: bool = False
 ) -> _T:
     """Run ``action`` with the operator services; logs go to stderr, stdout stays the output."""
-    settings = run_guarded(lambda: load_settings(os.environ))
-    configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
+    settings = start()
 
     async def main() -> _T:
         async with operator_services(settings, seal_keys=seal_keys) as services:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import os
 
 from entrypoints.bootstrap.processes import run_api
 from entrypoints.cli.guard import run_guarded
-from entrypoints.observability import configure_logging
-from entrypoints.settings.tree import load_settings
+from entrypoints.cli.startup import start
 
 
 def serve() -> None:
@@ -17,6 +15,5 @@ def serve() -> None:
     The OpenAPI schema is at /schema (JSON: /schema/openapi.json). Run the migrations first
     (outboxctl db migrate); /readyz answers 503 until they are applied.
     """
-    settings = run_guarded(lambda: load_settings(os.environ))
-    configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
+    settings = start()
     run_guarded(lambda: asyncio.run(run_api(settings)))

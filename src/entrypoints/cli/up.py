@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 
 import typer
 
 from entrypoints.bootstrap.processes import run_stack
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail, run_guarded
-from entrypoints.observability import configure_logging
-from entrypoints.settings.tree import load_settings
+from entrypoints.cli.startup import start
 
 WELCOME = """\
 outbox is up: API on {base} (OpenAPI at {base}/schema), worker and sweeps running.
@@ -33,8 +31,7 @@ def up() -> None:
     """Run everything for development: embedded PostgreSQL when OUTBOX_DATABASE_URL is unset,
     migrations, the HTTP API, the worker and its sweeps, and the console provider.
     """
-    settings = run_guarded(lambda: load_settings(os.environ, providers=True))
-    configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
+    settings = start(providers=True)
 
     def announce(base: str) -> None:
         typer.echo(WELCOME.format(base=base), nl=False)

@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
-import os
 from typing import Annotated
 
 import typer
 
 from entrypoints.bootstrap.worker import run_sweeps, run_worker
 from entrypoints.cli.guard import run_guarded
-from entrypoints.observability import configure_logging
-from entrypoints.settings.tree import Settings, load_settings
+from entrypoints.cli.startup import start
+from entrypoints.settings.tree import Settings
 
 
 class SweepKind(enum.StrEnum):
@@ -25,9 +24,7 @@ class SweepKind(enum.StrEnum):
 
 
 def _settings(*, providers: bool) -> Settings:
-    settings = run_guarded(lambda: load_settings(os.environ, providers=providers))
-    configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
-    return settings
+    return start(providers=providers)
 
 
 def worker(

@@ -101,10 +101,11 @@ def read_provider_settings(read: EnvironmentReader, environment: str) -> Provide
     used = set(channels.values())
     return ProviderSettings(
         channels=channels,
-        smtp=_smtp(read) if "smtp" in used else None,
-        ses=_ses(read) if "ses" in used else None,
-        brevo=_brevo(read, channels) if "brevo" in used else None,
-        wasender=_wasender(read) if "wasender" in used else None,
+        # Each provider's group is checked on its own, so a bad one does not hide the next.
+        smtp=read.section(lambda: _smtp(read), None) if "smtp" in used else None,
+        ses=read.section(lambda: _ses(read), None) if "ses" in used else None,
+        brevo=read.section(lambda: _brevo(read, channels), None) if "brevo" in used else None,
+        wasender=read.section(lambda: _wasender(read), None) if "wasender" in used else None,
     )
 
 
@@ -114,14 +115,14 @@ def _channel_choice(read: EnvironmentReader, channel: Channel, environment: str)
     value = (read.raw(name) or "").lower()
     if not value:
         if read.strict:
-            raise SettingsError(
-                PREFIX + name, f"required in {environment} (one of {', '.join(choices)})"
-            )
+            problem = f"required in {environment} (one of {', '.join(choices)})"
+            return read.refuse(name, problem, NONE)
         value = CONSOLE
     if value not in choices:
-        raise SettingsError(PREFIX + name, f"expected one of {', '.join(choices)}, got {value!r}")
+        problem = f"expected one of {', '.join(choices)}, got {read.shown(name, value)}"
+        return read.refuse(name, problem, NONE)
     if value == CONSOLE and read.strict:
-        raise SettingsError(PREFIX + name, "the console provider is for development only")
+        return read.refuse(name, "the console provider is for development only", NONE)
     return value
 
 
@@ -130,11 +131,9 @@ def _smtp(read: EnvironmentReader) -> SmtpConfig:
     username, password = read.raw("SMTP_USERNAME"), read.raw("SMTP_PASSWORD")
     if (username is None) != (password is None):
         missing = "SMTP_PASSWORD" if password is None else "SMTP_USERNAME"
-        raise SettingsError(PREFIX + missing, "set both OUTBOX_SMTP_USERNAME and the password")
+        read.refuse(missing, "set both OUTBOX_SMTP_USERNAME and the password", None)
     if read.strict and username is not None and security is SmtpSecurity.PLAIN:
-        raise SettingsError(
-            PREFIX + "SMTP_SECURITY", "plain would send the SMTP password unencrypted"
-        )
+        read.refuse("SMTP_SECURITY", "plain would send the SMTP password unencrypted", None)
     return SmtpConfig(
         host=read.required("SMTP_HOST", " when a channel uses smtp"),
         port=read.port("SMTP_PORT", _SMTP_PORTS[security]),
@@ -155,7 +154,7 @@ def _ses(read: EnvironmentReader) -> SesConfig:
     access_key_id, secret = read.foreign("AWS_ACCESS_KEY_ID"), read.foreign("AWS_SECRET_ACCESS_KEY")
     if (access_key_id is None) != (secret is None):
         missing = "AWS_SECRET_ACCESS_KEY" if secret is None else "AWS_ACCESS_KEY_ID"
-        raise SettingsError(missing, "set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+        read.refuse_variable(missing, "set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", None)
     return SesConfig(
         region=region,
         sender=read.address("SES_FROM", " when email uses ses"),
@@ -173,7 +172,7 @@ def _brevo(read: EnvironmentReader, channels: Mapping[Channel, str]) -> BrevoCon
         sender_email = parseaddr(read.address("BREVO_SENDER_EMAIL", " when email uses brevo"))[1]
     if channels.get(Channel.SMS) == "brevo":
         sms_sender = read.required("BREVO_SMS_SENDER", " when sms uses brevo")
-        if not _SMS_SENDER.fullmatch(sms_sender):
+        if sms_sender and not _SMS_SENDER.fullmatch(sms_sender):
             raise SettingsError(
                 PREFIX + "BREVO_SMS_SENDER", "expected up to 11 letters/digits or 15 digits"
             )

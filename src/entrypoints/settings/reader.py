@@ -1,12 +1,23 @@
 """The one reader of the environment: each kind of value is parsed here and nowhere else.
 
-Every error is a SettingsError that names the variable and says what is wrong with it.
+Every error is a SettingsError that names the variable and says what is wrong with it. A
+reader made with ``collect=True`` (what ``load_settings`` uses) does not stop at the first
+bad variable: it notes each problem, carries on with the default, and ``raise_problems``
+then reports them all at once, so an operator fixes a deployment in one round.
+
+Why attrs and this reader rather than pydantic-settings: the tree is plain attrs classes,
+like every other value in the code base; the rules that matter here (strict checks only
+outside development, a value quoted in an error never showing a secret, one group of
+variables read only by processes that send) are a few lines each in this reader, and
+pydantic-settings would add a second model system and its own error texts to translate.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from email.utils import parseaddr
 from pathlib import Path
@@ -20,6 +31,14 @@ _E = TypeVar("_E", bound=enum.Enum)
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 _HIGHEST_PORT = 65535
+# A duration longer than this is a typo (and ``timedelta`` overflows not far beyond).
+MAX_SECONDS = 10 * 365 * 24 * 3600
+MAX_DAYS = 100 * 365
+MASKED = "***"
+# Variables whose value is never quoted back, whatever is wrong with it.
+_SECRET_NAME = re.compile(r"PASSWORD|SECRET|TOKEN|KEY", re.IGNORECASE)
+_CONNINFO_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_SCHEME = re.compile(r"[A-Za-z][\w+.-]*:/*")
 
 
 class SettingsError(Exception):
@@ -31,6 +50,41 @@ class SettingsError(Exception):
         self.problem = problem
 
 
+class SettingsProblems(SettingsError):
+    """Several variables are wrong: one line each, in the order they were read.
+
+    ``variable`` and ``problem`` are the first one's, so code that expects a single
+    SettingsError still reads a true answer.
+    """
+
+    def __init__(self, problems: Iterable[SettingsError]) -> None:
+        self.problems = tuple(problems)
+        first = self.problems[0]
+        super().__init__(first.variable, first.problem)
+        self.args = ("\n".join(f"{p.variable}: {p.problem}" for p in self.problems),)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def mask_secrets(value: str) -> str:
+    """``value`` with the password of a connection URL or conninfo string replaced by ***.
+
+    It works on malformed values too (that is when they are quoted back): everything
+    between the user name's colon and the last ``@`` is masked.
+    """
+    value = _CONNINFO_PASSWORD.sub(lambda m: m.group(1) + MASKED, value)
+    at = value.rfind("@")
+    if at < 0:
+        return value
+    scheme = _SCHEME.match(value)
+    start = scheme.end() if scheme else 0
+    colon = value.find(":", start, at)
+    if colon < 0:
+        return value
+    return f"{value[: colon + 1]}{MASKED}{value[at:]}"
+
+
 class EnvironmentReader:
     """Reads ``OUTBOX_*`` variables (and, through ``foreign``, a few others such as ``AWS_*``).
 
@@ -39,13 +93,52 @@ class EnvironmentReader:
     development, such as https-only provider URLs.
     """
 
-    def __init__(self, environ: Mapping[str, str], *, strict: bool = False) -> None:
+    def __init__(
+        self, environ: Mapping[str, str], *, strict: bool = False, collect: bool = False
+    ) -> None:
         # Only the variables this service reads are kept: the rest of the process
         # environment (other programs' secrets) never enters the settings.
         self._environ = {
             key: value for key, value in environ.items() if key.startswith((PREFIX, "AWS_"))
         }
         self.strict = strict
+        self._problems: list[SettingsError] | None = [] if collect else None
+
+    def refuse(self, name: str, problem: str, fallback: _T) -> _T:
+        """Report ``OUTBOX_<name>``: raise, or (collecting) note it and return ``fallback``."""
+        return self.refuse_variable(PREFIX + name, problem, fallback)
+
+    def refuse_variable(self, variable: str, problem: str, fallback: _T) -> _T:
+        """``refuse`` for a variable given by its full name."""
+        error = SettingsError(variable, problem)
+        if self._problems is None:
+            raise error
+        self._problems.append(error)
+        return fallback
+
+    def section(self, read: Callable[[], _T], fallback: _T) -> _T:
+        """``read()``; when collecting, a SettingsError it raises is noted and ``fallback`` used.
+
+        For groups whose checks raise (a required variable has no default to go on with).
+        """
+        if self._problems is None:
+            return read()
+        try:
+            return read()
+        except SettingsProblems as problems:
+            self._problems.extend(problems.problems)
+        except SettingsError as error:
+            self._problems.append(error)
+        return fallback
+
+    def raise_problems(self) -> None:
+        """Raise SettingsProblems naming every variable noted so far, if any."""
+        if self._problems:
+            raise SettingsProblems(self._problems)
+
+    def shown(self, name: str, value: str) -> str:
+        """``value`` as an error may quote it: never a secret variable's, never a password."""
+        return repr(MASKED if _SECRET_NAME.search(name) else mask_secrets(value))
 
     def foreign(self, name: str) -> str | None:
         """A variable outside our prefix (``AWS_REGION``…), or None when unset or blank."""
@@ -60,10 +153,10 @@ class EnvironmentReader:
         return self.raw(name) or default
 
     def required(self, name: str, why: str = "") -> str:
-        """The text; raises SettingsError ``required<why>`` when unset."""
+        """The text; ``required<why>`` when unset (collecting: noted, and "" returned)."""
         value = self.raw(name)
         if value is None:
-            raise SettingsError(PREFIX + name, f"required{why}")
+            return self.refuse(name, f"required{why}", "")
         return value
 
     def parse(self, name: str, default: _T, parse: Callable[[str], _T], expected: str) -> _T:
@@ -73,8 +166,8 @@ class EnvironmentReader:
             return default
         try:
             return parse(value)
-        except ValueError:
-            raise SettingsError(PREFIX + name, f"expected {expected}, got {value!r}") from None
+        except (ValueError, OverflowError):
+            return self.refuse(name, f"expected {expected}, got {self.shown(name, value)}", default)
 
     def integer(
         self, name: str, default: int, *, minimum: int = 1, maximum: int | None = None
@@ -82,9 +175,9 @@ class EnvironmentReader:
         """A whole number within ``minimum`` and ``maximum``."""
         number = self.parse(name, default, int, "an integer")
         if number < minimum:
-            raise SettingsError(PREFIX + name, f"must be at least {minimum}, got {number}")
+            return self.refuse(name, f"must be at least {minimum}, got {number}", default)
         if maximum is not None and number > maximum:
-            raise SettingsError(PREFIX + name, f"must be at most {maximum}, got {number}")
+            return self.refuse(name, f"must be at most {maximum}, got {number}", default)
         return number
 
     def port(self, name: str, default: int, *, allow_zero: bool = False) -> int:
@@ -92,24 +185,33 @@ class EnvironmentReader:
         lowest = 0 if allow_zero else 1
         number = self.parse(name, default, int, "a port number")
         if not lowest <= number <= _HIGHEST_PORT:
-            raise SettingsError(
-                PREFIX + name, f"expected a port number ({lowest}-{_HIGHEST_PORT}), got {number}"
+            return self.refuse(
+                name, f"expected a port number ({lowest}-{_HIGHEST_PORT}), got {number}", default
             )
         return number
 
     def seconds(
-        self, name: str, default: float | timedelta, *, minimum: float = 0.001
+        self,
+        name: str,
+        default: float | timedelta,
+        *,
+        minimum: float = 0.001,
+        maximum: float = MAX_SECONDS,
     ) -> timedelta:
-        """A duration given in (possibly fractional) seconds, at least ``minimum``."""
+        """A finite duration in (possibly fractional) seconds, from ``minimum`` to ``maximum``."""
         fallback = default.total_seconds() if isinstance(default, timedelta) else default
-        number = self.parse(name, fallback, float, "a number of seconds")
+        number = self.parse(name, fallback, _finite, "a number of seconds")
         if number < minimum:
-            raise SettingsError(PREFIX + name, f"must be at least {minimum} seconds, got {number}")
+            problem = f"must be at least {minimum} seconds, got {number}"
+            number = self.refuse(name, problem, fallback)
+        elif number > maximum:
+            problem = f"must be at most {maximum} seconds, got {number}"
+            number = self.refuse(name, problem, fallback)
         return timedelta(seconds=number)
 
     def days(self, name: str, default: int) -> timedelta:
-        """A duration given in whole days, at least one."""
-        return timedelta(days=self.integer(name, default))
+        """A duration given in whole days, at least one (and at most a century)."""
+        return timedelta(days=self.integer(name, default, maximum=MAX_DAYS))
 
     def seconds_list(self, name: str, default: tuple[timedelta, ...]) -> tuple[timedelta, ...]:
         """Comma-separated positive seconds, in order (a retry schedule)."""
@@ -135,17 +237,25 @@ class EnvironmentReader:
         if value is None:
             return default
         if not value.startswith(("https://", "http://")):
-            raise SettingsError(PREFIX + name, "expected an http(s):// URL")
+            return self.refuse(name, "expected an http(s):// URL", default)
         if https_only and self.strict and not value.startswith("https://"):
-            raise SettingsError(PREFIX + name, "must be https:// outside development")
+            return self.refuse(name, "must be https:// outside development", default)
         return value.rstrip("/")
 
     def address(self, name: str, why: str = "") -> str:
         """A required email address, bare or with a display name (``Name <a@b.example>``)."""
         value = self.required(name, why)
-        if not is_email(parseaddr(value)[1]):
-            raise SettingsError(PREFIX + name, "expected an email address, e.g. Name <a@b.example>")
+        if value and not is_email(parseaddr(value)[1]):
+            problem = "expected an email address, e.g. Name <a@b.example>"
+            return self.refuse(name, problem, value)
         return value
+
+    def directory(self, name: str) -> Path | None:
+        """A path that must name an existing, readable directory, or None."""
+        path = self.path(name)
+        if path is not None and not path.is_dir():
+            return self.refuse(name, f"no such directory: {path}", None)
+        return path
 
     def path(self, name: str) -> Path | None:
         """A filesystem path, or None."""
@@ -156,8 +266,15 @@ class EnvironmentReader:
         """A path that must name an existing file, or None."""
         path = self.path(name)
         if path is not None and not path.is_file():
-            raise SettingsError(PREFIX + name, f"no such file: {path}")
+            return self.refuse(name, f"no such file: {path}", None)
         return path
+
+
+def _finite(value: str) -> float:
+    number = float(value)
+    if not math.isfinite(number):  # inf and nan parse, and would crash timedelta
+        raise ValueError(value)
+    return number
 
 
 def _parse_bool(value: str) -> bool:

@@ -13,10 +13,15 @@ from pathlib import Path
 
 import attrs
 import platformdirs
+from psycopg import ProgrammingError
+from psycopg.conninfo import conninfo_to_dict
 
 from entrypoints.settings.identity import IdentitySettings, read_identity_settings
 from entrypoints.settings.providers import ProviderSettings, read_provider_settings
 from entrypoints.settings.reader import EnvironmentReader
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+_HIGHEST_PORT = 65535
 
 # In development, links point at a local front end so invitations and magic links flow out
 # of the box; staging and production must configure them (unset, those messages wait).
@@ -118,6 +123,8 @@ class Settings:
     log_level: str
     identity: IdentitySettings
     providers: ProviderSettings | None = None
+    # Things that work but an operator should hear about at start-up (logged, not fatal).
+    warnings: tuple[str, ...] = ()
 
     @property
     def is_development(self) -> bool:
@@ -126,27 +133,21 @@ class Settings:
 
 
 def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Settings:
-    """Build the settings tree from ``environ``; raises SettingsError naming the bad variable.
+    """Build the settings tree from ``environ``; raises SettingsError naming the bad variables.
 
-    ``providers`` also reads and checks the channel → provider configuration, which only a
-    process that sends needs (and which staging and production require in full).
+    Every bad variable is reported at once (a SettingsProblems, one line each). ``providers``
+    also reads and checks the channel → provider configuration, which only a process that
+    sends needs (and which staging and production require in full).
     """
-    environment = EnvironmentReader(environ).choice("ENV", Environment.DEVELOPMENT, Environment)
+    read = EnvironmentReader(environ, collect=True)
+    environment = read.choice("ENV", Environment.DEVELOPMENT, Environment)
     development = environment is Environment.DEVELOPMENT
-    read = EnvironmentReader(environ, strict=not development)
+    read.strict = not development
     metrics_port = read.port("WORKER_METRICS_PORT", 0, allow_zero=True)
-    return Settings(
+    settings = Settings(
         environment=environment,
         data_dir=read.path("DATA_DIR") or Path(platformdirs.user_data_dir("outbox")),
-        database=DatabaseSettings(
-            url=read.raw("DATABASE_URL"),
-            worker_url=read.raw("WORKER_DATABASE_URL"),
-            worker_role=read.raw("WORKER_DB_ROLE"),
-            api_role=read.raw("API_DB_ROLE"),
-            prepared_statements=read.flag("DB_PREPARED_STATEMENTS", default=True),
-            pool_min=read.integer("DB_POOL_MIN", 1),
-            pool_max=read.integer("DB_POOL_MAX", 10),
-        ),
+        database=_database(read),
         seal_keys=read.raw("SEAL_KEYS"),
         seal_keys_file=read.path("SEAL_KEYS_FILE"),
         worker=WorkerSettings(
@@ -179,9 +180,96 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
         magic_link_base_url=read.url(
             "MAGIC_LINK_BASE_URL", DEV_MAGIC_LINK_BASE if development else None
         ),
-        template_dir=read.path("TEMPLATE_DIR"),
+        template_dir=read.directory("TEMPLATE_DIR"),
         log_format=read.choice("LOG_FORMAT", LogFormat.AUTO, LogFormat),
-        log_level=read.text("LOG_LEVEL", "info").lower(),
-        identity=read_identity_settings(read),
-        providers=read_provider_settings(read, environment.value) if providers else None,
+        log_level=_log_level(read),
+        identity=read.section(lambda: read_identity_settings(read), _DEFAULT_IDENTITY),
+        providers=(
+            read.section(
+                lambda: read_provider_settings(read, environment.value),
+                ProviderSettings(channels={}),
+            )
+            if providers
+            else None
+        ),
+    )
+    _check_together(read, settings)
+    read.raise_problems()
+    return attrs.evolve(settings, warnings=_warnings(settings))
+
+
+_DEFAULT_IDENTITY = read_identity_settings(EnvironmentReader({}))
+
+
+def _database(read: EnvironmentReader) -> DatabaseSettings:
+    pool_min = read.integer("DB_POOL_MIN", 1)
+    pool_max = read.integer("DB_POOL_MAX", 10)
+    if pool_min > pool_max:
+        read.refuse("DB_POOL_MIN", f"must not exceed OUTBOX_DB_POOL_MAX ({pool_max})", None)
+    return DatabaseSettings(
+        url=_database_url(read, "DATABASE_URL"),
+        worker_url=_database_url(read, "WORKER_DATABASE_URL"),
+        worker_role=read.raw("WORKER_DB_ROLE"),
+        api_role=read.raw("API_DB_ROLE"),
+        prepared_statements=read.flag("DB_PREPARED_STATEMENTS", default=True),
+        pool_min=pool_min,
+        pool_max=pool_max,
+    )
+
+
+def _database_url(read: EnvironmentReader, name: str) -> str | None:
+    """A libpq URL or ``key=value`` string; a malformed one is quoted with its password masked."""
+    value = read.raw(name)
+    if value is None:
+        return None
+    expected = "expected postgresql://user:password@host:port/database or key=value pairs"
+    try:
+        # libpq's own parser, so what passes here is what psycopg will accept; its error
+        # text quotes the whole string, password included, and is never shown.
+        options = conninfo_to_dict(value)
+    except ProgrammingError:
+        return read.refuse(name, f"{expected}, got {read.shown(name, value)}", None)
+    for port in str(options.get("port", "")).split(","):
+        if port and not (port.isdigit() and 0 < int(port) <= _HIGHEST_PORT):
+            problem = f"the port must be a number (1-{_HIGHEST_PORT}), got {port!r}"
+            return read.refuse(name, problem, None)
+    return value
+
+
+def _log_level(read: EnvironmentReader) -> str:
+    level = read.text("LOG_LEVEL", "info").lower()
+    if level not in LOG_LEVELS:
+        problem = f"expected one of {', '.join(LOG_LEVELS)}, got {read.shown('LOG_LEVEL', level)}"
+        return read.refuse("LOG_LEVEL", problem, "info")
+    return level
+
+
+def _check_together(read: EnvironmentReader, settings: Settings) -> None:
+    """Rules between variables, checked once each has been read on its own."""
+    lifetime = settings.identity.challenges.lifetime
+    if settings.sweeps.expiry_interval > lifetime:
+        # An unsent code would then wait in the queue past its lifetime, and be sent dead.
+        read.refuse(
+            "SWEEP_EXPIRY_SECONDS",
+            f"must not exceed the code lifetime (OUTBOX_CHALLENGE_LIFETIME_SECONDS,"
+            f" {lifetime.total_seconds():g} s)",
+            None,
+        )
+
+
+def _warnings(settings: Settings) -> tuple[str, ...]:
+    """Working but doubtful choices, logged at start-up by every process."""
+    if settings.is_development:
+        return ()
+    unset = [
+        f"OUTBOX_{name}_LINK_BASE_URL"
+        for name, value in (
+            ("INVITATION", settings.invitation_link_base_url),
+            ("MAGIC", settings.magic_link_base_url),
+        )
+        if value is None
+    ]
+    return tuple(
+        f"{variable} is unset: messages that carry such a link wait unsent until it is set"
+        for variable in unset
     )

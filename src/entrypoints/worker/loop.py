@@ -69,6 +69,8 @@ class WorkerLoop:
             try:
                 result = await self.dispatch()
             except StoreUnavailable as error:
+                if self.drain and error.hint:
+                    raise  # a one-shot run cannot wait for an operator: say what to do, and stop
                 failures += 1
                 delay = min(MAX_BACKOFF, 0.1 * 2**failures) * random.uniform(0.5, 1.0)  # noqa: S311
                 self.telemetry.event(
@@ -76,6 +78,7 @@ class WorkerLoop:
                     level="warning",
                     code=error.code,
                     retry_in=round(delay, 3),
+                    hint=error.hint or None,
                 )
                 await self._sleep(delay)
                 continue

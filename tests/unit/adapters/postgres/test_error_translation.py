@@ -8,7 +8,13 @@ from psycopg import errors
 from psycopg_pool import PoolTimeout
 
 from adapters.postgres.error_translation import translate, translated_errors
-from application.errors import InvalidRequest, PermissionDenied, StoreUnavailable
+from application.errors import (
+    InvalidRequest,
+    PermissionDenied,
+    PreparedStatementsUnsupported,
+    StoreNotMigrated,
+    StoreUnavailable,
+)
 from application.outbox.errors import DuplicateMessage
 
 
@@ -52,6 +58,22 @@ def test_programming_errors_are_not_disguised(error):
     assert translate(error) is None
     with pytest.raises(type(error)), translated_errors():
         raise error
+
+
+def test_a_missing_schema_means_the_migrations_were_never_applied():
+    translated = translate(errors.InvalidSchemaName())
+    assert isinstance(translated, StoreNotMigrated)
+    assert "3F000" == translated.code
+    assert "outboxctl db migrate" in translated.hint
+
+
+@pytest.mark.parametrize(
+    "error", [errors.InvalidSqlStatementName(), errors.DuplicatePreparedStatement()]
+)
+def test_a_lost_prepared_statement_names_the_setting_to_change(error):
+    translated = translate(error)
+    assert isinstance(translated, PreparedStatementsUnsupported)
+    assert "OUTBOX_DB_PREPARED_STATEMENTS=false" in translated.hint
 
 
 def test_the_application_error_is_chained_to_the_driver_error():

@@ -1,0 +1,124 @@
+"""What operator commands say about a database they cannot use, run as real processes.
+
+An unmigrated database names the fix (``outboxctl db migrate``); a pooler that loses
+prepared statements names the setting; neither prints a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import errors as pg_errors
+
+from adapters.postgres.error_translation import translated_errors
+from adapters.postgres.pool import open_pool
+from application.errors import PreparedStatementsUnsupported
+from entrypoints.cli.exit_codes import ExitCode
+
+pytestmark = pytest.mark.integration
+
+OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
+
+
+def _run(url: str, tmp_path: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+        "OUTBOX_DATABASE_URL": url,
+        "OUTBOX_DATA_DIR": str(tmp_path),
+        "OUTBOX_LOG_FORMAT": "json",
+        **extra,
+    }
+    return subprocess.run(
+        [OUTBOXCTL, *command],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("backlog",),
+        ("dead-letters", "list"),
+        ("messages", "show", "0190b3a0-0000-7000-8000-000000000000"),
+        ("worker", "--drain"),
+        ("sweep", "expiry"),
+    ],
+)
+def test_an_unmigrated_database_tells_the_operator_to_migrate(
+    empty_database_url: str, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    result = _run(empty_database_url, tmp_path, *command)
+
+    assert ExitCode.DATABASE_UNAVAILABLE == result.returncode, result.stderr
+    assert "run `outboxctl db migrate`" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "╭" not in result.stderr
+
+
+def test_a_start_in_staging_without_link_bases_warns_once_per_variable(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Issue 13 finding 11 (OB12): invitations and magic links would wait, silently."""
+    result = _run(database_url, tmp_path, "db", "status", "--json", OUTBOX_ENV="staging")
+
+    assert ExitCode.OK == result.returncode, result.stderr
+    warned = [
+        json.loads(line)
+        for line in result.stderr.splitlines()
+        if json.loads(line)["event"] == "settings.warning"
+    ]
+    assert ["OUTBOX_INVITATION_LINK_BASE_URL", "OUTBOX_MAGIC_LINK_BASE_URL"] == [
+        w["detail"].split()[0] for w in warned
+    ]
+    assert {"warning"} == {w["level"] for w in warned}
+
+
+def test_a_configured_link_base_is_not_warned_about(database_url: str, tmp_path: Path) -> None:
+    result = _run(
+        database_url,
+        tmp_path,
+        "db",
+        "status",
+        "--json",
+        OUTBOX_ENV="staging",
+        OUTBOX_INVITATION_LINK_BASE_URL="https://app.example/join",
+        OUTBOX_MAGIC_LINK_BASE_URL="https://app.example/sign-in",
+    )
+
+    assert ExitCode.OK == result.returncode, result.stderr
+    assert "settings.warning" not in result.stderr
+
+
+async def test_a_lost_prepared_statement_is_reported_as_the_pooler_setting(
+    database_url: str,
+) -> None:
+    """What PgBouncer < 1.21 in transaction mode does: the next server connection does not
+    know the statement psycopg prepared. Here the statement is dropped behind psycopg's
+    back (``DEALLOCATE`` by name, which psycopg does not track), giving the same error."""
+    pool = await open_pool(database_url, min_size=1, max_size=1)
+    try:
+        async with pool.connection() as conn:
+            await conn.execute("SELECT 1 WHERE %s::int = 1", (1,))  # prepared on first use
+            names = await (await conn.execute("SELECT name FROM pg_prepared_statements")).fetchall()
+            for (name,) in names:
+                await conn.execute(
+                    psycopg.sql.SQL("DEALLOCATE {}").format(psycopg.sql.Identifier(name)),
+                    prepare=False,
+                )
+            with pytest.raises(PreparedStatementsUnsupported) as caught, translated_errors():
+                await conn.execute("SELECT 1 WHERE %s::int = 1", (1,))
+    finally:
+        await pool.close()
+
+    assert isinstance(caught.value.__cause__, pg_errors.InvalidSqlStatementName)
+    assert "OUTBOX_DB_PREPARED_STATEMENTS=false" in caught.value.hint
