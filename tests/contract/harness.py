@@ -132,17 +132,17 @@ HISTORY_TOKENS = "SELECT lease_token FROM outbox.attempts WHERE message_id = %s 
 
 @attrs.define
 class PostgresHarness:
-    """The real adapter as outbox_worker; producers write as outbox_runtime; time is real."""
+    """The real adapter as outbox_worker; producers write as outbox_producer; time is real."""
 
     store: DispatchStore
     connect_as: Callable[..., AbstractAsyncContextManager[psycopg.AsyncConnection]]
 
     async def enqueue(self, message: Message) -> None:
-        async with self.connect_as("outbox_runtime") as conn, conn.transaction():
+        async with self.connect_as("outbox_producer") as conn, conn.transaction():
             await PostgresOutboxWriter(conn).enqueue(message)
 
     async def cancel(self, subject_id: UUID, reason: FailureClass) -> int:
-        async with self.connect_as("outbox_runtime") as conn, conn.transaction():
+        async with self.connect_as("outbox_producer") as conn, conn.transaction():
             return await PostgresOutboxWriter(conn).cancel_by_subject(
                 subject_id=subject_id, reason=reason
             )

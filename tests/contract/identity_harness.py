@@ -1,4 +1,4 @@
-"""The identity ports under contract test: the in-memory fakes, or PostgreSQL as outbox_runtime."""
+"""The identity ports under contract test: the in-memory fakes, or PostgreSQL (identity_service)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class MemoryIdentityHarness:
 
 @attrs.define
 class PostgresIdentityHarness:
-    """The real adapters on a pool acting as outbox_runtime."""
+    """The real adapters on a pool acting as identity_service."""
 
     transactions: PostgresIdentityTransactions
     limiter: PostgresRateLimiter
@@ -77,7 +77,7 @@ class PostgresIdentityHarness:
 
 async def postgres_identity_harness(database_url: str) -> AsyncIterator[PostgresIdentityHarness]:
     """The PostgreSQL harness, its pool closed afterwards."""
-    pool = await open_pool(database_url, min_size=1, max_size=4, role="outbox_runtime")
+    pool = await open_pool(database_url, min_size=1, max_size=4, role="identity_service")
     try:
         yield PostgresIdentityHarness(
             transactions=PostgresIdentityTransactions(pool),

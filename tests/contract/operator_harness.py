@@ -2,11 +2,13 @@
 
 A harness puts rows in place exactly as given (messages built with the domain's own
 transitions, identities, challenges) and offers the store twice: as the API role
-(``api``: every call names a staff actor) and as the database operator (``admin``).
+(``api``: every call names a staff actor and its elevation) and as the database operator
+(``admin``). ``elevate`` gives an identity a fresh step-up and answers its token's digest.
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -49,6 +51,7 @@ class OperatorHarness(Protocol):
     def now(self) -> datetime: ...
     async def put(self, message: Message) -> None: ...
     async def add_identity(self, email: str) -> UUID: ...
+    async def elevate(self, identity_id: UUID, *, lifetime: timedelta = ...) -> str: ...
     async def put_challenge(self, challenge: Challenge) -> None: ...
     async def add_attempt(
         self, message_id: UUID, attempt: int, outcome: Outcome, provider: str
@@ -58,6 +61,14 @@ class OperatorHarness(Protocol):
     async def audit(
         self,
     ) -> list[tuple[str, UUID | None, UUID | None, UUID | None, str | None]]: ...
+
+
+ELEVATION_LIFETIME = timedelta(minutes=5)
+
+
+def new_elevation_digest() -> str:
+    """The digest of a fresh, random elevation token."""
+    return hashlib.sha256(uuid.uuid4().bytes).hexdigest()
 
 
 def code_message(
@@ -160,6 +171,11 @@ class MemoryOperatorHarness:
         self.admin.emails[email] = identity_id
         return identity_id
 
+    async def elevate(self, identity_id: UUID, *, lifetime: timedelta = ELEVATION_LIFETIME) -> str:
+        digest = new_elevation_digest()
+        self.admin.elevations[digest] = (identity_id, self.now() + lifetime)
+        return digest
+
     async def put_challenge(self, challenge: Challenge) -> None:
         self.admin.challenges[challenge.id] = challenge
 
@@ -219,7 +235,7 @@ FROM outbox.staff_audit ORDER BY id
 
 @attrs.define
 class PostgresOperatorHarness:
-    """The real adapter on two pools: one acting as outbox_runtime, one as the superuser."""
+    """The real adapter on two pools: one acting as identity_service, one as the superuser."""
 
     database_url: str
     api_pool: AsyncConnectionPool
@@ -282,6 +298,27 @@ class PostgresOperatorHarness:
             (email, identity_id, now, now),
         )
         return identity_id
+
+    async def elevate(self, identity_id: UUID, *, lifetime: timedelta = ELEVATION_LIFETIME) -> str:
+        session, digest, now = uuid.uuid4(), new_elevation_digest(), self.now()
+        await self._execute(
+            "INSERT INTO identity.sessions (id, identity_id, token_digest, created_at,"
+            " expires_at) VALUES (%s, %s, %s, %s, %s)",
+            (session, identity_id, new_elevation_digest(), now, now + timedelta(days=1)),
+        )
+        await self._execute(
+            "INSERT INTO identity.elevations (id, session_id, identity_id, token_digest,"
+            " created_at, expires_at) VALUES (%s, %s, %s, %s, %s, %s)",
+            (
+                uuid.uuid4(),
+                session,
+                identity_id,
+                digest,
+                now - timedelta(minutes=1),
+                now + lifetime,
+            ),
+        )
+        return digest
 
     async def put_challenge(self, challenge: Challenge) -> None:
         await self._execute(

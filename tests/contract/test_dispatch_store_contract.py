@@ -22,6 +22,9 @@ from tests.contract.harness import ENVELOPE, Harness, make_message
 LEASE = timedelta(seconds=60)
 SHORT_LEASE = timedelta(seconds=0.3)
 PAST_SHORT_LEASE = 0.5
+# A retry time must be in the future: a retry this soon, then a wait past it, makes it due.
+SOON_RETRY = 0.2
+PAST_SOON_RETRY = 0.4
 # Long enough to enqueue and claim before it passes even on a busy machine.
 SOON = timedelta(seconds=1)
 PAST_SOON = 1.2
@@ -146,7 +149,8 @@ async def test_a_message_under_a_live_lease_is_not_claimed_again(outbox: Harness
 async def test_an_expired_lease_is_reclaimable_with_the_same_attempt_count(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox))
     [first] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
-    await outbox.store.record([_record(first, _retry(outbox, seconds=0))])
+    await outbox.store.record([_record(first, _retry(outbox, seconds=SOON_RETRY))])
+    await outbox.sleep(PAST_SOON_RETRY)
     [second] = await outbox.store.claim(owner="worker-1", limit=1, lease=SHORT_LEASE)
     await outbox.sleep(PAST_SHORT_LEASE)
 
@@ -216,7 +220,8 @@ async def test_each_history_row_names_the_lease_it_was_recorded_under(outbox: Ha
     """The audit of SPEC §13 compares these tokens with the leases workers held."""
     await outbox.enqueue(make_message(outbox))
     [first] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
-    await outbox.store.record([_record(first, _retry(outbox, seconds=0))])
+    await outbox.store.record([_record(first, _retry(outbox, seconds=SOON_RETRY))])
+    await outbox.sleep(PAST_SOON_RETRY)
     [second] = await outbox.store.claim(owner="worker-2", limit=1, lease=LEASE)
     await outbox.store.record([_record(second, Published())])
 
@@ -244,10 +249,30 @@ async def test_recording_a_retry_counts_the_attempt_and_waits_until_the_retry_ti
     assert [] == list(await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE))
 
 
+@pytest.mark.parametrize("seconds", [0, -1, -86400])
+async def test_a_retry_time_not_in_the_future_is_refused_and_nothing_is_recorded(
+    outbox: Harness, seconds: float
+) -> None:
+    """Due at once would skip the backoff; the whole batch is refused, as its other checks."""
+    await outbox.enqueue(make_message(outbox))
+    await outbox.enqueue(make_message(outbox))
+    first, second = await outbox.store.claim(owner="worker-1", limit=2, lease=LEASE)
+
+    with pytest.raises(InvalidRequest):
+        await outbox.store.record(
+            [_record(first, Published()), _record(second, _retry(outbox, seconds=seconds))]
+        )
+
+    assert [State.LEASED, State.LEASED] == [
+        view.state for view in [await outbox.view(first.id), await outbox.view(second.id)] if view
+    ]
+
+
 async def test_a_retry_due_now_is_claimed_again_with_its_attempt_count(outbox: Harness) -> None:
     await outbox.enqueue(make_message(outbox))
     [claimed] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
-    await outbox.store.record([_record(claimed, _retry(outbox, seconds=0))])
+    await outbox.store.record([_record(claimed, _retry(outbox, seconds=SOON_RETRY))])
+    await outbox.sleep(PAST_SOON_RETRY)
 
     [again] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
 

@@ -21,8 +21,10 @@ from application.operator.errors import (
     IdempotencyKeyReused,
     StaffIdentityNotFound,
     StaffRequired,
+    StepUpRequired,
 )
 from application.operator.ports import OperatorStore
+from application.operator.staff_actor import StaffActor
 from application.operator.views import Backlog, CopyReceipt
 from application.outbox.errors import MessageNotFound
 from domain.identity.challenges import ChallengeState
@@ -62,8 +64,8 @@ def database_url(queue_database_url: str) -> str:
 async def operator_pools(
     database_url: str,
 ) -> AsyncIterator[tuple[AsyncConnectionPool, AsyncConnectionPool]]:
-    """A pool acting as outbox_runtime (the API) and one as the superuser (outboxctl)."""
-    api_pool = await open_pool(database_url, min_size=1, max_size=4, role="outbox_runtime")
+    """A pool acting as identity_service (the API) and one as the superuser (outboxctl)."""
+    api_pool = await open_pool(database_url, min_size=1, max_size=4, role="identity_service")
     admin_pool = await open_pool(database_url, min_size=1, max_size=4)
     try:
         yield api_pool, admin_pool
@@ -85,17 +87,22 @@ def operator(request: pytest.FixtureRequest) -> OperatorHarness:
     )
 
 
-async def staff(operator: OperatorHarness, email: str = STAFF) -> UUID:
-    """A new identity with ``email``, made staff by the database operator."""
+async def staff(operator: OperatorHarness, email: str = STAFF) -> StaffActor:
+    """A new identity with ``email``, made staff by the database operator, stepped up."""
     identity_id = await operator.add_identity(email)
     change = await operator.admin.grant_staff(email)
     assert identity_id == change.identity_id
-    return identity_id
+    return StaffActor(identity_id=identity_id, elevation_digest=await operator.elevate(identity_id))
+
+
+async def elevated(operator: OperatorHarness, identity_id: UUID) -> StaffActor:
+    """``identity_id`` with a fresh elevation of its own."""
+    return StaffActor(identity_id=identity_id, elevation_digest=await operator.elevate(identity_id))
 
 
 async def reissue(
     store: OperatorStore,
-    actor: UUID,
+    actor: StaffActor,
     message_id: UUID,
     key: str = "key-1",
     *,
@@ -113,7 +120,7 @@ async def reissue(
 
 
 async def requeue(
-    store: OperatorStore, actor: UUID, message_id: UUID, key: str = "key-1"
+    store: OperatorStore, actor: StaffActor, message_id: UUID, key: str = "key-1"
 ) -> CopyReceipt:
     return await store.requeue(
         actor=actor, message_id=message_id, new_message_id=uuid.uuid4(), idempotency_key=key
@@ -308,8 +315,8 @@ async def test_an_unknown_message_is_none(operator: OperatorHarness) -> None:
 # Staff gating -----------------------------------------------------------------------------------
 
 # A staff-gated call, given the store and the acting identity.
-Read = Callable[[OperatorStore, UUID | None], Awaitable[object]]
-Call = Callable[[OperatorStore, UUID], Awaitable[object]]
+Read = Callable[[OperatorStore, StaffActor | None], Awaitable[object]]
+Call = Callable[[OperatorStore, StaffActor], Awaitable[object]]
 
 READS: list[Read] = [
     lambda store, actor: store.backlog(actor=actor),
@@ -326,15 +333,43 @@ WRITES: list[Call] = [
 async def test_the_api_role_cannot_read_without_naming_a_staff_member(
     operator: OperatorHarness, read: Read
 ) -> None:
-    with pytest.raises(StaffRequired):
+    with pytest.raises(PermissionDenied):
         await read(operator.api, None)
+
+
+@pytest.mark.parametrize("call", [*READS, *WRITES], ids=["b", "d", "m", "reissue", "requeue"])
+async def test_the_api_role_cannot_act_in_a_staff_members_name_without_an_elevation(
+    operator: OperatorHarness, call: Call
+) -> None:
+    """Only the database operator acts on a staff member's word alone."""
+    actor = await staff(operator)
+
+    with pytest.raises(PermissionDenied) as refused:
+        await call(operator.api, StaffActor(identity_id=actor.identity_id))
+
+    assert not isinstance(refused.value, StaffRequired)
+
+
+@pytest.mark.parametrize("call", [*READS, *WRITES], ids=["b", "d", "m", "reissue", "requeue"])
+async def test_an_elevation_of_someone_else_or_expired_is_refused(
+    operator: OperatorHarness, call: Call
+) -> None:
+    actor = await staff(operator)
+    other = await staff(operator, "other@example.com")
+    expired = await operator.elevate(actor.identity_id, lifetime=-timedelta(seconds=1))
+
+    for digest in (other.elevation_digest, expired, "0" * 64):
+        with pytest.raises(StepUpRequired):
+            await call(
+                operator.api, StaffActor(identity_id=actor.identity_id, elevation_digest=digest)
+            )
 
 
 @pytest.mark.parametrize("call", [*READS, *WRITES], ids=["b", "d", "m", "reissue", "requeue"])
 async def test_an_identity_without_a_staff_row_is_refused(
     operator: OperatorHarness, call: Call
 ) -> None:
-    stranger = await operator.add_identity("stranger@example.com")
+    stranger = await elevated(operator, await operator.add_identity("stranger@example.com"))
 
     with pytest.raises(StaffRequired):
         await call(operator.api, stranger)
@@ -390,7 +425,7 @@ async def test_granting_and_revoking_staff_report_whether_anything_changed(
         ("staff_revoke", None, None, None, None),
         ("staff_grant", None, None, None, None),
     ] == await operator.audit()
-    await operator.api.backlog(actor=identity_id)  # granted again: staff once more
+    await operator.api.backlog(actor=await elevated(operator, identity_id))  # staff once more
 
 
 async def test_staff_of_an_unknown_email_is_not_found(operator: OperatorHarness) -> None:
@@ -432,7 +467,9 @@ async def test_reissue_swaps_the_code_enqueues_the_new_message_and_audits(
     original = await operator.api.message(actor=actor, message_id=letter_id)
     assert original is not None
     assert (State.DEAD_LETTERED, new_id) == (original.state, original.reissued_as)
-    assert [("reissue", actor, letter_id, new_id, "key-1")] == (await operator.audit())[1:]
+    assert [("reissue", actor.identity_id, letter_id, new_id, "key-1")] == (await operator.audit())[
+        1:
+    ]
 
 
 async def test_a_replay_answers_the_first_receipt_and_changes_nothing(
@@ -596,7 +633,9 @@ async def test_reissue_refuses_a_dead_letter_whose_challenge_is_gone(
 
 async def test_staff_never_reissue_a_code_of_their_own(operator: OperatorHarness) -> None:
     actor = await staff(operator)
-    own = challenge(operator, actor, identifier=STAFF, purpose=Purpose.PASSWORD_RECOVERY)
+    own = challenge(
+        operator, actor.identity_id, identifier=STAFF, purpose=Purpose.PASSWORD_RECOVERY
+    )
     await operator.put_challenge(own)
     letter = dead_letter(
         operator, purpose=Purpose.PASSWORD_RECOVERY, destination=STAFF, subject_id=own.id
@@ -667,9 +706,9 @@ async def test_requeue_enqueues_a_copy_of_a_notification_and_audits(
         copy.has_secret,
         copy.expires_at,
     )
-    assert [("requeue", actor, letter.id, receipt.message_id, "key-1")] == (await operator.audit())[
-        1:
-    ]
+    assert [("requeue", actor.identity_id, letter.id, receipt.message_id, "key-1")] == (
+        await operator.audit()
+    )[1:]
 
 
 async def test_a_requeue_replay_answers_the_first_copy(operator: OperatorHarness) -> None:

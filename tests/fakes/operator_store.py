@@ -20,8 +20,10 @@ from application.operator.errors import (
     RequestInProgress,
     StaffIdentityNotFound,
     StaffRequired,
+    StepUpRequired,
 )
 from application.operator.idempotency_keys import MAX_LENGTH
+from application.operator.staff_actor import StaffActor
 from application.operator.views import (
     AttemptView,
     Backlog,
@@ -81,14 +83,17 @@ def attempt_columns(outcome: Outcome) -> tuple[str, str | None, str, str, dateti
 class InMemoryOperatorStore:
     """Staff, verified e-mails, challenges and the audit around an InMemoryOutboxStore.
 
-    ``database_operator`` says whether calls without an actor come from a connection that
-    may administer the database (outboxctl) or from the API role. ``in_progress`` holds
-    (actor, key) pairs another transaction is handling right now.
+    ``database_operator`` says whether calls without an elevation come from a connection
+    that may administer the database (outboxctl) or from the API role, which may not make
+    them at all. ``elevations`` maps an elevation token's digest to its identity and expiry
+    (the sessions behind them are taken to be active). ``in_progress`` holds (actor, key)
+    pairs another transaction is handling right now.
     """
 
     outbox: InMemoryOutboxStore = attrs.field(factory=InMemoryOutboxStore)
     challenges: dict[UUID, Challenge] = attrs.field(factory=dict)
     staff: dict[UUID, StaffRow] = attrs.field(factory=dict)
+    elevations: dict[str, tuple[UUID, datetime]] = attrs.field(factory=dict)
     emails: dict[str, UUID] = attrs.field(factory=dict)
     audit: list[AuditRow] = attrs.field(factory=list)
     in_progress: set[tuple[UUID, str]] = attrs.field(factory=set)
@@ -100,13 +105,13 @@ class InMemoryOperatorStore:
 
     # Reads
 
-    async def backlog(self, *, actor: UUID | None) -> Backlog:
+    async def backlog(self, *, actor: StaffActor | None) -> Backlog:
         """Messages per state and the age of the oldest due pending message."""
         self._require_operator(actor)
         return self._count()
 
     async def dead_letters(
-        self, *, actor: UUID | None, after: UUID | None, before: UUID | None, limit: int
+        self, *, actor: StaffActor | None, after: UUID | None, before: UUID | None, limit: int
     ) -> Sequence[DeadLetterSummary]:
         """Up to ``limit`` dead letters, newest first, on one side of the cursor."""
         self._require_operator(actor)
@@ -132,7 +137,7 @@ class InMemoryOperatorStore:
         newer = [m for m in reversed(dead) if (m.dead_lettered_at or self.now(), m.id) > key]
         return [self._summary(m) for m in reversed(newer[:limit])]
 
-    async def message(self, *, actor: UUID | None, message_id: UUID) -> MessageDetail | None:
+    async def message(self, *, actor: StaffActor | None, message_id: UUID) -> MessageDetail | None:
         """The message, masked, with its attempt history."""
         self._require_operator(actor)
         message = self.outbox.messages.get(message_id)
@@ -171,11 +176,11 @@ class InMemoryOperatorStore:
     # Repairs
 
     async def requeue(
-        self, *, actor: UUID, message_id: UUID, new_message_id: UUID, idempotency_key: str
+        self, *, actor: StaffActor, message_id: UUID, new_message_id: UUID, idempotency_key: str
     ) -> CopyReceipt:
         """Enqueue a copy of a dead-lettered notification, audited."""
         self._require_staff(actor)
-        replay = self._replay(actor, idempotency_key, "requeue", message_id)
+        replay = self._replay(actor.identity_id, idempotency_key, "requeue", message_id)
         if replay is not None:
             return replay
         message = self._dead_letter(message_id)
@@ -184,13 +189,13 @@ class InMemoryOperatorStore:
         if any(a.message_id == message_id and a.action == "requeue" for a in self.audit):
             raise DeadLetterRefused(Refusal.ALREADY_REQUEUED)
         await self.outbox.enqueue(message.requeue(new_id=new_message_id, now=self.now()))
-        self._audit("requeue", actor, message_id, new_message_id, idempotency_key)
+        self._audit("requeue", actor.identity_id, message_id, new_message_id, idempotency_key)
         return CopyReceipt(dead_letter_id=message_id, message_id=new_message_id, expires_at=None)
 
     async def reissue(
         self,
         *,
-        actor: UUID,
+        actor: StaffActor,
         message_id: UUID,
         new_message_id: UUID,
         sealed_secret: str,
@@ -199,7 +204,7 @@ class InMemoryOperatorStore:
     ) -> CopyReceipt:
         """Swap the challenge's hash, enqueue the sealed new code and audit, all or nothing."""
         self._require_staff(actor)
-        replay = self._replay(actor, idempotency_key, "reissue", message_id)
+        replay = self._replay(actor.identity_id, idempotency_key, "reissue", message_id)
         if replay is not None:
             return replay
         message = self._dead_letter(message_id)
@@ -211,7 +216,7 @@ class InMemoryOperatorStore:
             raise DeadLetterRefused(Refusal.NOT_A_DELIVERY_FAILURE)
         now = self.now()
         challenge = self.challenges.get(message.subject_id) if message.subject_id else None
-        if challenge is not None and challenge.identity_id == actor:
+        if challenge is not None and challenge.identity_id == actor.identity_id:
             raise DeadLetterRefused(Refusal.OWN_CHALLENGE)
         refusal = challenge_refusal(challenge, now)
         if refusal is not None or challenge is None:
@@ -226,7 +231,7 @@ class InMemoryOperatorStore:
         )
         await self.outbox.enqueue(copy)  # raises for a bad envelope before anything changed
         self.challenges[challenge.id] = attrs.evolve(challenge, code_hash=code_hash)
-        self._audit("reissue", actor, message_id, new_message_id, idempotency_key)
+        self._audit("reissue", actor.identity_id, message_id, new_message_id, idempotency_key)
         return CopyReceipt(
             dead_letter_id=message_id, message_id=new_message_id, expires_at=challenge.expires_at
         )
@@ -321,16 +326,24 @@ class InMemoryOperatorStore:
             retry_at=retry_at,
         )
 
-    def _require_staff(self, actor: UUID | None) -> None:
-        row = self.staff.get(actor) if actor is not None else None
+    def _require_staff(self, actor: StaffActor) -> None:
+        if actor.elevation_digest is None:
+            self._require_database_operator()
+        row = self.staff.get(actor.identity_id)
         if row is None or row.revoked_at is not None:
             raise StaffRequired("42501")
+        if actor.elevation_digest is not None:
+            identity_id, expires_at = self.elevations.get(
+                actor.elevation_digest, (None, self.now())
+            )
+            if identity_id != actor.identity_id or expires_at <= self.now():
+                raise StepUpRequired
 
-    def _require_operator(self, actor: UUID | None) -> None:
+    def _require_operator(self, actor: StaffActor | None) -> None:
         if actor is not None:
             self._require_staff(actor)
-        elif not self.database_operator:
-            raise StaffRequired("42501")
+        else:
+            self._require_database_operator()
 
     def _require_database_operator(self) -> None:
         if not self.database_operator:

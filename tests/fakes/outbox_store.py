@@ -23,7 +23,7 @@ from application.outbox.ports import AttemptRecord, ClaimedMessage
 from domain.outbox.errors import InvalidMessage
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import Message, State
-from domain.outbox.outcomes import Outcome, RecordResult
+from domain.outbox.outcomes import Outcome, RecordResult, Release, Retry
 from domain.outbox.priorities import ClaimKey, claim_order
 from domain.outbox.retention import RetentionPolicy
 from tests.fakes.clock import FixedClock
@@ -158,8 +158,20 @@ class InMemoryOutboxStore:
         return sorted(claimed, key=lambda c: order[c.id])
 
     async def record(self, records: Sequence[AttemptRecord]) -> Sequence[RecordResult]:
-        """Record outcomes in order; one result per record, ``lease_lost`` when fenced off."""
+        """Record outcomes in order; one result per record, ``lease_lost`` when fenced off.
+
+        Raises InvalidRequest, recording nothing, when a record that would apply names a
+        retry time that is not in the future (as the database's trigger does).
+        """
         now = self.clock.now()
+        for record in records:
+            match record.outcome:
+                case Retry(available_at=at) | Release(available_at=at) if (
+                    at <= now and self._applies(record, now)
+                ):
+                    raise InvalidRequest("p_retry_at: a retry time must be in the future")
+                case _:
+                    pass
         return [self._record_one(record, now) for record in records]
 
     async def expire(self, *, limit: int) -> int:
@@ -215,14 +227,18 @@ class InMemoryOutboxStore:
             self._wake = asyncio.Event()
         return self._wake
 
+    def _applies(self, record: AttemptRecord, now: datetime) -> bool:
+        message = self.messages.get(record.message_id)
+        return not (
+            message is None
+            or not message.holds(record.lease_token, now)
+            or (record.outcome.counts_attempt and record.attempt != message.attempts + 1)
+        )
+
     def _record_one(self, record: AttemptRecord, now: datetime) -> RecordResult:
         message = self.messages.get(record.message_id)
         counted = record.outcome.counts_attempt
-        if (
-            message is None
-            or not message.holds(record.lease_token, now)
-            or (counted and record.attempt != message.attempts + 1)
-        ):
+        if message is None or not self._applies(record, now):
             return RecordResult.LEASE_LOST
         recorded = message.record(token=record.lease_token, outcome=record.outcome, now=now)
         self.messages[recorded.id] = recorded

@@ -1,4 +1,4 @@
-"""Enqueues traffic the producer's way (sealed, as outbox_runtime) and remembers every secret.
+"""Enqueues traffic the producer's way (sealed, as outbox_producer) and remembers every secret.
 
 Each message gets its own destination and a secret no other message has: six-digit codes
 for sign-ups, long random tokens for magic links, none for notifications. The ledger
@@ -150,7 +150,7 @@ class Producer:
             async with await psycopg.AsyncConnection.connect(
                 self._url, connect_timeout=5, application_name=APPLICATION_NAME
             ) as conn:
-                await conn.execute("SET ROLE outbox_runtime")
+                await conn.execute("SET ROLE outbox_producer")
                 writer = PostgresOutboxWriter(conn)
                 for message, _ in batch:
                     await writer.enqueue(message)

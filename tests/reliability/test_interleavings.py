@@ -89,14 +89,14 @@ def _message(subject: uuid.UUID, *, expires_in: timedelta = timedelta(minutes=10
 
 async def _enqueue(url: str, message: Message) -> None:
     async with await psycopg.AsyncConnection.connect(url) as conn:
-        await conn.execute("SET ROLE outbox_runtime")
+        await conn.execute("SET ROLE outbox_producer")
         await PostgresOutboxWriter(conn).enqueue(message)
         await conn.commit()
 
 
 async def _cancel(url: str, subject: uuid.UUID) -> int:
     async with await psycopg.AsyncConnection.connect(url) as conn:
-        await conn.execute("SET ROLE outbox_runtime")
+        await conn.execute("SET ROLE outbox_producer")
         cancelled = await PostgresOutboxWriter(conn).cancel_by_subject(
             subject_id=subject, reason=FailureClass.CHALLENGE_CONSUMED
         )

@@ -90,7 +90,7 @@ async def serving(database_url: str) -> AsyncIterator[App]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     configure_logging("json", "debug", stream=out)
-    pool = await open_pool(database_url, min_size=1, max_size=4, role="outbox_runtime")
+    pool = await open_pool(database_url, min_size=1, max_size=4, role="identity_service")
     try:
         parts: dict[str, Any] = {
             "pool": pool,

@@ -31,7 +31,7 @@ class PostgresUnitOfWork:
 
 
 class PostgresIdentityTransactions:
-    """Opens units of work on connections of the API pool (role ``outbox_runtime``)."""
+    """Opens units of work on connections of the API pool (role ``identity_service``)."""
 
     def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
         self._pool = pool

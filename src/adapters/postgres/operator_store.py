@@ -1,7 +1,11 @@
-"""OperatorStore and BacklogGauge over the operator SQL functions (0007_operator_functions.sql).
+"""OperatorStore and BacklogGauge over the operator SQL functions.
 
-The functions mask destinations and gate on staff membership themselves; this adapter only
-maps rows to views and outcome words to the application's errors.
+A staff member who presents an elevation is served by the staff_* functions of
+0009_roles_by_job.sql, which check that elevation in the database; the database operator
+(no elevation) by the functions of 0007_operator_functions.sql, which only a login that may
+administer the database can call. The functions mask destinations and gate the caller
+themselves; this adapter only picks the function, maps rows to views and outcome words to
+the application's errors.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from application.operator.errors import (
     RequestInProgress,
     StaffIdentityNotFound,
     StaffRequired,
+    StepUpRequired,
 )
+from application.operator.staff_actor import StaffActor
 from application.operator.views import (
     AttemptView,
     Backlog,
@@ -43,36 +49,59 @@ from domain.purposes import Purpose
 
 BACKLOG_COLUMNS = "pending, leased, published, dead_lettered, oldest_due_age_seconds"
 BACKLOG = f"SELECT {BACKLOG_COLUMNS} FROM outbox.backlog(%s::uuid)"
+STAFF_BACKLOG = f"SELECT {BACKLOG_COLUMNS} FROM outbox.staff_backlog(%s::uuid, %s::text)"
 BACKLOG_METRICS = f"SELECT {BACKLOG_COLUMNS} FROM outbox.backlog_metrics()"
-DEAD_LETTERS = """
+DEAD_LETTER_COLUMNS = """
 SELECT id, purpose, channel, destination, attempt_count, failure_class, dead_lettered_at,
        expires_at
-FROM outbox.dead_letters(%s::uuid, %s::uuid, %s::uuid, %s::integer)
 """
-MESSAGE = """
+DEAD_LETTERS = (
+    DEAD_LETTER_COLUMNS + "FROM outbox.dead_letters(%s::uuid, %s::uuid, %s::uuid, %s::integer)"
+)
+STAFF_DEAD_LETTERS = (
+    DEAD_LETTER_COLUMNS
+    + "FROM outbox.staff_dead_letters(%s::uuid, %s::text, %s::uuid, %s::uuid, %s::integer)"
+)
+MESSAGE_COLUMNS = """
 SELECT id, purpose, channel, destination, subject_id, template, locale, state, attempt_count,
        created_at, available_at, expires_at, lease_owner, lease_expires_at, published_at,
        dead_lettered_at, dead_letter_reason, has_secret, reissued_as
-FROM outbox.message_detail(%s::uuid, %s::uuid)
 """
-ATTEMPTS = """
+MESSAGE = MESSAGE_COLUMNS + "FROM outbox.message_detail(%s::uuid, %s::uuid)"
+STAFF_MESSAGE = MESSAGE_COLUMNS + "FROM outbox.staff_message_detail(%s::uuid, %s::text, %s::uuid)"
+ATTEMPT_COLUMNS = """
 SELECT attempt, counted, outcome, failure_class, code, provider, provider_message_id,
        recorded_at, retry_at
-FROM outbox.message_attempts(%s::uuid, %s::uuid)
 """
-REQUEUE = """
-SELECT outcome, new_message_id, NULL::timestamptz
-FROM outbox.requeue_dead_letter(%s::uuid, %s::uuid, %s::uuid, %s::text)
-"""
-REISSUE = """
-SELECT outcome, new_message_id, expires_at
-FROM outbox.reissue_dead_letter(%s::uuid, %s::uuid, %s::uuid, %s::text, %s::text, %s::text)
-"""
+ATTEMPTS = ATTEMPT_COLUMNS + "FROM outbox.message_attempts(%s::uuid, %s::uuid)"
+STAFF_ATTEMPTS = (
+    ATTEMPT_COLUMNS + "FROM outbox.staff_message_attempts(%s::uuid, %s::text, %s::uuid)"
+)
+REQUEUE_COLUMNS = "SELECT outcome, new_message_id, NULL::timestamptz "
+REQUEUE = (
+    REQUEUE_COLUMNS + "FROM outbox.requeue_dead_letter(%s::uuid, %s::uuid, %s::uuid, %s::text)"
+)
+STAFF_REQUEUE = (
+    REQUEUE_COLUMNS
+    + "FROM outbox.staff_requeue_dead_letter(%s::uuid, %s::text, %s::uuid, %s::uuid, %s::text)"
+)
+REISSUE_COLUMNS = "SELECT outcome, new_message_id, expires_at "
+REISSUE = (
+    REISSUE_COLUMNS
+    + "FROM outbox.reissue_dead_letter(%s::uuid, %s::uuid, %s::uuid, %s::text, %s::text,"
+    " %s::text)"
+)
+STAFF_REISSUE = (
+    REISSUE_COLUMNS
+    + "FROM outbox.staff_reissue_dead_letter(%s::uuid, %s::text, %s::uuid, %s::uuid, %s::text,"
+    " %s::text, %s::text)"
+)
 STAFF_IDENTITY = "SELECT outbox.staff_identity(%s::text)"
 GRANT_STAFF = "SELECT outcome, identity_id FROM outbox.grant_staff(%s::text)"
 REVOKE_STAFF = "SELECT outcome, identity_id FROM outbox.revoke_staff(%s::text)"
 
 STAFF_REQUIRED = "staff membership required"  # the primary message of outbox.require_staff
+STEP_UP_REQUIRED = "fresh step-up required"  # ... and of outbox.require_elevation
 IDEMPOTENCY_INDEX = "staff_audit_idempotency"
 DONE = frozenset({"reissued", "requeued"})
 
@@ -83,15 +112,17 @@ Row = tuple[Any, ...]
 def operator_errors() -> Iterator[None]:
     """Raise the application error a database error stands for, chained to it.
 
-    42501 from the staff gate is StaffRequired (any other 42501, such as a role without
-    EXECUTE, stays PermissionDenied); a duplicate idempotency key that slipped past the
-    advisory lock is a request in progress.
+    42501 from the staff gate is StaffRequired, from the elevation check StepUpRequired (any
+    other 42501, such as a role without EXECUTE, stays PermissionDenied); a duplicate
+    idempotency key that slipped past the advisory lock is a request in progress.
     """
     try:
         yield
     except pg_errors.InsufficientPrivilege as error:
         if error.diag.message_primary == STAFF_REQUIRED:
             raise StaffRequired(error.sqlstate or "") from error
+        if error.diag.message_primary == STEP_UP_REQUIRED:
+            raise StepUpRequired from error
         raise PermissionDenied(error.sqlstate or "") from error
     except pg_errors.UniqueViolation as error:
         if error.diag.constraint_name == IDEMPOTENCY_INDEX:
@@ -190,6 +221,19 @@ def _receipt(row: Row | None, dead_letter_id: UUID) -> CopyReceipt:
     raise DeadLetterRefused(Refusal(outcome))
 
 
+def _gated(
+    actor: StaffActor | None,
+    staff_query: LiteralString,
+    operator_query: LiteralString,
+    params: tuple[Any, ...],
+) -> tuple[LiteralString, tuple[Any, ...]]:
+    """The query and parameters for ``actor``: the elevation-checked staff function when the
+    actor presents an elevation, else the database operator's."""
+    if actor is not None and actor.elevation_digest is not None:
+        return staff_query, (actor.identity_id, actor.elevation_digest, *params)
+    return operator_query, (None if actor is None else actor.identity_id, *params)
+
+
 def _staff_change(row: Row | None) -> StaffChange:
     if row is None or row[0] == "unknown_identity":
         raise StaffIdentityNotFound
@@ -200,49 +244,54 @@ def _staff_change(row: Row | None) -> StaffChange:
 class PostgresOperatorStore:
     """OperatorStore on a pool; each call is its own transaction.
 
-    On the API pool (role ``outbox_runtime``) every call must name a staff actor; the
-    database operator's pool (a member of ``outbox_owner``) may also read with none and is
-    the only one that may grant or revoke staff.
+    On the API pool (role ``identity_service``) every call must name a staff actor with an
+    elevation; the database operator's pool (a member of ``outbox_owner``) may also act in a
+    staff member's name without one, read with no actor at all, and is the only one that may
+    grant or revoke staff.
     """
 
     def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
         self._pool = pool
 
-    async def backlog(self, *, actor: UUID | None) -> Backlog:
+    async def backlog(self, *, actor: StaffActor | None) -> Backlog:
         """Messages per state and the age of the oldest due pending message."""
-        return _backlog(await self._one(BACKLOG, (actor,)))
+        return _backlog(await self._one(*_gated(actor, STAFF_BACKLOG, BACKLOG, ())))
 
     async def dead_letters(
-        self, *, actor: UUID | None, after: UUID | None, before: UUID | None, limit: int
+        self, *, actor: StaffActor | None, after: UUID | None, before: UUID | None, limit: int
     ) -> Sequence[DeadLetterSummary]:
         """Up to ``limit`` dead letters, newest first, on one side of the cursor."""
+        query, params = _gated(actor, STAFF_DEAD_LETTERS, DEAD_LETTERS, (after, before, limit))
         with operator_errors():
             async with self._pool.connection() as conn:
-                cursor = await conn.execute(DEAD_LETTERS, (actor, after, before, limit))
+                cursor = await conn.execute(query, params)
                 return [_dead_letter(row) for row in await cursor.fetchall()]
 
-    async def message(self, *, actor: UUID | None, message_id: UUID) -> MessageDetail | None:
+    async def message(self, *, actor: StaffActor | None, message_id: UUID) -> MessageDetail | None:
         """The message with its attempt history, read in one transaction."""
+        detail, params = _gated(actor, STAFF_MESSAGE, MESSAGE, (message_id,))
+        history, _ = _gated(actor, STAFF_ATTEMPTS, ATTEMPTS, ())
         with operator_errors():
             async with self._pool.connection() as conn, conn.transaction():
-                cursor = await conn.execute(MESSAGE, (actor, message_id))
+                cursor = await conn.execute(detail, params)
                 row = await cursor.fetchone()
                 if row is None:
                     return None
-                cursor = await conn.execute(ATTEMPTS, (actor, message_id))
+                cursor = await conn.execute(history, params)
                 return _detail(row, await cursor.fetchall())
 
     async def requeue(
-        self, *, actor: UUID, message_id: UUID, new_message_id: UUID, idempotency_key: str
+        self, *, actor: StaffActor, message_id: UUID, new_message_id: UUID, idempotency_key: str
     ) -> CopyReceipt:
         """Enqueue a copy of a dead-lettered notification, audited, in one transaction."""
-        row = await self._one(REQUEUE, (actor, message_id, new_message_id, idempotency_key))
+        params = (message_id, new_message_id, idempotency_key)
+        row = await self._one(*_gated(actor, STAFF_REQUEUE, REQUEUE, params))
         return _receipt(row, message_id)
 
     async def reissue(
         self,
         *,
-        actor: UUID,
+        actor: StaffActor,
         message_id: UUID,
         new_message_id: UUID,
         sealed_secret: str,
@@ -250,8 +299,9 @@ class PostgresOperatorStore:
         idempotency_key: str,
     ) -> CopyReceipt:
         """Swap the challenge's code hash, enqueue the new message and audit, in one call."""
-        params = (actor, message_id, new_message_id, sealed_secret, code_hash, idempotency_key)
-        return _receipt(await self._one(REISSUE, params), message_id)
+        params = (message_id, new_message_id, sealed_secret, code_hash, idempotency_key)
+        row = await self._one(*_gated(actor, STAFF_REISSUE, REISSUE, params))
+        return _receipt(row, message_id)
 
     async def staff_identity(self, email: str) -> UUID | None:
         """The identity of the verified e-mail login, or None."""

@@ -32,7 +32,7 @@ async def open_pool(
     """Open a pool and wait until ``min_size`` connections are up.
 
     ``role`` is set on every connection (``SET ROLE``) for a login role that is a member of
-    outbox_worker or outbox_runtime without inheriting its privileges. Raises
+    outbox_worker or identity_service without inheriting its privileges. Raises
     StoreUnavailable when the database cannot be reached within ``connect_timeout`` seconds.
     """
 

@@ -42,7 +42,7 @@ class MagicLinkTarget:
 
 
 class IdentityStore(Protocol):
-    """The identity tables, as one transaction sees them (role ``outbox_runtime``).
+    """The identity tables, as one transaction sees them (role ``identity_service``).
 
     ``find_*`` methods that return a row the caller will change lock it until the
     transaction ends. Every method raises StoreUnavailable for a transient database

@@ -6,6 +6,7 @@ from collections.abc import Awaitable
 from uuid import UUID
 
 from application.operator.errors import DeadLetterRefused, StaffRequired
+from application.operator.staff_actor import StaffActor
 from application.operator.views import CopyReceipt
 from application.ports import Telemetry
 
@@ -15,31 +16,32 @@ async def reported_copy(
     *,
     telemetry: Telemetry,
     action: str,
-    actor: UUID | None,
+    actor: StaffActor,
     dead_letter_id: UUID,
 ) -> CopyReceipt:
     """Await ``copying`` and report its outcome: done, refused, or refused to a non-staff caller.
 
     ``action`` is ``reissue`` or ``requeue``; the errors are re-raised as they came.
     """
+    actor_id = str(actor.identity_id)
     try:
         receipt = await copying
     except StaffRequired:
         telemetry.event(
-            "security.staff_required", level="warning", action=action, actor_id=str(actor)
+            "security.staff_required", level="warning", action=action, actor_id=actor_id
         )
         raise
     except DeadLetterRefused as refused:
         telemetry.event(
             f"operator.{action}.refused",
-            actor_id=str(actor),
+            actor_id=actor_id,
             dead_letter_id=str(dead_letter_id),
             refusal=refused.refusal.value,
         )
         raise
     telemetry.event(
         f"operator.dead_letter.{action}d",
-        actor_id=str(actor),
+        actor_id=actor_id,
         dead_letter_id=str(receipt.dead_letter_id),
         message_id=str(receipt.message_id),
         replayed=receipt.replayed,

@@ -8,6 +8,7 @@ import attrs
 
 from application.errors import InvalidField
 from application.operator.ports import OperatorStore
+from application.operator.staff_actor import StaffActor
 from application.operator.views import DeadLetterPage
 
 DEFAULT_LIMIT = 50
@@ -18,7 +19,7 @@ MAX_LIMIT = 500
 class DeadLetterQuery:
     """One page: older than ``after`` or newer than ``before`` (at most one), ``limit`` rows."""
 
-    actor: UUID | None = None
+    actor: StaffActor | None = None
     after: UUID | None = None
     before: UUID | None = None
     limit: int = DEFAULT_LIMIT
@@ -32,7 +33,8 @@ class ListDeadLetters:
 
     async def __call__(self, query: DeadLetterQuery) -> DeadLetterPage:
         """The page; raises InvalidField for a bad limit or two cursors, InvalidRequest for a
-        cursor that names no dead letter, StaffRequired for a caller who is not staff."""
+        cursor that names no dead letter, StaffRequired or StepUpRequired for a caller the
+        store refuses."""
         if not 1 <= query.limit <= MAX_LIMIT:
             raise InvalidField("limit", f"must be between 1 and {MAX_LIMIT}")
         if query.after is not None and query.before is not None:

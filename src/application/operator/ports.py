@@ -1,9 +1,11 @@
 """The operator's ports: staff-gated reads and repairs of the queue, and staff membership.
 
-``actor`` is the acting staff identity; the store refuses (StaffRequired) one without an
-active staff membership. For reads only, ``actor`` None means the database operator (the
-``outboxctl`` login), which the store accepts only from a connection that may administer
-the database; the API always names an actor.
+``actor`` is the acting staff member with the proof of their authority (StaffActor): the
+store refuses (StaffRequired) one without an active staff membership, and (StepUpRequired)
+an elevation digest that names no unexpired elevation of that member. An actor without a
+digest, and for reads no actor at all, means the database operator (the ``outboxctl``
+login), which the store accepts only from a connection that may administer the database
+(PermissionDenied otherwise); the API always names an actor and its elevation.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
+from application.operator.staff_actor import StaffActor
 from application.operator.views import (
     Backlog,
     CopyReceipt,
@@ -24,16 +27,17 @@ from application.operator.views import (
 class OperatorStore(Protocol):
     """What staff (and the database operator) may read and repair; one transaction per call.
 
-    Every method raises StaffRequired for a caller the database refuses, and StoreUnavailable
-    for a transient database error.
+    Every method raises StaffRequired or StepUpRequired for a caller the database refuses,
+    PermissionDenied for a connection that may not act without an elevation, and
+    StoreUnavailable for a transient database error.
     """
 
-    async def backlog(self, *, actor: UUID | None) -> Backlog:
+    async def backlog(self, *, actor: StaffActor | None) -> Backlog:
         """Messages per state and the age of the oldest due pending message."""
         ...
 
     async def dead_letters(
-        self, *, actor: UUID | None, after: UUID | None, before: UUID | None, limit: int
+        self, *, actor: StaffActor | None, after: UUID | None, before: UUID | None, limit: int
     ) -> Sequence[DeadLetterSummary]:
         """Up to ``limit`` dead letters, newest first, older than ``after`` or newer than
         ``before`` (at most one cursor).
@@ -42,12 +46,12 @@ class OperatorStore(Protocol):
         """
         ...
 
-    async def message(self, *, actor: UUID | None, message_id: UUID) -> MessageDetail | None:
+    async def message(self, *, actor: StaffActor | None, message_id: UUID) -> MessageDetail | None:
         """The message, masked, with its attempt history; None for an unknown id."""
         ...
 
     async def requeue(
-        self, *, actor: UUID, message_id: UUID, new_message_id: UUID, idempotency_key: str
+        self, *, actor: StaffActor, message_id: UUID, new_message_id: UUID, idempotency_key: str
     ) -> CopyReceipt:
         """Enqueue a copy of a dead-lettered notification as ``new_message_id``, audited.
 
@@ -59,7 +63,7 @@ class OperatorStore(Protocol):
     async def reissue(
         self,
         *,
-        actor: UUID,
+        actor: StaffActor,
         message_id: UUID,
         new_message_id: UUID,
         sealed_secret: str,

@@ -16,6 +16,7 @@ from application.operator.dead_letter_copies import reported_copy
 from application.operator.errors import DeadLetterRefused
 from application.operator.idempotency_keys import check_idempotency_key
 from application.operator.ports import OperatorStore
+from application.operator.staff_actor import StaffActor
 from application.operator.views import CopyReceipt, MessageDetail
 from application.outbox.errors import MessageNotFound
 from application.ports import Telemetry
@@ -30,7 +31,7 @@ class ReissueCommand:
     Without a key the request is not idempotent (each call is a new request).
     """
 
-    actor: UUID
+    actor: StaffActor
     message_id: UUID
     idempotency_key: str | None = None
 
@@ -55,8 +56,9 @@ class ReissueDeadLetter:
     telemetry: Telemetry
 
     async def __call__(self, command: ReissueCommand) -> CopyReceipt:
-        """The new message's receipt; raises StaffRequired, MessageNotFound, DeadLetterRefused,
-        IdempotencyKeyReused, RequestInProgress or InvalidField (a malformed key)."""
+        """The new message's receipt; raises StaffRequired, StepUpRequired, MessageNotFound,
+        DeadLetterRefused, IdempotencyKeyReused, RequestInProgress or InvalidField (a
+        malformed key)."""
         key = check_idempotency_key(command.idempotency_key)
         return await reported_copy(
             self._reissue(command, key),

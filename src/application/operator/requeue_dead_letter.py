@@ -9,6 +9,7 @@ import attrs
 from application.operator.dead_letter_copies import reported_copy
 from application.operator.idempotency_keys import check_idempotency_key
 from application.operator.ports import OperatorStore
+from application.operator.staff_actor import StaffActor
 from application.operator.views import CopyReceipt
 from application.ports import Ids, Telemetry
 
@@ -20,7 +21,7 @@ class RequeueCommand:
     Without a key the request is not idempotent (each call is a new request).
     """
 
-    actor: UUID
+    actor: StaffActor
     message_id: UUID
     idempotency_key: str | None = None
 
@@ -34,8 +35,9 @@ class RequeueDeadLetter:
     telemetry: Telemetry
 
     async def __call__(self, command: RequeueCommand) -> CopyReceipt:
-        """The copy's receipt; raises StaffRequired, MessageNotFound, DeadLetterRefused,
-        IdempotencyKeyReused, RequestInProgress or InvalidField (a malformed key)."""
+        """The copy's receipt; raises StaffRequired, StepUpRequired, MessageNotFound,
+        DeadLetterRefused, IdempotencyKeyReused, RequestInProgress or InvalidField (a
+        malformed key)."""
         key = check_idempotency_key(command.idempotency_key)
         new_id = self.ids.new_id()
         return await reported_copy(

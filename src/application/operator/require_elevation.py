@@ -1,14 +1,18 @@
-"""A staff action over HTTP needs a fresh step-up: an active elevation of the caller's session."""
+"""A staff action over HTTP needs a fresh step-up: an active elevation of the caller's session.
+
+The database checks the elevation again with every staff call (the digest travels in the
+StaffActor), so a connection that can call the staff functions still cannot act for a staff
+member whose elevation token it does not hold.
+"""
 
 from __future__ import annotations
-
-from uuid import UUID
 
 import attrs
 
 from application.identity.ports import IdentityTransactions
 from application.identity.principal import Principal
 from application.operator.errors import StepUpRequired
+from application.operator.staff_actor import StaffActor
 from application.ports import Clock
 from domain.identity.tokens import token_digest
 
@@ -28,13 +32,14 @@ class RequireElevation:
     transactions: IdentityTransactions
     clock: Clock
 
-    async def __call__(self, check: ElevationCheck) -> UUID:
-        """The elevated identity; raises StepUpRequired for a missing, unknown, expired or
+    async def __call__(self, check: ElevationCheck) -> StaffActor:
+        """The elevated staff actor; raises StepUpRequired for a missing, unknown, expired or
         other session's token."""
         if not check.elevation_token:
             raise StepUpRequired
+        digest = token_digest(check.elevation_token)
         async with self.transactions.begin() as uow:
-            elevation = await uow.identity.find_elevation(token_digest(check.elevation_token))
+            elevation = await uow.identity.find_elevation(digest)
         principal = check.principal
         if (
             elevation is None
@@ -43,4 +48,4 @@ class RequireElevation:
             or not elevation.is_active(self.clock.now())
         ):
             raise StepUpRequired
-        return principal.identity_id
+        return StaffActor(identity_id=principal.identity_id, elevation_digest=digest)

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from uuid import UUID
-
 import attrs
 
 from application.operator.ports import OperatorStore
+from application.operator.staff_actor import StaffActor
 from application.operator.views import Backlog
 
 
 @attrs.frozen(kw_only=True)
 class BacklogQuery:
-    """Who asks: a staff identity, or None for the database operator."""
+    """Who asks: a staff member, or None for the database operator."""
 
-    actor: UUID | None = None
+    actor: StaffActor | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -24,5 +23,6 @@ class ShowBacklog:
     store: OperatorStore
 
     async def __call__(self, query: BacklogQuery) -> Backlog:
-        """The backlog; raises StaffRequired for a caller who is not staff."""
+        """The backlog; raises StaffRequired or StepUpRequired for a caller the store
+        refuses."""
         return await self.store.backlog(actor=query.actor)

@@ -7,6 +7,7 @@ from uuid import UUID
 import attrs
 
 from application.operator.ports import OperatorStore
+from application.operator.staff_actor import StaffActor
 from application.operator.views import MessageDetail
 from application.outbox.errors import MessageNotFound
 
@@ -16,7 +17,7 @@ class MessageQuery:
     """Which message, and who asks (None: the database operator)."""
 
     message_id: UUID
-    actor: UUID | None = None
+    actor: StaffActor | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -26,7 +27,8 @@ class ShowMessage:
     store: OperatorStore
 
     async def __call__(self, query: MessageQuery) -> MessageDetail:
-        """The message; raises MessageNotFound, or StaffRequired for a caller who is not staff."""
+        """The message; raises MessageNotFound, or StaffRequired or StepUpRequired for
+        a caller the store refuses."""
         detail = await self.store.message(actor=query.actor, message_id=query.message_id)
         if detail is None:
             raise MessageNotFound(str(query.message_id))

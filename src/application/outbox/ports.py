@@ -131,7 +131,7 @@ class DispatchStore(Protocol):
 
 
 class OutboxWriter(Protocol):
-    """What a producer may do, inside its own transaction (role ``outbox_runtime``)."""
+    """What a producer may do, inside its own transaction (role ``outbox_producer``)."""
 
     async def enqueue(self, message: Message) -> None:
         """Insert a pending message and its envelope; supersede older ones of its subject (resend).

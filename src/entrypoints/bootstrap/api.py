@@ -62,7 +62,7 @@ def build_identity_services(
     telemetry: Telemetry,
     identity: IdentitySettings,
 ) -> IdentityServices:
-    """Every identity use case over the API pool (role ``outbox_runtime``)."""
+    """Every identity use case over the API pool (role ``identity_service``)."""
     transactions = PostgresIdentityTransactions(pool)
     limits = RequestLimits(limiter=PostgresRateLimiter(pool), policy=identity.rate_limits)
     issuer = ChallengeIssuer(

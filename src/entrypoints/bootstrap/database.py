@@ -15,6 +15,13 @@ from adapters.postgres.embedded import EmbeddedPostgres
 from adapters.postgres.pool import open_pool
 from entrypoints.settings.tree import Settings
 
+# The NOLOGIN group roles, one per job (0009_roles_by_job.sql; docs/sql-api.md, "Roles").
+OWNER_ROLE = "outbox_owner"  # owns every object; the database operator's login is a member
+PRODUCER_ROLE = "outbox_producer"  # enqueue and cancel only: what another service is granted
+IDENTITY_ROLE = "identity_service"  # the API: the Identity module and the staff functions
+WORKER_ROLE = "outbox_worker"  # the worker and its sweeps: claim, record, expire, purge
+DEPRECATED_PRODUCER_ROLE = "outbox_runtime"  # the old name of the producer's role
+
 
 def embedded_data_dir(settings: Settings) -> Path:
     """Where the embedded PostgreSQL keeps its data when no database URL is configured."""
@@ -46,21 +53,21 @@ def worker_role(settings: Settings) -> str | None:
     """
     if settings.database.worker_role is not None:
         return settings.database.worker_role
-    return "outbox_worker" if settings.database.url is None else None
+    return WORKER_ROLE if settings.database.url is None else None
 
 
 def api_role(settings: Settings) -> str | None:
-    """The role the API's connections take: configured, or outbox_runtime when embedded."""
+    """The role the API's connections take: configured, or identity_service when embedded."""
     if settings.database.api_role is not None:
         return settings.database.api_role
-    return "outbox_runtime" if settings.database.url is None else None
+    return IDENTITY_ROLE if settings.database.url is None else None
 
 
 def session_role(settings: Settings, group_role: str) -> str | None:
     """The group role pools must ``SET ROLE`` to, or None when a login role already has it.
 
-    The embedded server is reached as its superuser, so its pools act as ``outbox_runtime`` or
-    ``outbox_worker`` explicitly; a configured URL names a login role granted the group role.
+    The embedded server is reached as its superuser, so its pools act as ``identity_service``
+    or ``outbox_worker`` explicitly; a configured URL names a login role granted the group role.
     """
     return group_role if settings.database.url is None else None
 
@@ -68,7 +75,7 @@ def session_role(settings: Settings, group_role: str) -> str | None:
 class DatabaseAccess(enum.Enum):
     """Who a pool's connections act as: the API, the worker, or the database operator."""
 
-    API = "api"  # role outbox_runtime: identity routes and the staff routes
+    API = "api"  # role identity_service: identity routes and the staff routes
     WORKER = "worker"  # role outbox_worker: claim, record, sweep
     OPERATOR = "operator"  # outboxctl's own login, no SET ROLE: a member of outbox_owner
 

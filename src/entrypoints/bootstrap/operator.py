@@ -30,9 +30,10 @@ from entrypoints.settings.tree import Settings
 
 # --- Operator surfaces (staff HTTP routes and outboxctl) ------------------------------------
 # build_operator_services wires the operator use cases over one pool. On the API pool (role
-# outbox_runtime) every call names a staff member, checked by the database; operator_services
-# opens outboxctl's pool on the configured URL without SET ROLE: the database operator (a
-# member of outbox_owner) may read with no staff identity and grant or revoke staff.
+# identity_service) every call names a staff member and the elevation they presented, both
+# checked by the database; operator_services opens outboxctl's pool on the configured URL
+# without SET ROLE: the database operator (a member of outbox_owner) may read with no staff
+# identity, act in a staff member's name, and grant or revoke staff.
 
 
 def build_operator_services(
@@ -71,9 +72,10 @@ def build_operator_services(
 def staff_operator_services(
     parts: ProcessParts, pool: AsyncConnectionPool[AsyncConnection], challenges: ChallengePolicy
 ) -> OperatorServices:
-    """The staff routes' services over the API pool (role ``outbox_runtime``).
+    """The staff routes' services over the API pool (role ``identity_service``).
 
-    Every call names the signed-in staff member; the database refuses anyone else.
+    Every call names the signed-in staff member and their elevation; the database refuses
+    anyone else.
     """
     return build_operator_services(
         pool=pool,

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from application.errors import InvalidField, InvalidRequest
+from application.errors import InvalidField, InvalidRequest, PermissionDenied
 from application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
@@ -62,9 +62,14 @@ def operator_guarded() -> Iterator[None]:
         except StaffRequired:
             raise fail(
                 "refused (42501): the acting identity is not an active staff member (grant it"
-                " with outboxctl staff grant EMAIL), or, with no --staff, this database login"
-                " is not the database operator (use the migrator's login, a member of"
-                " outbox_owner)",
+                " with outboxctl staff grant EMAIL)",
+                ExitCode.REFUSED,
+            ) from None
+        except PermissionDenied:
+            raise fail(
+                "refused (42501): this database login is not the database operator; run"
+                " outboxctl's operator commands with the migrator's login (a member of"
+                " outbox_owner) in OUTBOX_DATABASE_URL",
                 ExitCode.REFUSED,
             ) from None
         except DeadLetterRefused as refused:

@@ -1,7 +1,8 @@
 """Staff routes over the security outbox (SPEC §10, §11): backlog, dead letters, reissue.
 
-Every route needs a bearer session whose identity is an active staff member (the database
-checks it: 403 staff-required otherwise); the reissue also needs a fresh step-up.
+Every route needs a bearer session whose identity is an active staff member and a fresh
+step-up of that session (Elevation-Token); the database checks both with every call (403
+staff-required or step-up-required otherwise).
 """
 
 from __future__ import annotations
@@ -64,12 +65,18 @@ class StaffOutboxController(Controller):
     @get(
         "/backlog",
         summary="Messages per state and the age of the oldest due pending message",
-        responses=staff_responses("unauthenticated", "staff-required", "service-unavailable"),
+        responses=staff_responses(
+            "unauthenticated", "staff-required", "step-up-required", "service-unavailable"
+        ),
     )
-    async def backlog(self, operator: Operator, principal: Caller) -> BacklogView:
+    async def backlog(
+        self, operator: Operator, principal: Caller, elevation_token: ElevationToken = None
+    ) -> BacklogView:
         """The backlog, zero-filled."""
-        backlog = await operator.show_backlog(BacklogQuery(actor=principal.identity_id))
-        return BacklogView.of(backlog)
+        actor = await operator.require_elevation(
+            ElevationCheck(principal=principal, elevation_token=elevation_token)
+        )
+        return BacklogView.of(await operator.show_backlog(BacklogQuery(actor=actor)))
 
     @get(
         "/dead-letters",
@@ -79,20 +86,29 @@ class StaffOutboxController(Controller):
             " must name a dead letter."
         ),
         responses=staff_responses(
-            "validation-error", "unauthenticated", "staff-required", "service-unavailable"
+            "validation-error",
+            "unauthenticated",
+            "staff-required",
+            "step-up-required",
+            "service-unavailable",
         ),
     )
     async def dead_letters(
         self,
         operator: Operator,
         principal: Caller,
+        *,
         after: Cursor = None,
         before: Cursor = None,
         limit: Limit = DEFAULT_LIMIT,
+        elevation_token: ElevationToken = None,
     ) -> DeadLetterPageView:
         """One page."""
+        actor = await operator.require_elevation(
+            ElevationCheck(principal=principal, elevation_token=elevation_token)
+        )
         page = await operator.list_dead_letters(
-            DeadLetterQuery(actor=principal.identity_id, after=after, before=before, limit=limit)
+            DeadLetterQuery(actor=actor, after=after, before=before, limit=limit)
         )
         return DeadLetterPageView.of(page)
 

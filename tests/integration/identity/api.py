@@ -79,10 +79,10 @@ class StatementLog:
 
 
 async def open_api_pool(database_url: str, log: StatementLog) -> AsyncConnectionPool:
-    """A pool acting as ``outbox_runtime`` whose cursors record their statements."""
+    """A pool acting as ``identity_service`` whose cursors record their statements."""
 
     async def configure(conn: AsyncConnection) -> None:
-        await conn.execute("SET ROLE outbox_runtime")
+        await conn.execute("SET ROLE identity_service")
 
     pool: AsyncConnectionPool = AsyncConnectionPool(
         database_url,

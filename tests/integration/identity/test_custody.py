@@ -82,7 +82,7 @@ async def test_the_worker_role_reaches_nothing_of_identity(api: Api, statement: 
 )
 async def test_the_api_role_uses_functions_never_tables(api: Api, statement: str) -> None:
     async with await psycopg.AsyncConnection.connect(api.database_url, autocommit=True) as conn:
-        await conn.execute("SET ROLE outbox_runtime")
+        await conn.execute("SET ROLE identity_service")
         with pytest.raises(errors.InsufficientPrivilege):
             await conn.execute(statement)  # type: ignore[arg-type]
 

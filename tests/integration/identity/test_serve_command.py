@@ -34,7 +34,7 @@ def environment(database_url: str, tmp_path: Path) -> dict[str, str]:
     return {
         **keep,
         "OUTBOX_DATABASE_URL": database_url,
-        "OUTBOX_API_DB_ROLE": "outbox_runtime",
+        "OUTBOX_API_DB_ROLE": "identity_service",
         "OUTBOX_WORKER_DB_ROLE": "outbox_worker",
         "OUTBOX_DATA_DIR": str(tmp_path),
         "OUTBOX_HTTP_PORT": str(_free_port()),

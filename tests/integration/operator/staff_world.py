@@ -1,7 +1,7 @@
 """The real app with the staff routes, the real CLI, and the worker, over one database.
 
 Builds the identity and operator services the way the composition root does, on a pool
-acting as outbox_runtime; ``outboxctl`` runs in a thread against the same database as the
+acting as identity_service; ``outboxctl`` runs in a thread against the same database as the
 database operator (the superuser URL), with the same seal key as the worker.
 """
 
@@ -97,9 +97,14 @@ class StaffWorld:
         assert 0 == result.exit_code, result.stderr
         return json.loads(result.stdout)
 
-    async def get(self, path: str, token: str, **params: Any) -> httpx.Response:
-        """GET a staff route."""
-        headers = {"Authorization": f"Bearer {token}"}
+    async def get(
+        self, path: str, caller: StaffCaller, *, elevation: str | None = "", **params: Any
+    ) -> httpx.Response:
+        """GET a staff route with the caller's bearer and elevation tokens (``None``: none)."""
+        headers = {"Authorization": f"Bearer {caller.token}"}
+        token = caller.elevation if elevation == "" else elevation
+        if token is not None:
+            headers["Elevation-Token"] = token
         return await self.api.client.get(BASE + path, params=params, headers=headers)
 
     async def reissue(

@@ -88,7 +88,7 @@ async def test_a_dead_notification_is_requeued_from_the_cli(world: StaffWorld, c
     world.api.provider.failures_for["dana@example.com"] = world.api.provider.refuse(
         FailureClass.REJECTED
     )
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute(
             "SELECT outbox.enqueue_message(gen_random_uuid(), 'notification', 'email',"
             " 'dana@example.com', NULL, 'notification', '{\"body\": \"hello\"}')"
@@ -115,7 +115,7 @@ async def test_staff_grant_and_revoke_from_the_cli(world: StaffWorld):
     caller = await world.staff(grant=False)
 
     granted = await world.cli("staff", "grant", STAFF)
-    assert 200 == (await world.get("/backlog", caller.token)).status_code
+    assert 200 == (await world.get("/backlog", caller)).status_code
     revoked = await world.cli("staff", "revoke", STAFF)
     again = await world.cli("staff", "revoke", STAFF)
     unknown = await world.cli("staff", "grant", "nobody@example.com")
@@ -128,7 +128,7 @@ async def test_staff_grant_and_revoke_from_the_cli(world: StaffWorld):
     assert granted.stdout.startswith("granted staff to identity")
     assert again.stdout.startswith("not staff:")
     assert ExitCode.NOT_FOUND == unknown.exit_code
-    assert 403 == (await world.get("/backlog", caller.token)).status_code
+    assert 403 == (await world.get("/backlog", caller)).status_code
     assert [("staff_grant",), ("staff_revoke",)] == await world.api.rows(
         "SELECT action FROM outbox.staff_audit ORDER BY id"
     )
@@ -137,7 +137,7 @@ async def test_staff_grant_and_revoke_from_the_cli(world: StaffWorld):
 async def test_the_api_login_cannot_read_as_the_database_operator(world: StaffWorld):
     """outboxctl on a login that is only the API role: refused at the database (42501)."""
     world.env["OUTBOX_DATABASE_URL"] = make_conninfo(
-        world.api.database_url, options="-c role=outbox_runtime"
+        world.api.database_url, options="-c role=identity_service"
     )
 
     result = await world.cli("backlog")

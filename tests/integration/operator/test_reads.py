@@ -36,7 +36,7 @@ async def test_the_backlog_is_the_same_through_http_and_the_cli(world: StaffWorl
     await world.dead_code()
     await world.api.post("/sign-ups", {"identifier": "carol@example.com", "password": "x" * 12})
 
-    response = await world.get("/backlog", caller.token)
+    response = await world.get("/backlog", caller)
     cli = await world.cli_json("backlog")
 
     assert 200 == response.status_code
@@ -53,11 +53,9 @@ async def test_dead_letters_are_the_same_through_http_and_the_cli_and_masked(
     caller = await world.staff()
     dead = [await world.dead_code(f"person{i}@example.com") for i in range(3)]
 
-    first = (await world.get("/dead-letters", caller.token, limit=2)).json()
+    first = (await world.get("/dead-letters", caller, limit=2)).json()
     second = (
-        await world.get(
-            "/dead-letters", caller.token, limit=2, after=first["pageInfo"]["endCursor"]
-        )
+        await world.get("/dead-letters", caller, limit=2, after=first["pageInfo"]["endCursor"])
     ).json()
     cli_first = await world.cli_json("dead-letters", "list", "--limit", "2")
     cli_second = await world.cli_json(
@@ -86,7 +84,7 @@ async def test_dead_letters_are_the_same_through_http_and_the_cli_and_masked(
 async def test_no_dead_letters_is_an_empty_page_and_an_empty_json_list(world: StaffWorld):
     caller = await world.staff()
 
-    response = await world.get("/dead-letters", caller.token)
+    response = await world.get("/dead-letters", caller)
 
     assert [] == response.json()["items"]
     result = await world.cli("dead-letters", "list", "--json")
@@ -99,17 +97,13 @@ async def test_pages_stay_stable_while_new_dead_letters_arrive(world: StaffWorld
     caller = await world.staff()
     older = [await world.dead_code(f"old{i}@example.com") for i in range(4)]
 
-    first = (await world.get("/dead-letters", caller.token, limit=2)).json()
+    first = (await world.get("/dead-letters", caller, limit=2)).json()
     await world.dead_code("new@example.com")
     second = (
-        await world.get(
-            "/dead-letters", caller.token, limit=2, after=first["pageInfo"]["endCursor"]
-        )
+        await world.get("/dead-letters", caller, limit=2, after=first["pageInfo"]["endCursor"])
     ).json()
     back = (
-        await world.get(
-            "/dead-letters", caller.token, limit=2, before=second["pageInfo"]["startCursor"]
-        )
+        await world.get("/dead-letters", caller, limit=2, before=second["pageInfo"]["startCursor"])
     ).json()
 
     newest_first = [str(d.message_id) for d in reversed(older)]
@@ -129,7 +123,7 @@ async def test_a_bad_page_request_is_a_validation_problem(world: StaffWorld):
         {"after": str(letter.message_id), "before": str(letter.message_id)},
         {"after": str(letter.challenge_id)},  # not a dead letter
     ):
-        response = await world.get("/dead-letters", caller.token, **params)
+        response = await world.get("/dead-letters", caller, **params)
         assert 400 == response.status_code, params
         assert "urn:outbox:problem:validation-error" == response.json()["type"]
 
@@ -157,7 +151,7 @@ async def test_observing_the_backlog_sets_the_prometheus_gauges(world: StaffWorl
     """What the lead wires before each /metrics scrape: the API role, no identity."""
     await world.dead_code()
     registry = new_registry(process_metrics=False)
-    pool = await open_pool(world.api.database_url, min_size=1, role="outbox_runtime")
+    pool = await open_pool(world.api.database_url, min_size=1, role="identity_service")
     try:
         observe = ObserveBacklog(
             gauge=PostgresBacklogGauge(pool), telemetry=build_telemetry(registry)

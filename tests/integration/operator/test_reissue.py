@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from domain.identity.tokens import token_digest
 from domain.outbox.failures import FailureClass
 from tests.integration.identity.api import PASSWORD
 from tests.integration.operator.staff_world import StaffWorld
@@ -79,11 +80,13 @@ async def test_the_same_key_for_another_dead_letter_is_422(world: StaffWorld):
 async def test_a_duplicate_while_the_first_is_running_is_409(world: StaffWorld, connect_as):
     caller = await world.staff()
     dead = await world.dead_code(BOB)
-    async with connect_as("outbox_runtime", autocommit=False) as running:
+    async with connect_as("identity_service", autocommit=False) as running:
         await running.execute(
-            "SELECT * FROM outbox.reissue_dead_letter(%s, %s, gen_random_uuid(), %s, %s, %s)",
+            "SELECT * FROM outbox.staff_reissue_dead_letter(%s, %s, %s, gen_random_uuid(), %s,"
+            " %s, %s)",
             (
                 caller.identity_id,
+                token_digest(caller.elevation),
                 dead.message_id,
                 "v1.test.c2FsdA.bm9uY2U.Y2lwaGVy",
                 "$argon2id$v=19$m=8,t=1,p=1$c2FsdA$aGFzaA",

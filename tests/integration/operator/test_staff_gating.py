@@ -1,5 +1,5 @@
-"""Staff gating through HTTP: a bearer session of an active staff member for every route,
-and a fresh step-up of the same session for a reissue (SPEC §11). 403 otherwise."""
+"""Staff gating through HTTP: a bearer session of an active staff member and a fresh step-up
+of the same session for every route (SPEC §11, §14). 403 otherwise."""
 
 from __future__ import annotations
 
@@ -30,9 +30,19 @@ async def test_reads_without_a_bearer_token_are_401(world: StaffWorld, path):
 async def test_reads_by_someone_who_is_not_staff_are_403(world: StaffWorld, path):
     stranger = await world.staff("stranger@example.com", grant=False)
 
-    response = await world.get(path, stranger.token)
+    response = await world.get(path, stranger)
 
     assert (403, "staff-required") == (response.status_code, _type(response))
+
+
+@pytest.mark.parametrize("path", READS)
+@pytest.mark.parametrize("elevation", [None, "not-a-token"], ids=["missing", "unknown"])
+async def test_reads_without_a_valid_step_up_are_403(world: StaffWorld, path, elevation):
+    caller = await world.staff()
+
+    response = await world.get(path, caller, elevation=elevation)
+
+    assert (403, "step-up-required") == (response.status_code, _type(response))
 
 
 async def test_a_reissue_by_someone_who_is_not_staff_is_403_even_with_a_step_up(
@@ -50,10 +60,10 @@ async def test_a_reissue_by_someone_who_is_not_staff_is_403_even_with_a_step_up(
 @pytest.mark.parametrize("path", READS)
 async def test_a_revoked_staff_member_is_refused_at_once(world: StaffWorld, path):
     caller = await world.staff()
-    assert 200 == (await world.get(path, caller.token)).status_code
+    assert 200 == (await world.get(path, caller)).status_code
     await world.admin.revoke_staff(STAFF)
 
-    response = await world.get(path, caller.token)
+    response = await world.get(path, caller)
 
     assert (403, "staff-required") == (response.status_code, _type(response))
 
@@ -120,4 +130,6 @@ async def test_the_staff_routes_and_their_problems_are_in_the_openapi_schema(wor
     for path in ("backlog", "dead-letters"):
         read = paths[f"/platform-admin/security-outbox/{path}"]["get"]
         assert "staff-required" in read["responses"]["403"]["description"]
+        assert "step-up-required" in read["responses"]["403"]["description"]
+        assert "Elevation-Token" in {p["name"] for p in read["parameters"]}
         assert [{"BearerToken": []}] == read["security"]

@@ -25,7 +25,7 @@ async def test_an_enqueue_rolled_back_with_the_callers_transaction_leaves_nothin
 ):
     outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
     message = make_message(outbox)
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute("BEGIN")
         await PostgresOutboxWriter(conn).enqueue(message)
         await conn.execute("ROLLBACK")
@@ -39,7 +39,7 @@ async def test_a_transaction_of_several_enqueues_sends_one_empty_notification(
     outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
     async with connect_as() as listener:
         await listener.execute("LISTEN outbox_work")
-        async with connect_as("outbox_runtime") as conn, conn.transaction():
+        async with connect_as("outbox_producer") as conn, conn.transaction():
             writer = PostgresOutboxWriter(conn)
             for _ in range(3):
                 await writer.enqueue(make_message(outbox))

@@ -23,7 +23,7 @@ FROM generate_series(1, %s)
 
 
 async def test_eight_concurrent_claimers_take_every_row_exactly_once(connect_as, dispatch_store):
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute(SEED, (ROWS,))
     batch_sizes: list[int] = []
 
@@ -56,7 +56,7 @@ async def test_eight_concurrent_claimers_take_every_row_exactly_once(connect_as,
 
 
 async def test_a_claim_never_returns_more_rows_than_asked(connect_as, dispatch_store):
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute(SEED, (50,))
 
     sizes = [

@@ -56,7 +56,7 @@ SELECT outbox.enqueue_message(
 
 async def _enqueue(connect_as, query: str, params: tuple[object, ...]) -> None:
     # One transaction per call, so each call's rows are older than the next call's.
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute(query, params)
 
 
@@ -124,7 +124,7 @@ async def test_low_priority_messages_are_not_starved_by_an_endless_stream_of_cod
 
 async def test_the_default_priority_follows_the_purpose(connect_as):
     await _enqueue(connect_as, CODES, (ENVELOPE, 1))
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute(
             "SELECT outbox.enqueue_message(gen_random_uuid(), 'notification', 'email',"
             " 'p@example.com', NULL, 'hello')"
@@ -137,7 +137,7 @@ async def test_the_default_priority_follows_the_purpose(connect_as):
 
 
 async def test_a_delayed_message_waits_until_not_before(connect_as, dispatch_store):
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute(ONE, {"priority": None, "not_before": None, "expires_at": None})
         await conn.execute(DELAYED_CODE, (ENVELOPE,))
 
@@ -156,7 +156,7 @@ async def test_a_delayed_message_waits_until_not_before(connect_as, dispatch_sto
 
 
 async def test_a_past_not_before_means_now_and_jumps_no_queue(connect_as):
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute(
             ONE, {"priority": None, "not_before": "2000-01-01T00:00:00Z", "expires_at": None}
         )
@@ -181,7 +181,7 @@ async def test_a_bad_priority_or_not_before_is_refused_by_name_and_writes_nothin
     connect_as, values, message
 ):
     params = {"priority": None, "not_before": None, "expires_at": None} | values
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         with pytest.raises(errors.InvalidParameterValue) as caught:
             await conn.execute(ONE, params)
     assert message == caught.value.diag.message_primary

@@ -1,7 +1,10 @@
-"""Every grant on every function, table and schema of the outbox matches the allowlist (SPEC §6).
+"""Every grant on every function, table and schema of the outbox matches the allowlist (SPEC §6,
+§14 roles by job).
 
 A new function without its REVOKE, or a table someone granted by hand, fails this file. When
-a migration adds an object, add it here with exactly the grants SPEC §6 allows.
+a migration adds an object, add it here with exactly the grants SPEC §6 allows. The group
+roles' memberships are checked too: identity_service and the deprecated outbox_runtime get
+the producer's rights by membership in outbox_producer, and nothing else.
 """
 
 from __future__ import annotations
@@ -10,15 +13,21 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-RUNTIME = "outbox_runtime"
+PRODUCER = "outbox_producer"
+IDENTITY = "identity_service"
 WORKER = "outbox_worker"
-EXECUTE_BY_RUNTIME = {(RUNTIME, "EXECUTE")}
+DEPRECATED = "outbox_runtime"  # the old producer role: a member of outbox_producer, no grants
+JOB_ROLES = (PRODUCER, IDENTITY, WORKER, DEPRECATED)
+EXECUTE_BY_PRODUCER = {(PRODUCER, "EXECUTE")}
+EXECUTE_BY_IDENTITY = {(IDENTITY, "EXECUTE")}
 EXECUTE_BY_WORKER = {(WORKER, "EXECUTE")}
+# Who is a member of whom among the outbox's roles (the migrator's own login aside).
+MEMBERSHIPS = {(IDENTITY, PRODUCER), (DEPRECATED, PRODUCER)}
 
 FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.enqueue_message(uuid,text,text,text,uuid,text,jsonb,text,text,"
-    "timestamp with time zone,integer,timestamp with time zone)": EXECUTE_BY_RUNTIME,
-    "outbox.cancel_by_subject(uuid,text)": EXECUTE_BY_RUNTIME,
+    "timestamp with time zone,integer,timestamp with time zone)": EXECUTE_BY_PRODUCER,
+    "outbox.cancel_by_subject(uuid,text)": EXECUTE_BY_PRODUCER,
     "outbox.claim_messages(text,integer,double precision)": EXECUTE_BY_WORKER,
     "outbox.record_outcomes(uuid[],uuid[],integer[],text[],text[],text[],text[],text[],"
     "timestamp with time zone[],boolean[])": EXECUTE_BY_WORKER,
@@ -26,11 +35,14 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.purge_messages(interval,interval,integer)": EXECUTE_BY_WORKER,
     "outbox.refuse_final_update()": set(),
     # Readiness (0008_readiness_function.sql): the applied versions and checksums, for /readyz.
-    "outbox_meta.applied_migrations()": EXECUTE_BY_RUNTIME,
+    "outbox_meta.applied_migrations()": EXECUTE_BY_IDENTITY,
+    # Trigger functions (0009_roles_by_job.sql): a past retry time, a code changed unsent.
+    "outbox.refuse_past_retry()": set(),
+    "identity.refuse_unsent_code_change()": set(),
 }
 # The Identity module (0005_identity_functions.sql): every function for the API role only.
 FUNCTION_GRANTS.update(
-    (signature, EXECUTE_BY_RUNTIME)
+    (signature, EXECUTE_BY_IDENTITY)
     for signature in (
         (
             "identity.add_elevation(uuid,uuid,uuid,text,timestamp with time zone,"
@@ -83,18 +95,28 @@ FUNCTION_GRANTS.update(
         "identity.save_password(uuid,text,timestamp with time zone)",
     )
 )
-# The operator surfaces (0007_operator_functions.sql): the staff functions and the metrics
-# counts for the API role; the gates, masking, idempotency and staff membership for nobody
+# The operator surfaces: the elevation-checked staff functions (0009_roles_by_job.sql) and the
+# metrics counts for the API role; the functions of 0007_operator_functions.sql, which take a
+# staff member's id on trust, the gates, masking, idempotency and staff membership for nobody
 # (the database operator reaches them as a member of outbox_owner).
 FUNCTION_GRANTS.update(
     {
-        "outbox.backlog(uuid)": EXECUTE_BY_RUNTIME,
-        "outbox.backlog_metrics()": EXECUTE_BY_RUNTIME,
-        "outbox.dead_letters(uuid,uuid,uuid,integer)": EXECUTE_BY_RUNTIME,
-        "outbox.message_detail(uuid,uuid)": EXECUTE_BY_RUNTIME,
-        "outbox.message_attempts(uuid,uuid)": EXECUTE_BY_RUNTIME,
-        "outbox.requeue_dead_letter(uuid,uuid,uuid,text)": EXECUTE_BY_RUNTIME,
-        "outbox.reissue_dead_letter(uuid,uuid,uuid,text,text,text)": EXECUTE_BY_RUNTIME,
+        "outbox.staff_backlog(uuid,text)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_dead_letters(uuid,text,uuid,uuid,integer)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_message_detail(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_message_attempts(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_requeue_dead_letter(uuid,text,uuid,uuid,text)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_reissue_dead_letter(uuid,text,uuid,uuid,text,text,text)": (
+            EXECUTE_BY_IDENTITY
+        ),
+        "outbox.backlog_metrics()": EXECUTE_BY_IDENTITY,
+        "outbox.require_elevation(uuid,text)": set(),
+        "outbox.backlog(uuid)": set(),
+        "outbox.dead_letters(uuid,uuid,uuid,integer)": set(),
+        "outbox.message_detail(uuid,uuid)": set(),
+        "outbox.message_attempts(uuid,uuid)": set(),
+        "outbox.requeue_dead_letter(uuid,uuid,uuid,text)": set(),
+        "outbox.reissue_dead_letter(uuid,uuid,uuid,text,text,text)": set(),
         "outbox.mask_destination(text)": set(),
         "outbox.require_staff(uuid)": set(),
         "outbox.require_operator(uuid)": set(),
@@ -135,11 +157,11 @@ RELATION_GRANTS.update(
     )
 )
 SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
-    "outbox": {(RUNTIME, "USAGE"), (WORKER, "USAGE")},
-    "identity": {(RUNTIME, "USAGE")},
+    "outbox": {(PRODUCER, "USAGE"), (WORKER, "USAGE")},
+    "identity": {(IDENTITY, "USAGE")},
     # The ledger's schema: the owner role reads the ledger for applied_migrations(), which the
     # API role calls (0008_readiness_function.sql).
-    "outbox_meta": {("outbox_owner", "USAGE"), (RUNTIME, "USAGE")},
+    "outbox_meta": {("outbox_owner", "USAGE"), (IDENTITY, "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
 
@@ -188,14 +210,14 @@ EFFECTIVE_FUNCTIONS = """
 SELECT p.oid::regprocedure::text, r.role
 FROM pg_proc AS p
 JOIN pg_namespace AS n ON n.oid = p.pronamespace
-CROSS JOIN unnest(ARRAY['public', 'outbox_runtime', 'outbox_worker']) AS r (role)
+CROSS JOIN unnest(%(roles)s::text[]) AS r (role)
 WHERE n.nspname = ANY(%(schemas)s) AND has_function_privilege(r.role, p.oid, 'EXECUTE')
 """
 EFFECTIVE_TABLES = """
 SELECT format('%%I.%%I', n.nspname, c.relname), r.role, privilege
 FROM pg_class AS c
 JOIN pg_namespace AS n ON n.oid = c.relnamespace
-CROSS JOIN unnest(ARRAY['public', 'outbox_runtime', 'outbox_worker']) AS r (role)
+CROSS JOIN unnest(%(roles)s::text[]) AS r (role)
 CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES',
                         'TRIGGER']) AS privilege
 WHERE n.nspname = ANY(%(schemas)s) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
@@ -204,6 +226,14 @@ WHERE n.nspname = ANY(%(schemas)s) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
               WHEN 'SELECT' THEN 'SELECT' WHEN 'INSERT' THEN 'INSERT'
               WHEN 'UPDATE' THEN 'UPDATE' ELSE 'REFERENCES' END))
 """
+MEMBERS = """
+SELECT member.rolname, group_role.rolname
+FROM pg_auth_members AS m
+JOIN pg_roles AS member ON member.oid = m.member
+JOIN pg_roles AS group_role ON group_role.oid = m.roleid
+WHERE member.rolname = ANY(%(roles)s) OR group_role.rolname = ANY(%(roles)s)
+"""
+EFFECTIVE_ROLES = ["public", *JOB_ROLES]
 
 
 async def _grants(conn, query: str) -> dict[str, set[tuple[str, str]]]:
@@ -232,21 +262,41 @@ async def test_schema_grants_match_the_allowlist(connect_as):
 
 
 async def test_effective_execute_rights_match_the_allowlist(connect_as):
-    """The same through has_function_privilege, so inherited and PUBLIC rights count too."""
-    expected = {
+    """The same through has_function_privilege, so inherited and PUBLIC rights count too: the
+    members of outbox_producer may enqueue and cancel, and the deprecated outbox_runtime may
+    do nothing more."""
+    direct = {
         (name, grantee)
         for name, grants in FUNCTION_GRANTS.items()
         for grantee, _ in grants
-        if grantee in {RUNTIME, WORKER}
+        if grantee in JOB_ROLES
+    }
+    inherited = {
+        (name, member)
+        for name, grantee in direct
+        for member, group in MEMBERSHIPS
+        if grantee == group
     }
     async with connect_as() as conn:
-        cursor = await conn.execute(EFFECTIVE_FUNCTIONS, {"schemas": list(SCHEMAS)})
-        assert expected == set(await cursor.fetchall())
+        cursor = await conn.execute(
+            EFFECTIVE_FUNCTIONS, {"schemas": list(SCHEMAS), "roles": EFFECTIVE_ROLES}
+        )
+        assert direct | inherited == set(await cursor.fetchall())
+
+
+async def test_the_job_roles_are_members_of_the_producer_role_only(connect_as):
+    async with connect_as() as conn:
+        cursor = await conn.execute(MEMBERS, {"roles": [*JOB_ROLES, "outbox_owner"]})
+        memberships = set(await cursor.fetchall())
+    # The migrator's own login is a member of outbox_owner (0001); nothing else may be.
+    assert MEMBERSHIPS == {(m, g) for m, g in memberships if m in JOB_ROLES or g in JOB_ROLES}
 
 
 async def test_no_role_but_the_owner_can_touch_any_table(connect_as):
     async with connect_as() as conn:
-        cursor = await conn.execute(EFFECTIVE_TABLES, {"schemas": list(SCHEMAS)})
+        cursor = await conn.execute(
+            EFFECTIVE_TABLES, {"schemas": list(SCHEMAS), "roles": EFFECTIVE_ROLES}
+        )
         assert [] == await cursor.fetchall()
 
 
@@ -261,9 +311,9 @@ async def test_a_function_created_without_its_revoke_breaks_the_allowlist(connec
 
 async def test_a_table_granted_by_hand_breaks_the_allowlist(connect_as):
     async with connect_as() as conn:
-        await conn.execute("GRANT SELECT (sealed) ON outbox.envelopes TO outbox_runtime")
+        await conn.execute("GRANT SELECT (sealed) ON outbox.envelopes TO outbox_producer")
         grants = await _grants(conn, RELATIONS)
-    assert {(RUNTIME, "SELECT")} == grants.pop("outbox.envelopes.sealed")
+    assert {(PRODUCER, "SELECT")} == grants.pop("outbox.envelopes.sealed")
 
 
 async def test_functions_the_owner_creates_start_without_public_execute(connect_as):

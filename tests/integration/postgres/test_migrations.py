@@ -89,7 +89,27 @@ EXPECTED_FUNCTIONS = {
     "outbox.revoke_staff(p_email text)",
     # Readiness (0008_readiness_function.sql).
     "outbox_meta.applied_migrations()",
+    # Roles by job (0009_roles_by_job.sql): the elevation-checked staff functions, a trigger.
+    "outbox.require_elevation(p_actor uuid, p_elevation text)",
+    "outbox.staff_backlog(p_actor uuid, p_elevation text)",
+    (
+        "outbox.staff_dead_letters(p_actor uuid, p_elevation text, p_after uuid, p_before uuid, "
+        "p_limit integer)"
+    ),
+    "outbox.staff_message_detail(p_actor uuid, p_elevation text, p_message_id uuid)",
+    "outbox.staff_message_attempts(p_actor uuid, p_elevation text, p_message_id uuid)",
+    (
+        "outbox.staff_requeue_dead_letter(p_actor uuid, p_elevation text, p_message_id uuid, "
+        "p_new_message_id uuid, p_idempotency_key text)"
+    ),
+    (
+        "outbox.staff_reissue_dead_letter(p_actor uuid, p_elevation text, p_message_id uuid, "
+        "p_new_message_id uuid, p_sealed_secret text, p_code_hash text, p_idempotency_key text)"
+    ),
+    "outbox.refuse_past_retry()",
 }
+# Trigger functions run as whoever changes the row; every other function as its owner.
+TRIGGER_FUNCTIONS = {"outbox.refuse_final_update()", "outbox.refuse_past_retry()"}
 EXPECTED_INDEXES = {
     "messages_pkey",
     "messages_claim_order",
@@ -134,7 +154,7 @@ async def test_migrations_from_scratch_create_the_expected_schema(empty_database
     for signature, security_definer, owner, config in functions:
         assert "outbox_owner" == owner, signature
         assert ["search_path=pg_catalog, pg_temp"] == config, signature
-        assert security_definer is (signature != "outbox.refuse_final_update()"), signature
+        assert security_definer is (signature not in TRIGGER_FUNCTIONS), signature
     indexes = await _rows(
         empty_database_url, "SELECT indexname FROM pg_indexes WHERE schemaname = 'outbox'"
     )
@@ -177,13 +197,16 @@ async def test_group_roles_exist_without_login(empty_database_url):
     await apply_migrations(empty_database_url)
     roles = await _rows(
         empty_database_url,
-        "SELECT rolname, rolcanlogin, rolsuper FROM pg_roles"
-        " WHERE rolname IN ('outbox_owner', 'outbox_runtime', 'outbox_worker') ORDER BY 1",
+        "SELECT rolname, rolcanlogin, rolsuper, rolbypassrls FROM pg_roles"
+        " WHERE rolname IN ('outbox_owner', 'outbox_producer', 'identity_service',"
+        " 'outbox_worker', 'outbox_runtime') ORDER BY 1",
     )
     assert [
-        ("outbox_owner", False, False),
-        ("outbox_runtime", False, False),
-        ("outbox_worker", False, False),
+        ("identity_service", False, False, False),
+        ("outbox_owner", False, False, False),
+        ("outbox_producer", False, False, False),
+        ("outbox_runtime", False, False, False),
+        ("outbox_worker", False, False, False),
     ] == roles
 
 

@@ -1,5 +1,7 @@
 """The operator SQL functions at the database: role boundaries (42501), the database operator
-check, SQL masking against the domain's, and reissue races under real row locks."""
+check, SQL masking against the domain's, and reissue races under real row locks.
+
+The elevation checks of the staff_* functions are in test_roles_by_job.py."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from adapters.postgres.operator_store import PostgresOperatorStore
 from adapters.postgres.pool import open_pool
 from application.errors import InvalidRequest, PermissionDenied
 from application.operator.errors import RequestInProgress, StaffRequired
+from application.operator.staff_actor import StaffActor
 from domain.destinations import mask
 from tests.contract.operator_harness import PostgresOperatorHarness, challenge, dead_letter
 
@@ -52,7 +55,21 @@ INTERNAL_CALLS = {
     "grant_staff": "SELECT * FROM outbox.grant_staff('a@example.com')",
     "revoke_staff": "SELECT * FROM outbox.revoke_staff('a@example.com')",
 }
+# What the API calls: the same, with the digest of the staff member's elevation token.
+ELEVATED_CALLS = {
+    "backlog": f"SELECT * FROM outbox.staff_backlog({ACTOR}, NULL)",
+    "dead_letters": f"SELECT * FROM outbox.staff_dead_letters({ACTOR}, NULL, NULL, NULL, 10)",
+    "message_detail": f"SELECT * FROM outbox.staff_message_detail({ACTOR}, NULL, {ID})",
+    "message_attempts": f"SELECT * FROM outbox.staff_message_attempts({ACTOR}, NULL, {ID})",
+    "requeue": f"SELECT * FROM outbox.staff_requeue_dead_letter({ACTOR}, NULL, {ID}, {ID}, 'k')",
+    "reissue": (
+        f"SELECT * FROM outbox.staff_reissue_dead_letter({ACTOR}, NULL, {ID}, {ID},"
+        f" '{ENVELOPE}', '{HASH}', 'k')"
+    ),
+}
+INTERNAL_CALLS["require_elevation"] = f"SELECT outbox.require_elevation({ACTOR}, NULL)"
 METRICS = "SELECT * FROM outbox.backlog_metrics()"
+API = "identity_service"
 
 
 async def _sqlstate(connect_as, role: str | None, statement: str) -> str | None:
@@ -64,41 +81,49 @@ async def _sqlstate(connect_as, role: str | None, statement: str) -> str | None:
     return None
 
 
+@pytest.mark.parametrize("role", ["outbox_worker", "outbox_producer", "outbox_runtime"])
 @pytest.mark.parametrize(
     "statement",
-    [*STAFF_CALLS.values(), *INTERNAL_CALLS.values(), METRICS],
-    ids=[*STAFF_CALLS, *INTERNAL_CALLS, "backlog_metrics"],
+    [*STAFF_CALLS.values(), *ELEVATED_CALLS.values(), *INTERNAL_CALLS.values(), METRICS],
+    ids=[*STAFF_CALLS, *(f"staff_{n}" for n in ELEVATED_CALLS), *INTERNAL_CALLS, "metrics"],
 )
-async def test_the_worker_role_cannot_execute_any_operator_function(connect_as, statement):
-    assert "42501" == await _sqlstate(connect_as, "outbox_worker", statement)
+async def test_the_worker_and_producers_cannot_execute_any_operator_function(
+    connect_as, role, statement
+):
+    assert "42501" == await _sqlstate(connect_as, role, statement)
 
 
-@pytest.mark.parametrize("statement", INTERNAL_CALLS.values(), ids=list(INTERNAL_CALLS))
-async def test_the_api_role_cannot_execute_the_internal_functions(connect_as, statement):
-    assert "42501" == await _sqlstate(connect_as, "outbox_runtime", statement)
+@pytest.mark.parametrize(
+    "statement",
+    [*STAFF_CALLS.values(), *INTERNAL_CALLS.values()],
+    ids=[*STAFF_CALLS, *INTERNAL_CALLS],
+)
+async def test_the_api_role_cannot_execute_the_database_operators_functions(connect_as, statement):
+    """The 0007 functions take a staff id on trust; the API gets the elevation-checked ones."""
+    assert "42501" == await _sqlstate(connect_as, API, statement)
 
 
-@pytest.mark.parametrize("statement", STAFF_CALLS.values(), ids=list(STAFF_CALLS))
+@pytest.mark.parametrize("statement", ELEVATED_CALLS.values(), ids=list(ELEVATED_CALLS))
 async def test_the_api_role_naming_no_staff_member_is_refused_before_any_row_is_read(
     connect_as, statement
 ):
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as(API) as conn:
         with pytest.raises(errors.InsufficientPrivilege) as caught:
             await conn.execute(statement.encode())
     assert "staff membership required" == caught.value.diag.message_primary
 
 
 async def test_the_api_role_reads_the_metrics_counts_without_an_identity(connect_as):
-    assert await _sqlstate(connect_as, "outbox_runtime", METRICS) is None
+    assert await _sqlstate(connect_as, API, METRICS) is None
 
 
 @pytest.fixture
 def login_roles(database_url: str) -> Iterator[dict[str, str]]:
-    """Two throw-away login roles: an API login (outbox_runtime) and an operator login (the
-    migrator's: outbox_owner, and outbox_runtime to serve the API too); URLs to connect."""
+    """Two throw-away login roles: an API login (identity_service) and an operator login (the
+    migrator's: outbox_owner, and identity_service to serve the API too); URLs to connect."""
     suffix = uuid.uuid4().hex[:8]
     names = {"api": f"test_api_{suffix}", "operator": f"test_operator_{suffix}"}
-    groups = {"api": ["outbox_runtime"], "operator": ["outbox_owner", "outbox_runtime"]}
+    groups = {"api": [API], "operator": ["outbox_owner", API]}
     with psycopg.connect(database_url, autocommit=True) as conn:
         for kind, name in names.items():
             conn.execute(
@@ -130,7 +155,7 @@ async def test_an_operator_login_acting_as_the_api_role_is_refused_without_an_ac
     login_roles,
 ):
     async with await psycopg.AsyncConnection.connect(login_roles["operator"]) as conn:
-        await conn.execute("SET ROLE outbox_runtime")
+        await conn.execute("SET ROLE identity_service")
         with pytest.raises(errors.InsufficientPrivilege):
             await conn.execute("SELECT pending FROM outbox.backlog(NULL)")
 
@@ -179,7 +204,7 @@ def test_sql_masking_matches_the_domain_on_known_cases(mask_connection, value):
 
 @pytest.fixture
 async def harness(database_url: str) -> AsyncIterator[PostgresOperatorHarness]:
-    api_pool = await open_pool(database_url, min_size=1, max_size=4, role="outbox_runtime")
+    api_pool = await open_pool(database_url, min_size=1, max_size=4, role=API)
     admin_pool = await open_pool(database_url, min_size=1, max_size=4)
     try:
         yield PostgresOperatorHarness(
@@ -190,10 +215,11 @@ async def harness(database_url: str) -> AsyncIterator[PostgresOperatorHarness]:
         await admin_pool.close()
 
 
-async def _reissuable(harness: PostgresOperatorHarness) -> tuple[uuid.UUID, uuid.UUID, Any]:
-    """(staff actor, dead letter id, challenge) for a reissue that may proceed."""
+async def _reissuable(harness: PostgresOperatorHarness) -> tuple[StaffActor, uuid.UUID, Any]:
+    """(stepped-up staff actor, dead letter id, challenge) for a reissue that may proceed."""
     await harness.add_identity("staff@example.com")
-    actor = (await harness.admin.grant_staff("staff@example.com")).identity_id
+    staff = (await harness.admin.grant_staff("staff@example.com")).identity_id
+    actor = StaffActor(identity_id=staff, elevation_digest=await harness.elevate(staff))
     person = await harness.add_identity("person@example.com")
     opened = challenge(harness, person)
     await harness.put_challenge(opened)
@@ -202,15 +228,18 @@ async def _reissuable(harness: PostgresOperatorHarness) -> tuple[uuid.UUID, uuid
     return actor, letter.id, opened
 
 
-REISSUE = "SELECT outcome FROM outbox.reissue_dead_letter(%s, %s, gen_random_uuid(), %s, %s, %s)"
+REISSUE = (
+    "SELECT outcome FROM outbox.staff_reissue_dead_letter(%s, %s, %s, gen_random_uuid(), %s, %s,"
+    " %s)"
+)
 
 
 async def _open_reissue(
-    stack: contextlib.AsyncExitStack, connect_as, actor: uuid.UUID, letter_id: uuid.UUID, key: str
+    stack: contextlib.AsyncExitStack, connect_as, actor: StaffActor, letter_id: uuid.UUID, key: str
 ) -> psycopg.AsyncConnection[Any]:
     """A reissue inside a transaction left open, holding its locks until the test ends it."""
-    conn = await stack.enter_async_context(connect_as("outbox_runtime", autocommit=False))
-    cursor = await conn.execute(REISSUE, (actor, letter_id, ENVELOPE, HASH, key))
+    conn = await stack.enter_async_context(connect_as(API, autocommit=False))
+    cursor = await conn.execute(REISSUE, (*_proof(actor), letter_id, ENVELOPE, HASH, key))
     assert ("reissued",) == await cursor.fetchone()
     return conn
 
@@ -230,9 +259,13 @@ async def test_two_concurrent_reissues_enqueue_exactly_one_message(harness, conn
     assert 2 == len(await harness.audit())  # the grant and one reissue
 
 
+def _proof(actor: StaffActor) -> tuple[uuid.UUID, str | None]:
+    return actor.identity_id, actor.elevation_digest
+
+
 async def _outcome(connect_as, actor, letter_id, key: str) -> str:
-    async with connect_as("outbox_runtime") as conn:
-        cursor = await conn.execute(REISSUE, (actor, letter_id, ENVELOPE, HASH, key))
+    async with connect_as(API) as conn:
+        cursor = await conn.execute(REISSUE, (*_proof(actor), letter_id, ENVELOPE, HASH, key))
         row = await cursor.fetchone()
     return str(row[0])
 
@@ -284,7 +317,7 @@ async def test_the_adapter_tells_a_missing_grant_from_a_staff_refusal(database_u
     pool: AsyncConnectionPool = await open_pool(database_url, min_size=1, role="outbox_worker")
     try:
         with pytest.raises(PermissionDenied) as caught:
-            await PostgresOperatorStore(pool).backlog(actor=uuid.uuid4())
+            await PostgresOperatorStore(pool).backlog(actor=StaffActor(identity_id=uuid.uuid4()))
     finally:
         await pool.close()
     assert not isinstance(caught.value, StaffRequired)

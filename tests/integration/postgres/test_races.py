@@ -52,7 +52,7 @@ async def test_a_resend_that_commits_first_fences_the_workers_later_record(
     [held] = await dispatch_store.claim(owner="worker-1", limit=1, lease=LEASE)
     resend = make_message(outbox, subject_id=subject)
 
-    async with connect_as("outbox_runtime") as producer, producer.transaction():
+    async with connect_as("outbox_producer") as producer, producer.transaction():
         await PostgresOutboxWriter(producer).enqueue(resend)
         recording = asyncio.create_task(dispatch_store.record([_published(held)]))
         await asyncio.sleep(BLOCKED_FOR)

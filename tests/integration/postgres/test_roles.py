@@ -1,5 +1,6 @@
-"""Least privilege: the worker only dispatches, the API never does; every forbidden call fails
-with SQLSTATE 42501 (SPEC §6)."""
+"""Least privilege: the worker only dispatches, the API and producers never do; every forbidden
+call fails with SQLSTATE 42501 (SPEC §6, §14; tests/integration/postgres/test_roles_by_job.py
+has what a producer may not do to identities and staff)."""
 
 from __future__ import annotations
 
@@ -53,9 +54,13 @@ async def _refused(connect_as, role: str, statement: str) -> None:
     assert "42501" == caught.value.sqlstate
 
 
+API_AND_PRODUCERS = ["identity_service", "outbox_producer", "outbox_runtime"]
+
+
+@pytest.mark.parametrize("role", API_AND_PRODUCERS)
 @pytest.mark.parametrize("statement", [CLAIM, RECORD, EXPIRE, PURGE, *TABLE_READS, *TABLE_WRITES])
-async def test_the_runtime_role_cannot_dispatch_or_read_the_queue(connect_as, statement):
-    await _refused(connect_as, "outbox_runtime", statement)
+async def test_the_api_and_producers_cannot_dispatch_or_read_the_queue(connect_as, role, statement):
+    await _refused(connect_as, role, statement)
 
 
 @pytest.mark.parametrize("statement", [ENQUEUE, CANCEL, *TABLE_READS, *TABLE_WRITES])
@@ -63,8 +68,7 @@ async def test_the_worker_role_cannot_produce_or_touch_tables(connect_as, statem
     await _refused(connect_as, "outbox_worker", statement)
 
 
-@pytest.mark.parametrize("role", ["outbox_runtime", "outbox_worker"])
-async def test_a_role_outside_the_grants_cannot_call_any_queue_function(connect_as, role):
+async def test_a_role_outside_the_grants_cannot_call_any_queue_function(connect_as):
     async with connect_as() as conn:
         await conn.execute("CREATE ROLE outbox_test_stranger NOLOGIN")
     try:
@@ -90,8 +94,9 @@ async def test_the_worker_cannot_read_an_identity_table(connect_as):
         await _refused(connect_as, "outbox_worker", f"SELECT * FROM {table}")
 
 
-async def test_allowed_calls_succeed_for_their_own_role(connect_as):
-    async with connect_as("outbox_runtime") as conn:
+@pytest.mark.parametrize("producer", API_AND_PRODUCERS)
+async def test_allowed_calls_succeed_for_their_own_role(connect_as, producer):
+    async with connect_as(producer) as conn:
         await conn.execute(ENQUEUE)
         await conn.execute(CANCEL)
     async with connect_as("outbox_worker") as conn:
@@ -100,7 +105,7 @@ async def test_allowed_calls_succeed_for_their_own_role(connect_as):
 
 
 async def test_the_adapters_raise_permission_denied_for_the_wrong_role(database_url, connect_as):
-    pool = await open_pool(database_url, max_size=1, role="outbox_runtime")
+    pool = await open_pool(database_url, max_size=1, role="identity_service")
     store = PostgresDispatchStore(pool, WorkListener(database_url))
     try:
         with pytest.raises(PermissionDenied):
@@ -118,7 +123,14 @@ async def test_the_adapters_raise_permission_denied_for_the_wrong_role(database_
 
 
 async def test_group_roles_cannot_log_in(database_url):
-    for role in ("outbox_owner", "outbox_runtime", "outbox_worker"):
+    roles = (
+        "outbox_owner",
+        "outbox_producer",
+        "identity_service",
+        "outbox_worker",
+        "outbox_runtime",
+    )
+    for role in roles:
         url = psycopg.conninfo.make_conninfo(database_url, user=role)
         with pytest.raises(psycopg.OperationalError, match="not permitted to log in"):
             await psycopg.AsyncConnection.connect(url)

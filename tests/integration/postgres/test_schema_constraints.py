@@ -111,7 +111,7 @@ async def test_no_text_column_outside_the_envelope_could_hold_a_secret_by_design
 async def test_enqueue_names_the_parameter_it_refuses(
     connect_as, purpose, secret, subject, problem
 ):
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         with pytest.raises(errors.InvalidParameterValue, match=problem):
             await conn.execute(
                 f"SELECT outbox.enqueue_message(gen_random_uuid(), '{purpose}', 'email',"
@@ -124,7 +124,7 @@ async def test_a_real_envelope_passes_the_shape_check_and_comes_back_unchanged(c
     message_id = uuid.uuid4()
     sealer = EnvelopeSealer(Keyring((generate_key(key_id),)))
     envelope = sealer.seal(message_id=message_id, purpose=Purpose.STEP_UP, plaintext="493817")
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute(
             "SELECT outbox.enqueue_message(%s, 'step_up', 'sms', '+15550100', gen_random_uuid(),"
             " 'code', '{}', 'en', %s)",

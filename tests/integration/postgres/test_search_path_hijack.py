@@ -19,7 +19,7 @@ MESSAGE_COPY = "(id uuid, purpose text, subject_id uuid, state text, sealed text
 
 async def test_temp_tables_named_like_the_queue_do_not_capture_an_enqueue(connect_as):
     message_id, subject_id = uuid.uuid4(), uuid.uuid4()
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         for name in ("messages", "envelopes", "attempts"):
             await conn.execute(f"CREATE TEMP TABLE {name} {MESSAGE_COPY}")
         await conn.execute("SET search_path = pg_temp, public")
@@ -67,7 +67,7 @@ async def test_look_alike_operators_and_functions_in_the_callers_path_are_never_
                 f" $$BEGIN INSERT INTO trap.calls VALUES ('{name}'); RETURN {value}; END$$"
             )
     subject_id = uuid.uuid4()
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute("SET search_path = trap, pg_catalog, pg_temp")
         await conn.execute(ENQUEUE, (uuid.uuid4(), subject_id))
         await conn.execute(ENQUEUE, (uuid.uuid4(), subject_id))  # supersedes: compares uuids
@@ -100,7 +100,7 @@ async def test_look_alike_operators_and_functions_in_the_callers_path_are_never_
 
 
 async def test_a_claim_through_a_hostile_path_still_leases_real_rows(connect_as, dispatch_store):
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute(ENQUEUE, (uuid.uuid4(), uuid.uuid4()))
     async with connect_as("outbox_worker") as conn:
         await conn.execute("CREATE TEMP TABLE messages (id uuid, state text)")

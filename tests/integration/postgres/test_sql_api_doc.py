@@ -1,4 +1,4 @@
-"""The plain-SQL producer example in docs/sql-api.md runs as written, as outbox_runtime."""
+"""The plain-SQL producer example in docs/sql-api.md runs as written, as outbox_producer."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _example() -> str:
 
 
 async def test_the_documented_producer_example_enqueues_a_message(connect_as):
-    async with connect_as("outbox_runtime") as conn:
+    async with connect_as("outbox_producer") as conn:
         await conn.execute(_example().encode())
     async with connect_as() as conn:
         cursor = await conn.execute(

@@ -39,7 +39,7 @@ def worker_env(database_url: str, tmp_path: Path) -> dict[str, str]:
 
 @pytest.fixture
 def enqueue(database_url: str) -> Enqueue:
-    """Enqueue ``count`` sign-up codes as outbox_runtime, one transaction; return id → code."""
+    """Enqueue ``count`` sign-up codes as outbox_producer, one transaction; return id → code."""
     sealer = EnvelopeSealer(Keyring((SEAL_KEY,)))
     ids = Uuid7Ids()
 
@@ -49,7 +49,7 @@ def enqueue(database_url: str) -> Enqueue:
         codes: dict[UUID, str] = {}
         now = datetime.now(UTC)
         async with await psycopg.AsyncConnection.connect(database_url) as conn:
-            await conn.execute("SET ROLE outbox_runtime")
+            await conn.execute("SET ROLE outbox_producer")
             writer = PostgresOutboxWriter(conn)
             for _ in range(count):
                 message_id = ids.new_id()

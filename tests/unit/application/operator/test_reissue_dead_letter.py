@@ -53,7 +53,7 @@ async def test_the_reissue_is_reported_without_the_code(world: OperatorWorld):
 
     [event] = world.telemetry.named("operator.dead_letter.reissued")
     assert {
-        "actor_id": str(actor),
+        "actor_id": str(actor.identity_id),
         "dead_letter_id": str(letter.id),
         "message_id": str(receipt.message_id),
         "replayed": False,
@@ -128,14 +128,14 @@ async def test_a_closed_challenge_is_refused_by_the_store_and_nothing_changes(
 
 
 async def test_a_caller_who_is_not_staff_is_refused_and_reported(world: OperatorWorld):
-    stranger = uuid.uuid4()
+    stranger = world.elevated(uuid.uuid4())
     letter = world.dead_letter(subject_id=world.open_challenge().id)
 
     with pytest.raises(StaffRequired):
         await world.reissue(ReissueCommand(actor=stranger, message_id=letter.id))
 
     [event] = world.telemetry.named("security.staff_required")
-    assert ("warning", "reissue", str(stranger)) == (
+    assert ("warning", "reissue", str(stranger.identity_id)) == (
         event.level,
         event.fields["action"],
         event.fields["actor_id"],
@@ -159,7 +159,7 @@ async def test_a_malformed_key_is_refused_before_anything_else(world: OperatorWo
 async def test_a_key_in_use_by_a_running_request_is_in_progress(world: OperatorWorld):
     actor = world.staff()
     letter = world.dead_letter(subject_id=world.open_challenge().id)
-    world.store.in_progress.add((actor, "busy"))
+    world.store.in_progress.add((actor.identity_id, "busy"))
 
     with pytest.raises(RequestInProgress):
         await world.reissue(

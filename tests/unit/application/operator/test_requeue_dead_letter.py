@@ -47,7 +47,9 @@ async def test_a_caller_who_is_not_staff_is_refused_and_reported(world: Operator
     letter = world.dead_letter(purpose=Purpose.NOTIFICATION)
 
     with pytest.raises(StaffRequired):
-        await world.requeue(RequeueCommand(actor=uuid.uuid4(), message_id=letter.id))
+        await world.requeue(
+            RequeueCommand(actor=world.elevated(uuid.uuid4()), message_id=letter.id)
+        )
 
     [event] = world.telemetry.named("security.staff_required")
     assert "requeue" == event.fields["action"]

@@ -12,6 +12,7 @@ from application.operator.errors import StaffIdentityNotFound, StepUpRequired
 from application.operator.grant_staff import GrantStaffCommand
 from application.operator.require_elevation import ElevationCheck
 from application.operator.revoke_staff import RevokeStaffCommand
+from application.operator.staff_actor import StaffActor
 from domain.identity.sessions import Elevation
 from domain.identity.tokens import token_digest
 from tests.unit.application.operator.world import STAFF, OperatorWorld
@@ -39,7 +40,7 @@ async def test_a_malformed_email_is_refused(world: OperatorWorld):
 async def test_the_acting_staff_member_is_named_by_email(world: OperatorWorld):
     actor = world.staff()
 
-    assert actor == await world.resolve_staff_member(STAFF)
+    assert StaffActor(identity_id=actor.identity_id) == await world.resolve_staff_member(STAFF)
     with pytest.raises(StaffIdentityNotFound):
         await world.resolve_staff_member("nobody@example.com")
 
@@ -66,7 +67,9 @@ def _elevated(world: OperatorWorld, *, lifetime: timedelta = timedelta(minutes=5
 async def test_a_fresh_elevation_of_this_session_names_the_caller(world: OperatorWorld):
     principal = _elevated(world)
 
-    assert principal.identity_id == await world.require_elevation(
+    assert StaffActor(
+        identity_id=principal.identity_id, elevation_digest=token_digest("elevation-token")
+    ) == await world.require_elevation(
         ElevationCheck(principal=principal, elevation_token="elevation-token")
     )
 

@@ -21,6 +21,7 @@ from application.operator.resolve_staff_member import ResolveStaffMember
 from application.operator.revoke_staff import RevokeStaff
 from application.operator.show_backlog import ShowBacklog
 from application.operator.show_message import ShowMessage
+from application.operator.staff_actor import StaffActor
 from domain.identity.challenges import Challenge
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import Message
@@ -102,12 +103,18 @@ class OperatorWorld:
     def observe_backlog(self) -> ObserveBacklog:
         return ObserveBacklog(gauge=InMemoryBacklogGauge(self.store), telemetry=self.telemetry)
 
-    def staff(self, email: str = STAFF) -> UUID:
-        """A staff member's identity."""
+    def staff(self, email: str = STAFF) -> StaffActor:
+        """A staff member, stepped up: their identity and a fresh elevation's digest."""
         identity_id = self.ids.new_id()
         self.store.emails[email] = identity_id
         self.store.staff[identity_id] = StaffRow(granted_at=self.now())
-        return identity_id
+        return self.elevated(identity_id)
+
+    def elevated(self, identity_id: UUID) -> StaffActor:
+        """``identity_id`` with a fresh elevation (the fake store's side of a step-up)."""
+        digest = f"{len(self.store.elevations):064x}"
+        self.store.elevations[digest] = (identity_id, self.now() + timedelta(minutes=5))
+        return StaffActor(identity_id=identity_id, elevation_digest=digest)
 
     def open_challenge(self, *, code: str = "111111", **changes: object) -> Challenge:
         """An open sign-up challenge of PERSON whose current code is ``code``."""
