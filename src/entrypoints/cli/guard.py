@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+import structlog
 import typer
 from psycopg import errors as pg_errors
 
@@ -20,14 +21,24 @@ from application.errors import (
 )
 from application.outbox.errors import MessageNotFound
 from entrypoints.cli.exit_codes import ExitCode
+from entrypoints.observability import log_format
 from entrypoints.settings.reader import SettingsError
 
 _T = TypeVar("_T")
 
 
 def fail(message: str, code: ExitCode) -> typer.Exit:
-    """Print ``message`` to stderr and return the Exit to raise with ``code``."""
-    typer.echo(message, err=True)
+    """Say ``message`` on stderr and return the Exit to raise with ``code``.
+
+    Once logging is set up in JSON, stderr is a log stream, so the message is a JSON log line
+    too (``command.failed``, its text in ``detail``); otherwise it is the plain text.
+    """
+    if log_format() == "json":
+        structlog.get_logger().error(
+            "command.failed", logger="outbox", detail=message, exit_status=int(code)
+        )
+    else:
+        typer.echo(message, err=True)
     return typer.Exit(int(code))
 
 

@@ -112,4 +112,7 @@ def create_app(
         ),
         state=State({"services": services}),
         lifespan=list(lifespan),
+        # Litestar's own logging config would add a plain-text root handler; its loggers
+        # propagate to the one entrypoints.observability installs (JSON, redacted) instead.
+        logging_config=None,
     )

@@ -230,3 +230,38 @@ def test_the_worker_serves_metrics_over_http() -> None:
 
     assert "outbox_claim_batch_size_count 1.0" in body
     assert "process_resident_memory_bytes" in body
+
+
+def test_a_library_exception_argument_is_logged_as_its_name_and_code(
+    output: io.StringIO,
+) -> None:
+    """psycopg's pool logs ``"error connecting in %r: %s", name, error``: the text quotes
+    hosts, users and databases; only the class and code may reach the line."""
+    error = ProviderError(f"connection to {EMAIL} at postgresql://u:{LOCAL_SECRET}@db failed")
+    logging.getLogger("psycopg.pool").warning("error connecting in %r: %s", "outbox", error)
+    logging.getLogger("uvicorn.error").error(error)
+
+    pool, server = _lines(output)
+    assert "error connecting in 'outbox': ProviderError (550)" == pool["event"]
+    assert "ProviderError (550)" == server["event"]
+    assert LOCAL_SECRET not in output.getvalue()
+
+
+def test_a_url_password_is_redacted_from_any_line(output: io.StringIO) -> None:
+    logging.getLogger("some.library").warning(
+        "retrying postgresql://outbox:%s@db.internal:5432/outbox", LOCAL_SECRET
+    )
+
+    [line] = _lines(output)
+    assert "retrying postgresql://outbox:[REDACTED]@db.internal:5432/outbox" == line["event"]
+
+
+def test_chatty_client_libraries_stay_at_warning_even_in_debug(output: io.StringIO) -> None:
+    """botocore's debug lines carry request bodies (a code, a destination)."""
+    logging.getLogger("botocore.endpoint").debug("Making request with body %s", CODE)
+    logging.getLogger("botocore.credentials").warning("credentials expire soon")
+    logging.getLogger("some.library").debug("other debug lines still show")
+
+    assert ["credentials expire soon", "other debug lines still show"] == [
+        line["event"] for line in _lines(output)
+    ]
