@@ -39,7 +39,7 @@ def _environment(url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
         "OUTBOX_DATABASE_URL": url,
-        "OUTBOX_API_DB_ROLE": "outbox_runtime",
+        "OUTBOX_API_DB_ROLE": "identity_service",
         "OUTBOX_DATA_DIR": str(tmp_path),
         "OUTBOX_LOG_FORMAT": "json",
         "OUTBOX_LOG_LEVEL": "debug",
