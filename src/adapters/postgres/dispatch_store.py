@@ -25,31 +25,32 @@ FROM outbox.claim_messages(%b::text, %b::integer, %b::double precision)
 """
 RECORD = """
 SELECT result
-FROM outbox.record_outcomes(
+FROM outbox.record_outcomes_detailed(
     %b::uuid[], %b::uuid[], %b::integer[], %b::text[], %b::text[],
-    %b::text[], %b::text[], %b::text[], %b::timestamptz[], %b::boolean[]
+    %b::text[], %b::text[], %b::text[], %b::timestamptz[], %b::boolean[], %b::text[]
 )
 """
-# The hot path speaks binary both ways (%b, binary=True): psycopg dumps ten arrays of a
+# The hot path speaks binary both ways (%b, binary=True): psycopg dumps the arrays of a
 # hundred in about 180 us in binary against 730 us as text, and parses UUIDs and timestamps
 # without string round trips (docs/benchmarks.md).
 EXPIRE = "SELECT outbox.expire_messages(%s::integer)"
 PURGE = "SELECT outbox.purge_messages(%s::interval, %s::interval, %s::integer)"
 
-# One row of the record call: outcome kind, failure class, code, receipt, retry time, attempted.
-_Encoded = tuple[str, str | None, str, str, datetime | None, bool]
+# One row of the record call: outcome kind, failure class, code, receipt, retry time, attempted,
+# the provider's detail.
+_Encoded = tuple[str, str | None, str, str, datetime | None, bool, str]
 
 
 def _encode(record: AttemptRecord) -> _Encoded:
     match record.outcome:
         case Published(provider_message_id=receipt):
-            return ("published", None, "", receipt, None, True)
-        case Retry(available_at=at, failure_class=failure, code=code):
-            return ("retry", failure.value, code, "", at, True)
-        case Release(available_at=at, failure_class=failure, code=code):
-            return ("release", failure.value, code, "", at, False)
-        case DeadLetter(reason=reason, code=code, attempted=attempted):
-            return ("dead_letter", reason.value, code, "", None, attempted)
+            return ("published", None, "", receipt, None, True, "")
+        case Retry(available_at=at, failure_class=failure, code=code, detail=detail):
+            return ("retry", failure.value, code, "", at, True, detail)
+        case Release(available_at=at, failure_class=failure, code=code, detail=detail):
+            return ("release", failure.value, code, "", at, False, detail)
+        case DeadLetter(reason=reason, code=code, attempted=attempted, detail=detail):
+            return ("dead_letter", reason.value, code, "", None, attempted, detail)
 
 
 def _claimed(row: tuple[Any, ...]) -> ClaimedMessage:
@@ -126,6 +127,7 @@ class PostgresDispatchStore:
             [row[3] for row in encoded],
             [row[4] for row in encoded],
             [row[5] for row in encoded],
+            [row[6] for row in encoded],
         )
         with translated_errors():
             async with self._pool.connection() as conn:

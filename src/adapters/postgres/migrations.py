@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -129,6 +129,31 @@ class MigrationStatus:
         if self.applied_at is None:
             return "pending"
         return "changed" if self.changed else "applied"
+
+
+@attrs.frozen(kw_only=True)
+class MigrationPlan:
+    """What ``run_migrations`` would do now: rewrite a legacy ledger first, then apply these."""
+
+    pending: tuple[Migration, ...]
+    rewrites_legacy_ledger: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class MigrationRun:
+    """What ``run_migrations`` did: the files it applied, and whether it rewrote a legacy
+    ledger (0100-0300) to the one sequence first."""
+
+    applied: tuple[Migration, ...]
+    rewrote_legacy_ledger: bool = False
+
+
+# Called with each migration as it starts and once it is committed (progress displays).
+OnMigration = Callable[[Migration], None]
+
+
+def _ignore(_: Migration) -> None:
+    """The default of the progress hooks."""
 
 
 @attrs.frozen(kw_only=True)
@@ -252,18 +277,20 @@ async def _read_ledger(conn: psycopg.AsyncConnection) -> list[_LedgerRow]:
 
 
 async def _apply_next(
-    conn: psycopg.AsyncConnection, known: Sequence[Migration]
-) -> Migration | None:
+    conn: psycopg.AsyncConnection, known: Sequence[Migration], applying: OnMigration
+) -> tuple[Migration | None, bool]:
     """In one transaction under the lock: check the ledger, apply the next pending file.
 
     A legacy ledger is first rewritten to the one sequence, in the same transaction. Returns
-    the migration applied, or None when every file is applied.
+    the migration applied (None when every file is applied) and whether the ledger was
+    rewritten.
     """
     async with conn.transaction():
         await conn.execute(LOCK)
         await conn.execute(CREATE_LEDGER)
         ledger = await _read_ledger(conn)
-        if _is_legacy(ledger, known):
+        rewrote = _is_legacy(ledger, known)
+        if rewrote:
             ledger = _renumbered(ledger, known)
             await conn.execute(FORGET_ALL)
             for row in ledger:
@@ -272,12 +299,45 @@ async def _apply_next(
         applied = {row.version for row in ledger}
         pending = [migration for migration in known if migration.version not in applied]
         if not pending:
-            return None
+            return None, rewrote
         migration = pending[0]
+        applying(migration)
         await conn.execute(migration.sql.encode("utf-8"))
         await conn.execute("RESET ROLE")
         await conn.execute(RECORD, (migration.version, migration.name, migration.checksum))
-    return migration
+    return migration, rewrote
+
+
+async def run_migrations(
+    url: str,
+    migrations: Sequence[Migration] | None = None,
+    *,
+    applying: OnMigration = _ignore,
+    applied: OnMigration = _ignore,
+) -> MigrationRun:
+    """Apply every pending migration in order; say what was applied and whether a legacy
+    ledger was rewritten.
+
+    Each runs in its own transaction under the migration lock, after the ledger is re-read and
+    checked there, so concurrent or repeated runs apply each file exactly once. A database
+    migrated by the legacy files has its ledger rewritten to the one sequence first.
+    ``applying`` and ``applied`` are called with each migration as it starts and once it is
+    committed. Raises MigrationError, naming the file, when the ledger and the files disagree
+    (see ``_check``), and StoreUnavailable when the database cannot be reached.
+    """
+    known = _known(migrations)
+    done: list[Migration] = []
+    rewrote_any = False
+    with translated_errors():
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            while True:
+                migration, rewrote = await _apply_next(conn, known, applying)
+                rewrote_any = rewrote_any or rewrote
+                if migration is None:
+                    break
+                done.append(migration)
+                applied(migration)
+    return MigrationRun(applied=tuple(done), rewrote_legacy_ledger=rewrote_any)
 
 
 async def apply_migrations(
@@ -285,19 +345,37 @@ async def apply_migrations(
 ) -> list[Migration]:
     """Apply every pending migration in order and return those applied (none when up to date).
 
-    Each runs in its own transaction under the migration lock, after the ledger is re-read and
-    checked there, so concurrent or repeated runs apply each file exactly once. A database
-    migrated by the legacy files has its ledger rewritten to the one sequence first. Raises
-    MigrationError, naming the file, when the ledger and the files disagree (see ``_check``),
-    and StoreUnavailable when the database cannot be reached.
+    ``run_migrations`` without the report; it raises the same errors.
     """
-    known = _known(migrations)
-    applied: list[Migration] = []
+    return list((await run_migrations(url, migrations)).applied)
+
+
+async def _ledger_now(url: str) -> list[_LedgerRow]:
+    """The ledger as it is (empty before the first migration), read without the lock."""
     with translated_errors():
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            while (migration := await _apply_next(conn, known)) is not None:
-                applied.append(migration)
-    return applied
+            cursor = await conn.execute(LEDGER_EXISTS)
+            exists = await cursor.fetchone()
+            return await _read_ledger(conn) if exists is not None and exists[0] else []
+
+
+async def plan_migrations(url: str, migrations: Sequence[Migration] | None = None) -> MigrationPlan:
+    """What ``run_migrations`` would do now, changing nothing (``db migrate --dry-run``).
+
+    Makes the same checks, so it raises the same MigrationError a run would, and
+    StoreUnavailable when the database cannot be reached.
+    """
+    known = _known(migrations)
+    ledger = await _ledger_now(url)
+    legacy = _is_legacy(ledger, known)
+    if legacy:
+        ledger = _renumbered(ledger, known)
+    _check(ledger, known)
+    applied = {row.version for row in ledger}
+    return MigrationPlan(
+        pending=tuple(migration for migration in known if migration.version not in applied),
+        rewrites_legacy_ledger=legacy,
+    )
 
 
 async def migration_status(
@@ -309,11 +387,7 @@ async def migration_status(
     StoreUnavailable if the database cannot be reached.
     """
     known = _known(migrations)
-    with translated_errors():
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            cursor = await conn.execute(LEDGER_EXISTS)
-            exists = await cursor.fetchone()
-            ledger = await _read_ledger(conn) if exists is not None and exists[0] else []
+    ledger = await _ledger_now(url)
     if _is_legacy(ledger, known):
         ledger = _renumbered(ledger, known)
     rows = {row.version: row for row in ledger}

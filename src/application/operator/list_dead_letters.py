@@ -7,9 +7,9 @@ from uuid import UUID
 import attrs
 
 from application.errors import InvalidField
-from application.operator.ports import OperatorStore
+from application.operator.ports import MessageLog, OperatorStore
 from application.operator.staff_actor import StaffActor
-from application.operator.views import DeadLetterPage
+from application.operator.views import DeadLetterPage, DeadLetterSummary, Repair
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -27,9 +27,14 @@ class DeadLetterQuery:
 
 @attrs.frozen(kw_only=True)
 class ListDeadLetters:
-    """Asks the store for one row more than the page to learn whether the list goes on."""
+    """Asks the store for one row more than the page to learn whether the list goes on.
+
+    The database operator (no actor) also sees what became of each dead letter: reissued or
+    requeued, as which message.
+    """
 
     store: OperatorStore
+    log: MessageLog
 
     async def __call__(self, query: DeadLetterQuery) -> DeadLetterPage:
         """The page; raises InvalidField for a bad limit or two cursors, InvalidRequest for a
@@ -44,12 +49,11 @@ class ListDeadLetters:
                 actor=query.actor, after=query.after, before=query.before, limit=query.limit + 1
             )
         )
-        more = len(rows) > query.limit
-        if query.before is None:
-            return DeadLetterPage(
-                items=tuple(rows[: query.limit]), has_older=more, has_newer=query.after is not None
-            )
-        # Going back, the extra row is the newest one: beyond the page's top edge.
-        return DeadLetterPage(
-            items=tuple(rows[1:] if more else rows), has_older=True, has_newer=more
-        )
+        if query.actor is None and rows:
+            repairs = await self.log.repairs([row.id for row in rows])
+            rows = [_repaired(row, repairs.get(row.id)) for row in rows]
+        return DeadLetterPage.of(rows, limit=query.limit, after=query.after, before=query.before)
+
+
+def _repaired(row: DeadLetterSummary, repair: Repair | None) -> DeadLetterSummary:
+    return row if repair is None else attrs.evolve(row, repair=repair)

@@ -10,16 +10,20 @@ login), which the store accepts only from a connection that may administer the d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 from uuid import UUID
 
+from application.operator.message_filters import MessageFilter
 from application.operator.staff_actor import StaffActor
 from application.operator.views import (
+    AttemptView,
     Backlog,
     CopyReceipt,
     DeadLetterSummary,
     MessageDetail,
+    MessageSummary,
+    Repair,
     StaffChange,
 )
 
@@ -94,6 +98,32 @@ class OperatorStore(Protocol):
 
         Raises StaffIdentityNotFound.
         """
+        ...
+
+
+class MessageLog(Protocol):
+    """The database operator's reads over every message (``outboxctl``), destinations masked.
+
+    Only a connection that may administer the database is served: every method raises
+    StaffRequired for any other, and StoreUnavailable for a transient database error.
+    """
+
+    async def messages(
+        self, *, where: MessageFilter, after: UUID | None, before: UUID | None, limit: int
+    ) -> Sequence[MessageSummary]:
+        """Up to ``limit`` messages matching ``where``, newest first, older than ``after`` or
+        newer than ``before`` (at most one cursor).
+
+        Raises InvalidRequest when the cursor names no message.
+        """
+        ...
+
+    async def repairs(self, dead_letter_ids: Sequence[UUID]) -> Mapping[UUID, Repair]:
+        """The newest reissue or requeue of each dead letter that had one."""
+        ...
+
+    async def history(self, message_id: UUID) -> Sequence[AttemptView]:
+        """The message's attempts, oldest first, with each provider's detail."""
         ...
 
 

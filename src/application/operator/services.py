@@ -6,6 +6,7 @@ import attrs
 
 from application.operator.grant_staff import GrantStaff
 from application.operator.list_dead_letters import ListDeadLetters
+from application.operator.list_messages import ListMessages
 from application.operator.observe_backlog import ObserveBacklog
 from application.operator.reissue_dead_letter import ReissueDeadLetter
 from application.operator.requeue_dead_letter import RequeueDeadLetter
@@ -23,6 +24,7 @@ class OperatorServices:
 
     show_backlog: ShowBacklog
     list_dead_letters: ListDeadLetters
+    list_messages: ListMessages
     show_message: ShowMessage
     requeue_dead_letter: RequeueDeadLetter
     reissue_dead_letter: ReissueDeadLetter

@@ -6,7 +6,7 @@ from uuid import UUID
 
 import attrs
 
-from application.operator.ports import OperatorStore
+from application.operator.ports import MessageLog, OperatorStore
 from application.operator.staff_actor import StaffActor
 from application.operator.views import MessageDetail
 from application.outbox.errors import MessageNotFound
@@ -22,9 +22,11 @@ class MessageQuery:
 
 @attrs.frozen(kw_only=True)
 class ShowMessage:
-    """Reads one message through the staff-gated store."""
+    """Reads one message through the staff-gated store; the database operator (no actor) also
+    sees each attempt's provider detail."""
 
     store: OperatorStore
+    log: MessageLog
 
     async def __call__(self, query: MessageQuery) -> MessageDetail:
         """The message; raises MessageNotFound, or StaffRequired or StepUpRequired for
@@ -32,4 +34,7 @@ class ShowMessage:
         detail = await self.store.message(actor=query.actor, message_id=query.message_id)
         if detail is None:
             raise MessageNotFound(str(query.message_id))
+        if query.actor is None:
+            history = await self.log.history(query.message_id)
+            detail = attrs.evolve(detail, history=tuple(history))
         return detail

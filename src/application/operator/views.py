@@ -6,7 +6,10 @@ holds an envelope, a code or a code hash.
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Generic, Protocol, TypeVar
 from uuid import UUID
 
 import attrs
@@ -37,6 +40,22 @@ class Backlog:
         }
 
 
+class RepairAction(enum.StrEnum):
+    """How staff repaired a dead letter: a new code (reissue) or a new copy (requeue)."""
+
+    REISSUE = "reissue"
+    REQUEUE = "requeue"
+
+
+@attrs.frozen(kw_only=True)
+class Repair:
+    """The new message a reissue or requeue of a dead letter made, and when."""
+
+    action: RepairAction
+    message_id: UUID
+    at: datetime
+
+
 @attrs.frozen(kw_only=True)
 class DeadLetterSummary:
     """One row of the dead-letter list; the destination is masked."""
@@ -49,13 +68,22 @@ class DeadLetterSummary:
     failure_class: FailureClass
     dead_lettered_at: datetime
     expires_at: datetime | None
+    repair: Repair | None = None  # read by the database operator only; None for staff reads
+
+
+class _Keyed(Protocol):
+    @property
+    def id(self) -> UUID: ...
+
+
+_Item = TypeVar("_Item", bound=_Keyed)
 
 
 @attrs.frozen(kw_only=True)
-class DeadLetterPage:
-    """A keyset page of dead letters, newest first, and whether rows lie on either side."""
+class KeysetPage(Generic[_Item]):
+    """A keyset page, newest first, and whether rows lie on either side of it."""
 
-    items: tuple[DeadLetterSummary, ...]
+    items: tuple[_Item, ...]
     has_older: bool
     has_newer: bool
 
@@ -68,6 +96,40 @@ class DeadLetterPage:
     def newer_cursor(self) -> UUID | None:
         """The ``before`` cursor of the previous (newer) page, if there is one."""
         return self.items[0].id if self.has_newer and self.items else None
+
+    @classmethod
+    def of(
+        cls, rows: Sequence[_Item], *, limit: int, after: UUID | None, before: UUID | None
+    ) -> KeysetPage[_Item]:
+        """The page from up to ``limit + 1`` rows read on one side of the cursor (the extra
+        row, when it came, says the list goes on that way)."""
+        more = len(rows) > limit
+        if before is None:
+            return cls(items=tuple(rows[:limit]), has_older=more, has_newer=after is not None)
+        # Going back, the extra row is the newest one: beyond the page's top edge.
+        return cls(items=tuple(rows[1:] if more else rows), has_older=True, has_newer=more)
+
+
+DeadLetterPage = KeysetPage[DeadLetterSummary]
+
+
+@attrs.frozen(kw_only=True)
+class MessageSummary:
+    """One row of the operator's message list; the destination is masked."""
+
+    id: UUID
+    purpose: Purpose
+    channel: Channel
+    destination: str  # masked
+    state: State
+    attempts: int
+    created_at: datetime
+    dead_letter_reason: FailureClass | None
+    provider: str  # the last attempt's provider; "" before any attempt
+    repair: Repair | None = None
+
+
+MessagePage = KeysetPage[MessageSummary]
 
 
 @attrs.frozen(kw_only=True)
@@ -83,6 +145,7 @@ class AttemptView:
     provider_message_id: str
     recorded_at: datetime
     retry_at: datetime | None
+    detail: str = ""  # the provider's sanitised reason; read by the database operator only
 
 
 @attrs.frozen(kw_only=True)

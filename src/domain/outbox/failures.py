@@ -70,14 +70,21 @@ _DECISIONS = {
 }
 
 
+# The longest provider detail the attempt history keeps (the column's check says the same).
+MAX_DETAIL = 200
+
+
 @attrs.frozen(kw_only=True)
 class DeliveryFailure:
     """A classified failure: its class, a short provider code, and the provider's retry hint.
 
     ``code`` is a short machine code (an SMTP reply code, an HTTP status, an AWS error
-    code); it never holds free text from an exception.
+    code); it never holds free text from an exception. ``detail`` is what the provider said,
+    already sanitised by its adapter (no address, no secret, at most ``MAX_DETAIL``
+    characters), kept in the attempt history for operators.
     """
 
     failure_class: FailureClass
     code: str = ""
     retry_after: datetime | None = None
+    detail: str = ""

@@ -30,6 +30,7 @@ class Retry:
     available_at: datetime
     failure_class: FailureClass
     code: str = ""
+    detail: str = ""  # the provider's sanitised reason
 
     @property
     def counts_attempt(self) -> bool:
@@ -44,6 +45,7 @@ class Release:
     available_at: datetime
     failure_class: FailureClass
     code: str = ""
+    detail: str = ""  # the provider's sanitised reason
 
     @property
     def counts_attempt(self) -> bool:
@@ -58,6 +60,7 @@ class DeadLetter:
     reason: FailureClass
     code: str = ""
     attempted: bool = True
+    detail: str = ""  # the provider's sanitised reason
 
     @property
     def counts_attempt(self) -> bool:

@@ -68,18 +68,39 @@ class RetryPolicy:
         """
         decision = failure.failure_class.decision
         if decision is Decision.DEAD_LETTER:
-            return DeadLetter(reason=failure.failure_class, code=failure.code)
+            return DeadLetter(
+                reason=failure.failure_class, code=failure.code, detail=failure.detail
+            )
         if decision is Decision.RELEASE:
             probe = now + self.suspension_probe
             at = max(probe, failure.retry_after) if failure.retry_after else probe
             if expires_at is not None and at >= expires_at:
-                return DeadLetter(reason=expiry_reason(purpose), code=failure.code, attempted=False)
-            return Release(available_at=at, failure_class=failure.failure_class, code=failure.code)
+                return DeadLetter(
+                    reason=expiry_reason(purpose),
+                    code=failure.code,
+                    detail=failure.detail,
+                    attempted=False,
+                )
+            return Release(
+                available_at=at,
+                failure_class=failure.failure_class,
+                code=failure.code,
+                detail=failure.detail,
+            )
         if attempt >= self.max_attempts:
-            return DeadLetter(reason=failure.failure_class, code=failure.code)
+            return DeadLetter(
+                reason=failure.failure_class, code=failure.code, detail=failure.detail
+            )
         at = now + self.backoff(attempt)
         if failure.retry_after is not None and failure.retry_after > at:
             at = failure.retry_after
         if expires_at is not None and at >= expires_at:
-            return DeadLetter(reason=expiry_reason(purpose), code=failure.code)
-        return Retry(available_at=at, failure_class=failure.failure_class, code=failure.code)
+            return DeadLetter(
+                reason=expiry_reason(purpose), code=failure.code, detail=failure.detail
+            )
+        return Retry(
+            available_at=at,
+            failure_class=failure.failure_class,
+            code=failure.code,
+            detail=failure.detail,
+        )

@@ -9,10 +9,12 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.identity_transactions import PostgresIdentityTransactions
+from adapters.postgres.message_log import PostgresMessageLog
 from adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
 from application.identity.challenge_issuer import ChallengeIssuer
 from application.operator.grant_staff import GrantStaff
 from application.operator.list_dead_letters import ListDeadLetters
+from application.operator.list_messages import ListMessages
 from application.operator.observe_backlog import ObserveBacklog
 from application.operator.reissue_dead_letter import ReissueDeadLetter
 from application.operator.requeue_dead_letter import RequeueDeadLetter
@@ -49,13 +51,15 @@ def build_operator_services(
 ) -> OperatorServices:
     """Every operator use case over ``pool``; reissued codes follow ``challenges``."""
     store = PostgresOperatorStore(pool)
+    log = PostgresMessageLog(pool)  # the database operator's reads; the API never calls them
     issuer = ChallengeIssuer(
         secrets=secret_source, hasher=hasher, sealer=sealer, ids=ids, policy=challenges
     )
     return OperatorServices(
         show_backlog=ShowBacklog(store=store),
-        list_dead_letters=ListDeadLetters(store=store),
-        show_message=ShowMessage(store=store),
+        list_dead_letters=ListDeadLetters(store=store, log=log),
+        list_messages=ListMessages(log=log),
+        show_message=ShowMessage(store=store, log=log),
         requeue_dead_letter=RequeueDeadLetter(store=store, ids=ids, telemetry=telemetry),
         reissue_dead_letter=ReissueDeadLetter(store=store, issuer=issuer, telemetry=telemetry),
         grant_staff=GrantStaff(store=store, telemetry=telemetry),

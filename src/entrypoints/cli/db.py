@@ -1,19 +1,26 @@
-"""``outboxctl db``: apply the SQL migrations and show which are applied."""
+"""``outboxctl db``: apply the SQL migrations, preview them, and show which are applied."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from adapters.postgres.migrations import apply_migrations, migration_status
+from adapters.postgres.migrations import (
+    Migration,
+    MigrationPlan,
+    MigrationRun,
+    migration_status,
+    plan_migrations,
+    run_migrations,
+)
 from entrypoints.bootstrap.database import resolve_database_url
 from entrypoints.cli.guard import guarded
+from entrypoints.cli.output import lines, print_json, print_table, short_time, table
 from entrypoints.cli.startup import start
 
 db_app = typer.Typer(
@@ -30,40 +37,149 @@ def _with_database(action: Callable[[str], _T]) -> _T:
         return action(resolve_database_url(settings))
 
 
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+LEGACY_REWRITE = (
+    "the ledger of the per-context files (0100-0300) to the one sequence 0001-0007 (same"
+    " schema; see docs/operations.md)"
+)
+
+
+def _file(migration: Migration) -> str:
+    return f"{migration.version:04d}_{migration.name}"
+
+
+def _migration_json(migration: Migration) -> dict[str, object]:
+    return {"version": migration.version, "name": migration.name, "checksum": migration.checksum}
+
+
+def _with_progress(url: str, plan: MigrationPlan) -> MigrationRun:
+    """Run the migrations under a progress bar on stderr (stdout keeps the report)."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=Console(stderr=True)) as progress:
+        task = progress.add_task("migrating", total=len(plan.pending))
+
+        def applying(migration: Migration) -> None:
+            progress.update(task, description=f"applying {_file(migration)}")
+
+        def applied(_: Migration) -> None:
+            progress.advance(task)
+
+        run = asyncio.run(run_migrations(url, applying=applying, applied=applied))
+        progress.update(task, description="migrated", total=len(run.applied))
+    return run
+
+
 @db_app.command("migrate")
-def migrate() -> None:
-    """Apply every pending migration in order; running it again changes nothing."""
-    applied = _with_database(lambda url: asyncio.run(apply_migrations(url)))
-    for migration in applied:
-        typer.echo(f"applied {migration.version:04d}_{migration.name}")
-    if not applied:
+def migrate(
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Say what would be applied, and change nothing."),
+    ] = False,
+    as_json: AsJson = False,
+) -> None:
+    """Apply every pending migration in order; running it again changes nothing.
+
+    A database migrated by the per-context files of the first milestone has its ledger
+    rewritten to the one sequence first, and the command says so. --dry-run makes the same
+    checks and lists what would be applied; outboxctl db sql prints its SQL.
+    """
+
+    def act(url: str) -> MigrationPlan | MigrationRun:
+        plan = asyncio.run(plan_migrations(url))
+        if dry_run:
+            return plan
+        if as_json or not plan.pending:
+            return asyncio.run(run_migrations(url))
+        return _with_progress(url, plan)
+
+    outcome = _with_database(act)
+    if isinstance(outcome, MigrationPlan):
+        _report_plan(outcome, as_json=as_json)
+    else:
+        _report_run(outcome, as_json=as_json)
+
+
+def _report_plan(plan: MigrationPlan, *, as_json: bool) -> None:
+    if as_json:
+        print_json(
+            {
+                "dryRun": True,
+                "rewritesLegacyLedger": plan.rewrites_legacy_ledger,
+                "pending": [_migration_json(m) for m in plan.pending],
+            }
+        )
+        return
+    if plan.rewrites_legacy_ledger:
+        typer.echo(f"would rewrite {LEGACY_REWRITE}")
+    for migration in plan.pending:
+        typer.echo(f"would apply {_file(migration)}")
+    if not plan.pending:
         typer.echo("up to date")
 
 
+def _report_run(run: MigrationRun, *, as_json: bool) -> None:
+    if as_json:
+        print_json(
+            {
+                "dryRun": False,
+                "rewroteLegacyLedger": run.rewrote_legacy_ledger,
+                "applied": [_migration_json(m) for m in run.applied],
+            }
+        )
+        return
+    if run.rewrote_legacy_ledger:
+        typer.echo(f"rewrote {LEGACY_REWRITE}")
+    for migration in run.applied:
+        typer.echo(f"applied {_file(migration)}")
+    if not run.applied:
+        typer.echo("up to date")
+
+
+@db_app.command("sql")
+def sql() -> None:
+    """Print the SQL that outboxctl db migrate would apply now, file by file, for review.
+
+    Nothing is applied. Each file runs in its own transaction under the migration lock and is
+    then recorded in outbox_meta.migrations; prints nothing (and says so on stderr) when the
+    database is up to date.
+    """
+    plan = _with_database(lambda url: asyncio.run(plan_migrations(url)))
+    if plan.rewrites_legacy_ledger:
+        typer.echo(f"-- First, in the first file's transaction: rewrite {LEGACY_REWRITE}.\n")
+    for migration in plan.pending:
+        typer.echo(f"-- {_file(migration)}.sql (sha256 {migration.checksum})")
+        typer.echo("BEGIN;")
+        typer.echo(migration.sql.rstrip("\n"))
+        typer.echo(f"-- recorded as version {migration.version} in outbox_meta.migrations")
+        typer.echo("COMMIT;\n")
+    if not plan.pending:
+        typer.echo("up to date: no SQL to apply", err=True)
+
+
 @db_app.command("status")
-def status(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
-) -> None:
+def status(as_json: AsJson = False) -> None:
     """List every migration as applied, pending, changed (applied, file edited since) or
     no_file (applied by newer code: no file of this version)."""
     statuses = _with_database(lambda url: asyncio.run(migration_status(url)))
     if as_json:
-        typer.echo(
-            json.dumps(
-                [
-                    {
-                        "version": item.version,
-                        "name": item.name,
-                        "state": item.state,
-                        "applied_at": item.applied_at.isoformat() if item.applied_at else None,
-                    }
-                    for item in statuses
-                ]
-            )
+        print_json(
+            [
+                {
+                    "version": item.version,
+                    "name": item.name,
+                    "state": item.state,
+                    "appliedAt": item.applied_at,
+                }
+                for item in statuses
+            ]
         )
         return
-    table = Table("Version", "Name", "State", "Applied at")
+    rows = table("Version", "Name", "State", "Applied at (UTC)")
     for item in statuses:
-        applied_at = item.applied_at.isoformat(timespec="seconds") if item.applied_at else ""
-        table.add_row(f"{item.version:04d}", item.name, item.state, applied_at)
-    Console().print(table)
+        rows.add_row(
+            lines(f"{item.version:04d}"),
+            lines(item.name),
+            lines(item.state),
+            lines(short_time(item.applied_at)),
+        )
+    print_table(rows)

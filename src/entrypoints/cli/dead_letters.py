@@ -15,12 +15,11 @@ from application.operator.views import CopyReceipt
 from entrypoints.cli.operator_output import (
     dead_letter_json,
     dead_letter_table,
-    print_json,
-    print_table,
+    page_json,
     receipt_json,
-    timestamp,
 )
 from entrypoints.cli.operator_run import run_operator
+from entrypoints.cli.output import print_json, print_table, short_time
 
 dead_letters_app = typer.Typer(
     help="List dead letters; reissue a one-time code or requeue a notification.",
@@ -59,14 +58,19 @@ def list_(
     ] = DEFAULT_LIMIT,
     as_json: AsJson = False,
 ) -> None:
-    """List dead letters, newest first, with masked destinations."""
+    """List dead letters, newest first, with masked destinations, and whether each was already
+    reissued or requeued (the JSON names the copy).
+
+    --json prints {"items": [...], "pageInfo": {...}} as the staff route does: pass
+    pageInfo.endCursor as --after for the next page.
+    """
     page = run_operator(
         lambda services: services.list_dead_letters(
             DeadLetterQuery(after=after, before=before, limit=limit)
         )
     )
     if as_json:
-        print_json([dead_letter_json(item) for item in page.items])
+        print_json(page_json(page, [dead_letter_json(item) for item in page.items]))
         return
     if not page.items:
         typer.echo("no dead letters")
@@ -83,7 +87,7 @@ def _report(receipt: CopyReceipt, verb: str, as_json: bool) -> None:
         print_json(receipt_json(receipt))
         return
     done = "already " + verb if receipt.replayed else verb
-    expiry = f"; it expires at {timestamp(receipt.expires_at)}" if receipt.expires_at else ""
+    expiry = f"; it expires at {short_time(receipt.expires_at)} UTC" if receipt.expires_at else ""
     typer.echo(f"{done} {receipt.dead_letter_id} as {receipt.message_id}{expiry}")
 
 

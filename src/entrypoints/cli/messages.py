@@ -1,28 +1,131 @@
-"""``outboxctl messages show``: one message, masked, with its attempt history."""
+"""``outboxctl messages list|show``: find messages and read one, masked, with its attempts."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 from uuid import UUID
 
 import typer
 
-from application.operator.show_message import MessageQuery
-from entrypoints.cli.operator_output import message_json, message_tables, print_json, print_table
+from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
+from application.operator.list_messages import MessageQuery
+from application.operator.show_message import MessageQuery as ShowQuery
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
+from domain.purposes import Purpose
+from entrypoints.cli.operator_output import (
+    message_json,
+    message_list_table,
+    message_summary_json,
+    message_tables,
+    page_json,
+)
 from entrypoints.cli.operator_run import run_operator
+from entrypoints.cli.output import print_json, print_table
 
-messages_app = typer.Typer(help="Inspect messages (masked; never a secret).", no_args_is_help=True)
+messages_app = typer.Typer(
+    help="Find and inspect messages (masked; never a secret).", no_args_is_help=True
+)
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+
+
+def _moment(value: str) -> datetime:
+    """An ISO 8601 time; one without an offset is UTC."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(
+            "use an ISO 8601 time such as 2026-12-01 or 2026-12-01T09:30:00Z"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+@messages_app.command("list")
+def list_(
+    *,
+    state: Annotated[State | None, typer.Option(help="Only messages in this state.")] = None,
+    purpose: Annotated[Purpose | None, typer.Option(help="Only messages of this purpose.")] = None,
+    reason: Annotated[
+        FailureClass | None, typer.Option(help="Only dead letters with this reason.")
+    ] = None,
+    provider: Annotated[
+        str | None, typer.Option(help="Only messages an attempt sent through this provider.")
+    ] = None,
+    since: Annotated[
+        datetime | None,
+        typer.Option(
+            parser=_moment,
+            metavar="TIME",
+            help="Created at or after TIME (ISO 8601; UTC without an offset).",
+        ),
+    ] = None,
+    until: Annotated[
+        datetime | None,
+        typer.Option(parser=_moment, metavar="TIME", help="Created before TIME (ISO 8601)."),
+    ] = None,
+    message_id: Annotated[
+        UUID | None, typer.Option("--id", help="The message with this id.")
+    ] = None,
+    destination: Annotated[
+        str | None,
+        typer.Option(
+            help="Messages to this e-mail address or E.164 number (matched on its SHA-256"
+            " digest; shown masked)."
+        ),
+    ] = None,
+    after: Annotated[
+        UUID | None, typer.Option(help="Show the page of older messages after this id.")
+    ] = None,
+    before: Annotated[
+        UUID | None, typer.Option(help="Show the page of newer messages before this id.")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_LIMIT, help="Messages per page.")
+    ] = DEFAULT_LIMIT,
+    as_json: AsJson = False,
+) -> None:
+    """List messages, newest first, masked, filtered by every option given.
+
+    Reads as the database operator. Pages stay stable while messages arrive: pass the last
+    id as --after (or pageInfo.endCursor of --json) for the next page.
+    """
+    query = MessageQuery(
+        state=state,
+        purpose=purpose,
+        reason=reason,
+        provider=provider,
+        since=since,
+        until=until,
+        message_id=message_id,
+        destination=destination,
+        after=after,
+        before=before,
+        limit=limit,
+    )
+    page = run_operator(lambda services: services.list_messages(query))
+    if as_json:
+        print_json(page_json(page, [message_summary_json(item) for item in page.items]))
+        return
+    if not page.items:
+        typer.echo("no messages")
+        return
+    print_table(message_list_table(page.items))
+    if page.older_cursor is not None:
+        typer.echo(f"older: add --after {page.older_cursor}", err=True)
+    if page.newer_cursor is not None:
+        typer.echo(f"newer: add --before {page.newer_cursor}", err=True)
 
 
 @messages_app.command("show")
 def show(
     message_id: Annotated[UUID, typer.Argument(help="The message's id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+    as_json: AsJson = False,
 ) -> None:
-    """Show a message's state, masked destination, timestamps and every recorded attempt."""
-    detail = run_operator(
-        lambda services: services.show_message(MessageQuery(message_id=message_id))
-    )
+    """Show a message's state, masked destination, timestamps and every recorded attempt,
+    with what the provider said (sanitised: no address, no secret)."""
+    detail = run_operator(lambda services: services.show_message(ShowQuery(message_id=message_id)))
     if as_json:
         print_json(message_json(detail))
         return

@@ -1,13 +1,13 @@
-"""How operator views print: JSON for ``--json`` (stdout only JSON) and rich tables."""
+"""How operator views print: JSON in the HTTP API's field names, and tables that fit 80 columns.
+
+Every key is the camelCase name the staff routes use for the same field (``attemptCount``,
+``deadLetteredAt``, ``pageInfo``); views the API does not serve follow the same casing.
+"""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
 from typing import Any
 
-import typer
-from rich.console import Console
 from rich.table import Table
 
 from application.operator.views import (
@@ -15,56 +15,25 @@ from application.operator.views import (
     Backlog,
     CopyReceipt,
     DeadLetterSummary,
+    KeysetPage,
     MessageDetail,
+    MessageSummary,
+    Repair,
 )
-
-
-def timestamp(value: datetime | None) -> str | None:
-    """An ISO 8601 UTC timestamp, or None."""
-    return value.astimezone(UTC).isoformat() if value is not None else None
-
-
-def short_time(value: datetime | None) -> str:
-    """A timestamp for a table cell: UTC, to the second."""
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value is not None else ""
-
-
-def table(*headers: str, ids: int = 0, **options: Any) -> Table:
-    """A table whose first ``ids`` columns hold ids (never cut: they are copied into the next
-    command) and whose other cells fold rather than lose characters."""
-    built = Table(**options)
-    for index, header in enumerate(headers):
-        if index < ids:
-            built.add_column(header, no_wrap=True, min_width=36)
-        else:
-            built.add_column(header, overflow="fold")
-    return built
-
-
-def print_json(value: Any) -> None:
-    """Write ``value`` as one JSON document on stdout."""
-    typer.echo(json.dumps(value))
-
-
-# Wide enough for an id, a masked address and a timestamp side by side when stdout is not a
-# terminal (a pipe, a log); a terminal's own width wins.
-PIPE_WIDTH = 160
-
-
-def print_table(rows: Table) -> None:
-    """Write a rich table on stdout."""
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=PIPE_WIDTH)
-    console.print(rows)
+from entrypoints.cli.output import lines, short_time, table
 
 
 def backlog_json(backlog: Backlog) -> dict[str, Any]:
     """The backlog as JSON: every state, and the age in seconds (null when nothing is due)."""
     age = backlog.oldest_due_age
     return {
-        "messages": {state.value: count for state, count in backlog.by_state().items()},
-        "oldest_due_age_seconds": age.total_seconds() if age is not None else None,
+        "messages": {
+            "pending": backlog.pending,
+            "leased": backlog.leased,
+            "published": backlog.published,
+            "deadLettered": backlog.dead_lettered,
+        },
+        "oldestDueAgeSeconds": age.total_seconds() if age is not None else None,
     }
 
 
@@ -78,38 +47,104 @@ def backlog_table(backlog: Backlog) -> Table:
     )
     rows = table("State", "Messages", caption=caption)
     for state, count in backlog.by_state().items():
-        rows.add_row(state.value, str(count))
+        rows.add_row(lines(state.value), lines(str(count)))
     return rows
+
+
+def page_json(page: KeysetPage[Any], items: list[dict[str, Any]]) -> dict[str, Any]:
+    """A keyset page as the staff routes answer it: the items and where the list goes on.
+
+    Pass ``endCursor`` as ``--after`` for the next (older) page and ``startCursor`` as
+    ``--before`` for the previous (newer) one.
+    """
+    return {
+        "items": items,
+        "pageInfo": {
+            "hasNextPage": page.has_older,
+            "hasPreviousPage": page.has_newer,
+            "startCursor": page.newer_cursor,
+            "endCursor": page.older_cursor,
+        },
+    }
+
+
+def repair_json(repair: Repair | None) -> dict[str, Any] | None:
+    """What became of a dead letter, or None when it was never repaired."""
+    if repair is None:
+        return None
+    return {"action": repair.action.value, "messageId": repair.message_id, "at": repair.at}
+
+
+def _repair_cell(repair: Repair | None) -> str:
+    """``reissued``, ``requeued`` or ``no``; the JSON and ``messages show`` name the copy."""
+    return "no" if repair is None else f"{repair.action.value}d"
 
 
 def dead_letter_json(item: DeadLetterSummary) -> dict[str, Any]:
     """One dead letter as JSON (the destination is masked)."""
     return {
-        "id": str(item.id),
+        "id": item.id,
         "purpose": item.purpose.value,
         "channel": item.channel.value,
         "destination": item.destination,
-        "attempt_count": item.attempts,
-        "failure_class": item.failure_class.value,
-        "dead_lettered_at": timestamp(item.dead_lettered_at),
-        "expires_at": timestamp(item.expires_at),
+        "attemptCount": item.attempts,
+        "failureClass": item.failure_class.value,
+        "deadLetteredAt": item.dead_lettered_at,
+        "expiresAt": item.expires_at,
+        "repair": repair_json(item.repair),
     }
 
 
 def dead_letter_table(items: tuple[DeadLetterSummary, ...]) -> Table:
-    """The page as a table, newest first."""
+    """The page as a table, newest first; related fields share a column, one per line."""
     rows = table(
-        "ID", "Purpose", "Channel", "Destination", "Tries", "Failure", "Dead at (UTC)", ids=1
+        "ID\nDead at (UTC)\nRepaired",
+        "Purpose\nFailure",
+        "Destination\nChannel, tries",
+        ids=1,
+        words=(1,),
     )
     for item in items:
         rows.add_row(
-            str(item.id),
-            item.purpose.value,
-            item.channel.value,
-            item.destination,
-            str(item.attempts),
-            item.failure_class.value,
-            short_time(item.dead_lettered_at),
+            lines(str(item.id), short_time(item.dead_lettered_at), _repair_cell(item.repair)),
+            lines(item.purpose.value, item.failure_class.value),
+            lines(item.destination, f"{item.channel.value}, {item.attempts}"),
+        )
+    return rows
+
+
+def message_summary_json(item: MessageSummary) -> dict[str, Any]:
+    """One row of the message list as JSON (the destination is masked)."""
+    return {
+        "id": item.id,
+        "purpose": item.purpose.value,
+        "channel": item.channel.value,
+        "destination": item.destination,
+        "state": item.state.value,
+        "attemptCount": item.attempts,
+        "createdAt": item.created_at,
+        "deadLetterReason": item.dead_letter_reason.value if item.dead_letter_reason else None,
+        "provider": item.provider or None,
+        "repair": repair_json(item.repair),
+    }
+
+
+def message_list_table(items: tuple[MessageSummary, ...]) -> Table:
+    """The page as a table, newest first; related fields share a column, one per line."""
+    rows = table(
+        "ID\nCreated (UTC)\nRepaired",
+        "Purpose\nState\nReason",
+        "Destination\nChannel, tries\nProvider",
+        ids=1,
+        words=(1,),
+    )
+    for item in items:
+        reason = item.dead_letter_reason.value if item.dead_letter_reason else ""
+        repaired = _repair_cell(item.repair) if item.repair or reason else ""
+        rows.add_row(
+            lines(str(item.id), short_time(item.created_at), repaired),
+            lines(item.purpose.value, item.state.value, reason),
+            lines(item.destination, f"{item.channel.value}, {item.attempts}", item.provider),
         )
     return rows
 
@@ -120,79 +155,81 @@ def attempt_json(attempt: AttemptView) -> dict[str, Any]:
         "attempt": attempt.attempt,
         "counted": attempt.counted,
         "outcome": attempt.outcome,
-        "failure_class": attempt.failure_class.value if attempt.failure_class else None,
+        "failureClass": attempt.failure_class.value if attempt.failure_class else None,
         "code": attempt.code,
+        "detail": attempt.detail,
         "provider": attempt.provider,
-        "provider_message_id": attempt.provider_message_id,
-        "recorded_at": timestamp(attempt.recorded_at),
-        "retry_at": timestamp(attempt.retry_at),
+        "providerMessageId": attempt.provider_message_id,
+        "recordedAt": attempt.recorded_at,
+        "retryAt": attempt.retry_at,
     }
 
 
 def message_json(detail: MessageDetail) -> dict[str, Any]:
     """One message as JSON, masked, with its attempts."""
     return {
-        "id": str(detail.id),
+        "id": detail.id,
         "purpose": detail.purpose.value,
         "channel": detail.channel.value,
         "destination": detail.destination,
-        "subject_id": str(detail.subject_id) if detail.subject_id else None,
+        "subjectId": detail.subject_id,
         "template": detail.template,
         "locale": detail.locale,
         "state": detail.state.value,
-        "attempt_count": detail.attempts,
-        "created_at": timestamp(detail.created_at),
-        "available_at": timestamp(detail.available_at),
-        "expires_at": timestamp(detail.expires_at),
-        "lease_owner": detail.lease_owner,
-        "lease_expires_at": timestamp(detail.lease_expires_at),
-        "published_at": timestamp(detail.published_at),
-        "dead_lettered_at": timestamp(detail.dead_lettered_at),
-        "dead_letter_reason": detail.dead_letter_reason.value
-        if detail.dead_letter_reason
-        else None,
-        "has_secret": detail.has_secret,
-        "reissued_as": str(detail.reissued_as) if detail.reissued_as else None,
+        "attemptCount": detail.attempts,
+        "createdAt": detail.created_at,
+        "availableAt": detail.available_at,
+        "expiresAt": detail.expires_at,
+        "leaseOwner": detail.lease_owner,
+        "leaseExpiresAt": detail.lease_expires_at,
+        "publishedAt": detail.published_at,
+        "deadLetteredAt": detail.dead_lettered_at,
+        "deadLetterReason": detail.dead_letter_reason.value if detail.dead_letter_reason else None,
+        "hasSecret": detail.has_secret,
+        "reissuedAs": detail.reissued_as,
         "attempts": [attempt_json(a) for a in detail.history],
     }
 
 
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if hasattr(value, "astimezone"):
+        return short_time(value)
+    return str(value)
+
+
 def message_tables(detail: MessageDetail) -> tuple[Table, Table]:
-    """The message's fields, then its attempt history."""
+    """The message's fields, then its attempt history (related fields stacked per column)."""
     fields = table("Field", "Value", title=f"message {detail.id}")
     for name, value in message_json(detail).items():
         if name != "attempts":
-            fields.add_row(name, "" if value is None else str(value))
+            fields.add_row(name, lines(_cell(value)))
     history = table(
         "#",
-        "Counted",
-        "Outcome",
-        "Failure",
-        "Code",
-        "Provider",
-        "Recorded (UTC)",
-        "Retry (UTC)",
-        title="attempts",
+        "Outcome\nFailure",
+        "Recorded (UTC)\nRetry at (UTC)",
+        "Provider\nCode",
+        "Detail",
+        title="attempts (#*: not counted)",
+        words=(1,),
     )
     for attempt in detail.history:
         history.add_row(
-            str(attempt.attempt),
-            "yes" if attempt.counted else "no",
-            attempt.outcome,
-            attempt.failure_class.value if attempt.failure_class else "",
-            attempt.code,
-            attempt.provider,
-            short_time(attempt.recorded_at),
-            short_time(attempt.retry_at),
+            lines(f"{attempt.attempt}{'' if attempt.counted else '*'}"),
+            lines(attempt.outcome, attempt.failure_class.value if attempt.failure_class else ""),
+            lines(short_time(attempt.recorded_at), short_time(attempt.retry_at)),
+            lines(attempt.provider, attempt.code),
+            lines(attempt.detail),
         )
     return fields, history
 
 
 def receipt_json(receipt: CopyReceipt) -> dict[str, Any]:
-    """A reissue or requeue receipt as JSON."""
+    """A reissue or requeue receipt as JSON, as the staff route answers it."""
     return {
-        "dead_letter_id": str(receipt.dead_letter_id),
-        "message_id": str(receipt.message_id),
-        "expires_at": timestamp(receipt.expires_at),
+        "deadLetterId": receipt.dead_letter_id,
+        "messageId": receipt.message_id,
+        "expiresAt": receipt.expires_at,
         "replayed": receipt.replayed,
     }

@@ -27,7 +27,7 @@ async def test_a_code_reissued_from_the_cli_confirms(world: StaffWorld):
 
     assert ExitCode.OK == result.exit_code, result.stderr
     delivery = await world.api.deliver_one()
-    assert str(delivery.message_id) == json.loads(result.stdout)["message_id"]
+    assert str(delivery.message_id) == json.loads(result.stdout)["messageId"]
     confirm = await world.api.post(
         "/sign-ups/confirmations", {"identifier": BOB, "code": delivery.content.text}
     )

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
-from typing import Any
+import json
 
 import pytest
 
@@ -16,19 +14,11 @@ from tests.integration.operator.staff_world import StaffWorld
 
 pytestmark = pytest.mark.integration
 
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
-
-def _snake(value: Any) -> Any:
-    """HTTP's camelCase keys as the CLI's snake_case, timestamps parsed (the CLI and msgspec
-    spell UTC differently), so the two answers compare as data."""
-    if isinstance(value, dict):
-        return {_CAMEL.sub("_", k).lower(): _snake(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_snake(v) for v in value]
-    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT.*", value):
-        return datetime.fromisoformat(value)
-    return value
+def _without_repairs(page: dict) -> dict:
+    """The CLI's page without what only the database operator sees (each dead letter's
+    repair), which the staff route does not serve."""
+    return {**page, "items": [{k: v for k, v in i.items() if k != "repair"} for i in page["items"]]}
 
 
 async def test_the_backlog_is_the_same_through_http_and_the_cli(world: StaffWorld):
@@ -43,8 +33,8 @@ async def test_the_backlog_is_the_same_through_http_and_the_cli(world: StaffWorl
     body = response.json()
     assert {"pending": 1, "leased": 0, "published": 2, "deadLettered": 1} == body["messages"]
     assert body["oldestDueAgeSeconds"] >= 0
-    del body["oldestDueAgeSeconds"], cli["oldest_due_age_seconds"]  # read a moment apart
-    assert _snake(cli) == _snake(body)
+    del body["oldestDueAgeSeconds"], cli["oldestDueAgeSeconds"]  # read a moment apart
+    assert body == cli
 
 
 async def test_dead_letters_are_the_same_through_http_and_the_cli_and_masked(
@@ -65,8 +55,8 @@ async def test_dead_letters_are_the_same_through_http_and_the_cli_and_masked(
     assert [str(d.message_id) for d in reversed(dead)] == [
         item["id"] for item in first["items"] + second["items"]
     ]
-    assert _snake(cli_first) == _snake(first["items"])
-    assert _snake(cli_second) == _snake(second["items"])
+    assert first == _without_repairs(cli_first)
+    assert second == _without_repairs(cli_second)
     assert ["p***@example.com"] * 3 == [i["destination"] for i in first["items"] + second["items"]]
     assert {
         "hasNextPage": True,
@@ -88,7 +78,8 @@ async def test_no_dead_letters_is_an_empty_page_and_an_empty_json_list(world: St
 
     assert [] == response.json()["items"]
     result = await world.cli("dead-letters", "list", "--json")
-    assert (0, "[]\n") == (result.exit_code, result.stdout)
+    assert 0 == result.exit_code
+    assert response.json() == json.loads(result.stdout)
     table = await world.cli("dead-letters", "list")
     assert (0, "no dead letters\n") == (table.exit_code, table.stdout)
 
@@ -136,11 +127,11 @@ async def test_a_message_shows_masked_with_its_attempts_in_the_cli(world: StaffW
     assert ("b***@example.com", "dead_lettered", "REJECTED", False) == (
         shown["destination"],
         shown["state"],
-        shown["dead_letter_reason"],
-        shown["has_secret"],
+        shown["deadLetterReason"],
+        shown["hasSecret"],
     )
     assert [(1, "dead_letter", "REJECTED", "550")] == [
-        (a["attempt"], a["outcome"], a["failure_class"], a["code"]) for a in shown["attempts"]
+        (a["attempt"], a["outcome"], a["failureClass"], a["code"]) for a in shown["attempts"]
     ]
     table = await world.cli("messages", "show", str(letter.message_id))
     assert "bob@example.com" not in table.stdout

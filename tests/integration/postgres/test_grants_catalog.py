@@ -125,6 +125,18 @@ FUNCTION_GRANTS.update(
         "outbox.staff_identity(text)": set(),
         "outbox.grant_staff(text)": set(),
         "outbox.revoke_staff(text)": set(),
+        # The database operator's reads (0016_operator_search_and_attempt_details.sql).
+        "outbox.message_history(uuid)": set(),
+        "outbox.dead_letter_repairs(uuid[])": set(),
+        (
+            "outbox.find_messages(text,text,text,text,timestamp with time zone,"
+            "timestamp with time zone,uuid,text,uuid,uuid,integer)"
+        ): set(),
+        # Recording with each attempt's provider detail (0016), for the worker.
+        (
+            "outbox.record_outcomes_detailed(uuid[],uuid[],integer[],text[],text[],text[],"
+            "text[],text[],timestamp with time zone[],boolean[],text[])"
+        ): EXECUTE_BY_WORKER,
     }
 )
 # Tables, sequences and views; column grants count too (as table.column).

@@ -107,6 +107,21 @@ EXPECTED_FUNCTIONS = {
         "p_new_message_id uuid, p_sealed_secret text, p_code_hash text, p_idempotency_key text)"
     ),
     "outbox.refuse_past_retry()",
+    # Operator search and attempt details (0016_operator_search_and_attempt_details.sql).
+    (
+        "outbox.record_outcomes_detailed(p_message_ids uuid[], p_lease_tokens uuid[], "
+        "p_attempts integer[], p_outcomes text[], p_failure_classes text[], p_codes text[], "
+        "p_providers text[], p_provider_message_ids text[], "
+        "p_retry_at timestamp with time zone[], p_attempted boolean[], p_details text[])"
+    ),
+    "outbox.message_history(p_message_id uuid)",
+    "outbox.dead_letter_repairs(p_message_ids uuid[])",
+    (
+        "outbox.find_messages(p_state text, p_purpose text, p_reason text, p_provider text, "
+        "p_since timestamp with time zone, p_until timestamp with time zone, "
+        "p_message_id uuid, p_destination_digest text, p_after uuid, p_before uuid, "
+        "p_limit integer)"
+    ),
 }
 # Trigger functions run as whoever changes the row; every other function as its owner.
 TRIGGER_FUNCTIONS = {"outbox.refuse_final_update()", "outbox.refuse_past_retry()"}
@@ -118,6 +133,7 @@ EXPECTED_INDEXES = {
     "messages_live_expiry",
     "messages_published_age",
     "messages_dead_letter_age",
+    "messages_created",  # 0016_operator_search_and_attempt_details.sql
     "envelopes_pkey",
     "attempts_pkey",
     "attempts_by_message",

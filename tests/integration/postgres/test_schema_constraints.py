@@ -81,6 +81,7 @@ async def test_no_text_column_outside_the_envelope_could_hold_a_secret_by_design
         columns = [row[0] for row in await cursor.fetchall()]
     assert [
         "attempts.code",
+        "attempts.detail",  # 0016: a provider's reply, scrubbed by the worker, 200 characters
         "attempts.failure_class",
         "attempts.outcome",
         "attempts.provider",

@@ -285,3 +285,40 @@ async def test_a_message_that_cannot_be_built_is_rejected_without_connecting(
         raised.value.failure.failure_class,
         raised.value.failure.code,
     )
+
+
+@pytest.mark.parametrize(
+    ("step", "exchange"),
+    [
+        (
+            "rcpt_reply",
+            (
+                f"550 5.1.1 <{EMAIL}>: Recipient address rejected: User unknown",
+                "5.1.1 [address]: Recipient address rejected: User unknown",
+            ),
+        ),
+        (
+            "data_reply",
+            (
+                f"554 5.7.1 Spam: 'Your code is {CODE}' from 192.0.2.7",
+                "5.7.1 Spam: 'Your code is [number]' from [ip]",
+            ),
+        ),
+        ("mail_reply", ("451 4.7.1 alice.liddell try later", "4.7.1 [address] try later")),
+        ("mail_reply", ("421 Too busy", "Too busy")),
+    ],
+)
+async def test_a_reply_keeps_its_enhanced_code_and_reason_without_addresses_or_secrets(
+    clock: FixedClock,
+    server: SmtpStandIn,
+    behaviour: Behaviour,
+    step: str,
+    exchange: tuple[str, str],
+) -> None:
+    """``exchange``: what the server answers, and the detail kept of it."""
+    reply, detail = exchange
+    setattr(behaviour, step, reply)
+
+    failure = (await _refusal(_provider(clock, server.port))).failure
+
+    assert (reply[:3], detail) == (failure.code, failure.detail)

@@ -8,6 +8,7 @@ import ssl
 import aiosmtplib
 
 from adapters.providers.smtp.mime import build_message, message_id_header, sender_address
+from adapters.providers.smtp.replies import reply_detail
 from application.outbox.errors import DeliveryFailed
 from application.outbox.ports import Delivery
 from application.ports import Clock
@@ -115,7 +116,7 @@ class SmtpProvider:
             await client.data(message)
             accepted = True
         except (aiosmtplib.SMTPException, OSError) as error:
-            raise DeliveryFailed(_classify(error, phase)) from None
+            raise DeliveryFailed(_classify(error, phase, delivery.destination)) from None
         finally:
             if not accepted:
                 client.close()
@@ -136,8 +137,14 @@ async def _quit_quietly(client: aiosmtplib.SMTP) -> None:
         client.close()
 
 
-def _classify(error: BaseException, phase: _Phase) -> DeliveryFailure:
-    """Map an aiosmtplib or socket error raised during ``phase`` to the taxonomy."""
+def _classify(error: BaseException, phase: _Phase, destination: str) -> DeliveryFailure:
+    """Map an aiosmtplib or socket error raised during ``phase`` to the taxonomy.
+
+    A server's reply keeps its enhanced status code and scrubbed text as the detail.
+    """
+    detail = ""
+    if isinstance(error, aiosmtplib.SMTPResponseException):
+        detail = reply_detail(error.message, destination=destination)
     if isinstance(error, aiosmtplib.SMTPResponseException) and 400 <= error.code < 600:
         code = str(error.code)
         if error.code < 500:
@@ -149,11 +156,11 @@ def _classify(error: BaseException, phase: _Phase) -> DeliveryFailure:
             failure_class = FailureClass.UNAVAILABLE  # a refused greeting or EHLO
         else:
             failure_class = FailureClass.REJECTED
-        return DeliveryFailure(failure_class=failure_class, code=code)
+        return DeliveryFailure(failure_class=failure_class, code=code, detail=detail)
     if isinstance(error, aiosmtplib.SMTPResponseException):
         code = str(error.code)
     else:
         code = type(error).__name__
     if phase is _Phase.DATA:
-        return DeliveryFailure(failure_class=FailureClass.INDETERMINATE, code=code)
-    return DeliveryFailure(failure_class=FailureClass.UNAVAILABLE, code=code)
+        return DeliveryFailure(failure_class=FailureClass.INDETERMINATE, code=code, detail=detail)
+    return DeliveryFailure(failure_class=FailureClass.UNAVAILABLE, code=code, detail=detail)

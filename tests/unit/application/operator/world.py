@@ -29,6 +29,7 @@ from domain.purposes import Purpose
 from tests.contract.operator_harness import challenge, dead_letter
 from tests.fakes.identity import InMemoryIdentityTransactions, SequentialSecrets
 from tests.fakes.ids import SequentialIds
+from tests.fakes.message_log import InMemoryMessageLog
 from tests.fakes.operator_store import InMemoryBacklogGauge, InMemoryOperatorStore, StaffRow
 from tests.fakes.telemetry import RecordingTelemetry
 
@@ -73,7 +74,7 @@ class OperatorWorld:
 
     @property
     def list_dead_letters(self) -> ListDeadLetters:
-        return ListDeadLetters(store=self.store)
+        return ListDeadLetters(store=self.store, log=InMemoryMessageLog(self.store))
 
     @property
     def show_backlog(self) -> ShowBacklog:
@@ -81,7 +82,7 @@ class OperatorWorld:
 
     @property
     def show_message(self) -> ShowMessage:
-        return ShowMessage(store=self.store)
+        return ShowMessage(store=self.store, log=InMemoryMessageLog(self.store))
 
     @property
     def grant_staff(self) -> GrantStaff:

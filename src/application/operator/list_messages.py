@@ -1,0 +1,85 @@
+"""List messages for the database operator: filtered, searched, in keyset pages (SPEC §11)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+
+from application.errors import InvalidField
+from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
+from application.operator.message_filters import MessageFilter, destination_digest
+from application.operator.ports import MessageLog
+from application.operator.views import MessagePage
+from domain.destinations import channel_of, normalize
+from domain.errors import InvalidDestination
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
+from domain.purposes import Purpose
+
+
+@attrs.frozen(kw_only=True)
+class MessageQuery:
+    """One page of the messages that meet every filter given (None: any).
+
+    ``destination`` is an e-mail address or E.164 number; it is matched on its digest and
+    never leaves the process as it is.
+    """
+
+    state: State | None = None
+    purpose: Purpose | None = None
+    reason: FailureClass | None = None
+    provider: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    message_id: UUID | None = None
+    destination: str | None = attrs.field(default=None, repr=False)
+    after: UUID | None = None
+    before: UUID | None = None
+    limit: int = DEFAULT_LIMIT
+
+
+@attrs.frozen(kw_only=True)
+class ListMessages:
+    """Asks the log for one row more than the page to learn whether the list goes on."""
+
+    log: MessageLog
+
+    async def __call__(self, query: MessageQuery) -> MessagePage:
+        """The page, newest first; raises InvalidField for a bad limit, two cursors, an empty
+        time range or a destination that is no address, InvalidRequest for a cursor that
+        names no message, StaffRequired for a connection that is not the database operator.
+        """
+        if not 1 <= query.limit <= MAX_LIMIT:
+            raise InvalidField("limit", f"must be between 1 and {MAX_LIMIT}")
+        if query.after is not None and query.before is not None:
+            raise InvalidField("before", "give either after or before, not both")
+        if query.since is not None and query.until is not None and query.until <= query.since:
+            raise InvalidField("until", "must be later than since")
+        where = MessageFilter(
+            state=query.state,
+            purpose=query.purpose,
+            reason=query.reason,
+            provider=query.provider,
+            since=query.since,
+            until=query.until,
+            message_id=query.message_id,
+            destination_digest=_digest(query.destination),
+        )
+        rows = await self.log.messages(
+            where=where, after=query.after, before=query.before, limit=query.limit + 1
+        )
+        return MessagePage.of(rows, limit=query.limit, after=query.after, before=query.before)
+
+
+def _digest(destination: str | None) -> str | None:
+    """The digest of the destination in the one spelling messages store it in."""
+    if destination is None:
+        return None
+    try:
+        return destination_digest(normalize(channel_of(destination), destination))
+    except InvalidDestination:
+        raise InvalidField(
+            "destination", "must be an e-mail address or an E.164 phone number"
+        ) from None

@@ -1,0 +1,37 @@
+"""Which messages an operator asks for: the filters of ``outboxctl messages list``."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State
+from domain.purposes import Purpose
+
+
+def destination_digest(destination: str) -> str:
+    """The SHA-256 (hex) of a destination as stored: what a search sends instead of it."""
+    return hashlib.sha256(destination.encode("utf-8")).hexdigest()
+
+
+@attrs.frozen(kw_only=True)
+class MessageFilter:
+    """Every condition a listed message meets; None means any.
+
+    ``since`` is inclusive and ``until`` exclusive, both on the creation time; ``provider``
+    matches a message any of whose attempts went through it; ``destination_digest`` is
+    ``destination_digest`` of the exact destination.
+    """
+
+    state: State | None = None
+    purpose: Purpose | None = None
+    reason: FailureClass | None = None
+    provider: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    message_id: UUID | None = None
+    destination_digest: str | None = attrs.field(default=None, repr=False)
