@@ -37,6 +37,7 @@ async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
         "HOME": str(tmp_path / "home"),
         "OUTBOX_DATA_DIR": str(tmp_path / "data"),
         "OUTBOX_HTTP_PORT": "0",
+        "OUTBOX_ADMIN_PORT": "0",
     }
     stack = await asyncio.create_subprocess_exec(
         OUTBOXCTL,
@@ -48,6 +49,7 @@ async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
     assert stack.stdout is not None
     try:
         base = (await _line_matching(stack.stdout, r"API on (http://\S+) ", 120)).group(1)
+        admin = (await _line_matching(stack.stdout, r"admin listener, (http://\S+) ", 5)).group(1)
         async with httpx.AsyncClient(base_url=base, timeout=10) as client:
             ready = await client.get("/readyz")
             assert 200 == ready.status_code
@@ -62,6 +64,8 @@ async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
                 "/sign-ups/confirmations", json={**identity, "code": code}
             )
             assert confirmed.is_success, confirmed.text
+        async with httpx.AsyncClient(base_url=admin, timeout=10) as client:
+            assert b"# HELP" in (await client.get("/metrics")).content
         stack.send_signal(signal.SIGTERM)
         assert 0 == await asyncio.wait_for(stack.wait(), 60)
     finally:

@@ -1,4 +1,4 @@
-"""The whole HTTP app (identity and staff routes) over a real database, with real telemetry.
+"""Both HTTP listeners (identity, staff routes) over a real database, with real telemetry.
 
 Unlike the identity suite's harness, the telemetry here is the production adapter: every
 event becomes a structlog JSON line in ``lines``, redaction included, so a test can scan
@@ -27,7 +27,7 @@ from domain.identity.challenges import ChallengePolicy
 from domain.purposes import Purpose
 from entrypoints.bootstrap.api import build_identity_services
 from entrypoints.bootstrap.operator import build_operator_services
-from entrypoints.http.app import create_app
+from entrypoints.http.app import create_admin_app, create_app
 from entrypoints.observability import build_telemetry, configure_logging, new_registry
 from tests.fakes.clock import FixedClock
 from tests.integration.identity.api import PASSWORD, SEALER, ApiSettings
@@ -42,8 +42,15 @@ WHERE m.destination = %s ORDER BY m.created_at DESC, m.id DESC LIMIT 1
 class App:
     """A client of the app, the database behind it, and the log lines it wrote."""
 
-    def __init__(self, client: httpx.AsyncClient, database_url: str, log: io.StringIO) -> None:
-        self.client = client
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        admin: httpx.AsyncClient,
+        database_url: str,
+        log: io.StringIO,
+    ) -> None:
+        self.client = client  # the public listener
+        self.admin = admin  # the admin listener: metrics and the staff routes
         self.database_url = database_url
         self._log = log
 
@@ -91,6 +98,7 @@ async def serving(database_url: str) -> AsyncIterator[App]:
     handlers, level = list(root.handlers), root.level
     configure_logging("json", "debug", stream=out)
     pool = await open_pool(database_url, min_size=1, max_size=4, role="identity_service")
+    registry = new_registry(process_metrics=False)
     try:
         parts: dict[str, Any] = {
             "pool": pool,
@@ -99,13 +107,21 @@ async def serving(database_url: str) -> AsyncIterator[App]:
             "clock": FixedClock(datetime.now(UTC).replace(microsecond=0)),
             "ids": Uuid7Ids(),
             "secret_source": SystemSecrets(),
-            "telemetry": build_telemetry(new_registry(process_metrics=False)),
+            "telemetry": build_telemetry(registry),
         }
         services = build_identity_services(identity=ApiSettings().identity, **parts)
         operator = build_operator_services(challenges=ChallengePolicy(), **parts)
-        transport = httpx.ASGITransport(app=create_app(services, operator=operator))
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-            yield App(client, database_url, out)
+        admin_app = create_admin_app(services, operator=operator, registry=registry)
+        async with (
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=create_app(services)),
+                base_url="http://testserver",
+            ) as client,
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=admin_app), base_url="http://admin"
+            ) as admin,
+        ):
+            yield App(client, admin, database_url, out)
     finally:
         await pool.close()
         structlog.reset_defaults()

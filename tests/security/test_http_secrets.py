@@ -141,7 +141,7 @@ async def test_no_log_line_and_no_table_holds_a_secret_after_every_flow(
         await conn.execute("SELECT outbox.grant_staff(%s)", (KNOWN_EMAIL,))
     staff = {"Elevation-Token": elevation.json()["elevationToken"]}
     for path in ("backlog", "dead-letters"):
-        answer = await app.client.get(
+        answer = await app.admin.get(
             f"/platform-admin/security-outbox/{path}",
             headers={"Authorization": f"Bearer {token}", **staff},
         )

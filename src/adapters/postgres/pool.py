@@ -28,8 +28,12 @@ async def open_pool(
     prepared_statements: bool = True,
     role: str | None = None,
     connect_timeout: float = 30.0,
+    checkout_timeout: float = 30.0,
 ) -> AsyncConnectionPool[AsyncConnection]:
     """Open a pool and wait until ``min_size`` connections are up.
+
+    A caller waits at most ``checkout_timeout`` seconds for a connection afterwards; then
+    the pool's PoolTimeout (an OperationalError) is translated to StoreUnavailable.
 
     ``role`` is set on every connection (``SET ROLE``) for a login role that is a member of
     outbox_worker or identity_service without inheriting its privileges. Raises
@@ -46,7 +50,7 @@ async def open_pool(
         max_size=max_size,
         kwargs=connection_options(prepared_statements=prepared_statements),
         configure=configure,
-        timeout=connect_timeout,
+        timeout=checkout_timeout,
         open=False,
         name="outbox",
     )

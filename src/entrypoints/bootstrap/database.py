@@ -72,6 +72,12 @@ def session_role(settings: Settings, group_role: str) -> str | None:
     return group_role if settings.database.url is None else None
 
 
+# An API request waits this long for a pooled connection, then answers 503 with Retry-After
+# (SPEC §14): during an outage a client learns it at once instead of hanging.
+API_CHECKOUT_TIMEOUT = 2.0
+OTHER_CHECKOUT_TIMEOUT = 30.0
+
+
 class DatabaseAccess(enum.Enum):
     """Who a pool's connections act as: the API, the worker, or the database operator."""
 
@@ -89,12 +95,14 @@ async def database_pool(
     The pool is closed on exit. Raises StoreUnavailable if the database cannot be reached.
     """
     database = settings.database
+    checkout_timeout = OTHER_CHECKOUT_TIMEOUT
     if access is DatabaseAccess.WORKER:
         url = await asyncio.to_thread(resolve_worker_database_url, settings)
         role, min_size, max_size = worker_role(settings), 1, max(2, database.pool_max)
     elif access is DatabaseAccess.API:
         url = await asyncio.to_thread(resolve_database_url, settings)
         role, min_size, max_size = api_role(settings), database.pool_min, database.pool_max
+        checkout_timeout = API_CHECKOUT_TIMEOUT
     else:
         url = await asyncio.to_thread(resolve_database_url, settings)
         role, min_size, max_size = None, 1, 2
@@ -104,6 +112,7 @@ async def database_pool(
         max_size=max_size,
         prepared_statements=database.prepared_statements,
         role=role,
+        checkout_timeout=checkout_timeout,
     )
     try:
         yield pool

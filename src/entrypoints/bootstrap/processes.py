@@ -1,19 +1,27 @@
-"""The HTTP processes: ``outboxctl serve`` (the API) and ``outboxctl up`` (everything at once)."""
+"""The HTTP processes: ``outboxctl serve`` (the API) and ``outboxctl up`` (everything at once).
+
+Both serve two listeners: the public one and the admin one (metrics, staff routes).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.migrations import apply_migrations
 from application.outbox.dispatch_due_messages import DispatchResult
 from entrypoints.bootstrap.api import api_identity_services
 from entrypoints.bootstrap.database import DatabaseAccess, database_pool, resolve_database_url
 from entrypoints.bootstrap.operator import staff_operator_services
-from entrypoints.bootstrap.parts import build_process_parts
+from entrypoints.bootstrap.parts import ProcessParts, build_process_parts
 from entrypoints.bootstrap.worker import sweep_schedule, worker_services
-from entrypoints.http.app import create_app
-from entrypoints.http.server import bind, serve
+from entrypoints.http.app import create_admin_app, create_app
+from entrypoints.http.server import Listener, ServerOptions, bind, serve
+from entrypoints.settings.reader import PREFIX, SettingsError
 from entrypoints.settings.tree import Settings
 from entrypoints.worker.loop import WorkerLoop
 from entrypoints.worker.process import run_worker_process
@@ -21,34 +29,35 @@ from entrypoints.worker.process import run_worker_process
 # --- outboxctl up: the all-in-one development stack -----------------------------------------
 
 
-async def run_stack(settings: Settings, *, announce: Callable[[str], None]) -> DispatchResult:
+async def run_stack(settings: Settings, *, announce: Callable[[str, str], None]) -> DispatchResult:
     """``outboxctl up``: migrate, then the API, the worker and its sweeps in one process.
 
     With no OUTBOX_DATABASE_URL the embedded PostgreSQL in the data directory is used.
-    ``announce`` is told where the API listens once it accepts connections. SIGINT or
+    ``announce`` is told where the public and the admin listener are once they accept
+    connections. SIGINT or
     SIGTERM stops the worker (with its grace period), then the API.
     """
     url = await asyncio.to_thread(resolve_database_url, settings)
     await apply_migrations(url)
-    listener = bind(settings.http.host, settings.http.port)
+    sockets = bind_listeners(settings)
     parts = build_process_parts(settings)
     telemetry = parts.telemetry
     async with (
         database_pool(settings, DatabaseAccess.API) as api_pool,
         worker_services(settings, parts=parts) as worker,
     ):
-        services = api_identity_services(settings, parts, api_pool)
-        operator = staff_operator_services(parts, api_pool, settings.identity.challenges)
-        app = create_app(services, registry=parts.registry, operator=operator)
+        public, admin = api_listeners(settings, parts, api_pool, sockets)
         stop = asyncio.Event()
-        host, port = listener.getsockname()[:2]
         api = asyncio.create_task(
-            serve(app, host=host, port=port, listener=listener, stop=stop), name="api"
+            serve([public, admin], options=server_options(settings), stop=stop), name="api"
         )
         try:
             await worker.store.wait_for_work(0)
-            telemetry.event("stack.started", host=host, port=port)
-            announce(f"http://{host}:{port}")
+            (host, port), (admin_host, admin_port) = public.address, admin.address
+            telemetry.event(
+                "stack.started", host=host, port=port, admin_host=admin_host, admin_port=admin_port
+            )
+            announce(f"http://{host}:{port}", f"http://{admin_host}:{admin_port}")
             loop = WorkerLoop(
                 dispatch=worker.dispatch,
                 wait_for_work=worker.store.wait_for_work,
@@ -68,12 +77,68 @@ async def run_stack(settings: Settings, *, announce: Callable[[str], None]) -> D
 
 
 async def run_api(settings: Settings) -> None:
-    """``outboxctl serve``: the HTTP API until SIGINT/SIGTERM, then a clean exit."""
+    """``outboxctl serve``: both listeners until SIGINT/SIGTERM, then a clean exit."""
+    sockets = bind_listeners(settings)
     parts = build_process_parts(settings)
     async with database_pool(settings, DatabaseAccess.API) as api_pool:
-        services = api_identity_services(settings, parts, api_pool)
-        operator = staff_operator_services(parts, api_pool, settings.identity.challenges)
-        app = create_app(services, registry=parts.registry, operator=operator)
-        services.telemetry.event("api.started", host=settings.http.host, port=settings.http.port)
-        await serve(app, host=settings.http.host, port=settings.http.port)
-        services.telemetry.event("api.stopped")
+        public, admin = api_listeners(settings, parts, api_pool, sockets)
+        (host, port), (admin_host, admin_port) = public.address, admin.address
+        parts.telemetry.event(
+            "api.started", host=host, port=port, admin_host=admin_host, admin_port=admin_port
+        )
+        await serve([public, admin], options=server_options(settings))
+        parts.telemetry.event("api.stopped")
+
+
+# --- The two listeners (SPEC §14) -------------------------------------------------------------
+
+
+def bind_listeners(settings: Settings) -> tuple[socket.socket, socket.socket]:
+    """The public and the admin socket, bound before anything else starts.
+
+    Raises SettingsError naming the port variable when its address cannot be listened on.
+    """
+    http = settings.http
+    bound: list[socket.socket] = []
+    for variable, host, port in (
+        ("HTTP_PORT", http.host, http.port),
+        ("ADMIN_PORT", http.admin_host, http.admin_port),
+    ):
+        try:
+            bound.append(bind(host, port))
+        except OSError as error:
+            for sock in bound:
+                sock.close()
+            raise SettingsError(
+                PREFIX + variable,
+                f"cannot listen on {host}:{port} ({error.strerror}); choose a free port",
+            ) from None
+    public, admin = bound
+    return public, admin
+
+
+def api_listeners(
+    settings: Settings,
+    parts: ProcessParts,
+    pool: AsyncConnectionPool[AsyncConnection],
+    sockets: tuple[socket.socket, socket.socket],
+) -> tuple[Listener, Listener]:
+    """The public listener (identity routes, probes) and the admin one (metrics, staff)."""
+    services = api_identity_services(settings, parts, pool)
+    operator = staff_operator_services(parts, pool, settings.identity.challenges)
+    public_socket, admin_socket = sockets
+    return (
+        Listener(app=create_app(services), socket=public_socket),
+        Listener(
+            app=create_admin_app(services, operator=operator, registry=parts.registry),
+            socket=admin_socket,
+        ),
+    )
+
+
+def server_options(settings: Settings) -> ServerOptions:
+    """How both listeners treat their clients: trusted proxies and the request deadline."""
+    return ServerOptions(
+        trusted_proxies=settings.http.trusted_proxies,
+        request_timeout=settings.http.request_timeout.total_seconds(),
+    )

@@ -13,6 +13,7 @@ from entrypoints.cli.startup import start
 
 WELCOME = """\
 outbox is up: API on {base} (OpenAPI at {base}/schema), worker and sweeps running.
+Metrics and the staff routes are on the admin listener, {admin} (/metrics).
 Codes are printed here by the console provider. Try a sign-up:
 
   curl -s -X POST {base}/sign-ups -H 'content-type: application/json' \\
@@ -33,8 +34,8 @@ def up() -> None:
     """
     settings = start(providers=True)
 
-    def announce(base: str) -> None:
-        typer.echo(WELCOME.format(base=base), nl=False)
+    def announce(base: str, admin: str) -> None:
+        typer.echo(WELCOME.format(base=base, admin=admin), nl=False)
 
     try:
         run_guarded(lambda: asyncio.run(run_stack(settings, announce=announce)))

@@ -1,4 +1,7 @@
-"""The Litestar application: ``create_app(services)`` builds it; nothing is built at import."""
+"""The Litestar apps of the two listeners: ``create_app`` (public) and ``create_admin_app``.
+
+Nothing is built at import time.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +9,14 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from litestar import Controller, Litestar, Request
-from litestar.datastructures import State
+from litestar import Litestar, Request
+from litestar.datastructures import CacheControlHeader, State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.problem_details import ProblemDetailsConfig, ProblemDetailsPlugin
+from litestar.types import ControllerRouterHandler
 from prometheus_client import CollectorRegistry
 
 from application.identity.principal import Principal
@@ -20,6 +24,7 @@ from application.identity.services import IdentityServices
 from application.operator.services import OperatorServices
 from entrypoints.http.caller import SECURITY_SCHEME, client_address, principal
 from entrypoints.http.health import HealthController
+from entrypoints.http.hygiene import MAX_BODY_BYTES, require_json_body
 from entrypoints.http.invitations import InvitationController
 from entrypoints.http.magic_links import MagicLinkController
 from entrypoints.http.metrics import metrics_route
@@ -34,21 +39,78 @@ from entrypoints.http.staff_problems import STAFF_EXCEPTION_MAP
 from entrypoints.http.step_ups import StepUpController
 
 OPENAPI_PATH = "/schema"
+PUBLIC_DESCRIPTION = (
+    "The reference Identity module: every route that sends a code or a link writes its outbox"
+    " message in the same transaction as its challenge. Errors are RFC 9457 problem details"
+    " with urn:outbox:problem:* types. Request bodies are application/json (415 otherwise),"
+    " at most 16 KiB (413) and shallow (400)."
+)
+ADMIN_DESCRIPTION = (
+    "The admin listener (loopback by default): Prometheus metrics and the staff routes over"
+    " the security outbox. Never expose it to the internet."
+)
 
 
 def create_app(
     services: IdentityServices,
     *,
-    registry: CollectorRegistry | None = None,
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
-    operator: OperatorServices | None = None,
 ) -> Litestar:
-    """The HTTP API over ``services``; OpenAPI at /schema (JSON at /schema/openapi.json).
+    """The public HTTP API: the identity routes and the probes, nothing else.
 
-    ``registry`` adds GET /metrics; ``lifespan`` context managers open and close what the
-    services use (pools, clients); ``operator`` adds the staff routes
-    (/platform-admin/security-outbox/...).
+    OpenAPI at /schema (JSON at /schema/openapi.json); ``lifespan`` context managers open
+    and close what the services use (pools, clients).
     """
+    return _litestar(
+        [
+            SignUpController,
+            SessionController,
+            SignInMethodController,
+            PasswordRecoveryController,
+            StepUpController,
+            OrganizationController,
+            InvitationController,
+            MagicLinkController,
+            HealthController,
+        ],
+        services=services,
+        operator=None,
+        title="outbox identity API",
+        description=PUBLIC_DESCRIPTION,
+        lifespan=lifespan,
+    )
+
+
+def create_admin_app(
+    services: IdentityServices,
+    *,
+    operator: OperatorServices,
+    registry: CollectorRegistry,
+) -> Litestar:
+    """The admin listener's app: GET /metrics and the staff routes.
+
+    The staff routes (/platform-admin/security-outbox/...) authenticate with a bearer
+    session of the identity module, so they take its ``services`` too.
+    """
+    return _litestar(
+        [metrics_route(registry, refresh=operator.observe_backlog), StaffOutboxController],
+        services=services,
+        operator=operator,
+        title="outbox admin API",
+        description=ADMIN_DESCRIPTION,
+    )
+
+
+def _litestar(
+    handlers: Sequence[ControllerRouterHandler],
+    *,
+    services: IdentityServices,
+    operator: OperatorServices | None,
+    title: str,
+    description: str,
+    lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
+) -> Litestar:
+    """One listener's app: the given routes, with the problem details and hygiene of all."""
 
     def provide_services() -> IdentityServices:
         return services
@@ -59,28 +121,11 @@ def create_app(
     def provide_client(request: Request[Any, Any, State]) -> str:
         return client_address(request)
 
-    refresh = operator.observe_backlog if operator is not None else None
-    metrics = [metrics_route(registry, refresh=refresh)] if registry is not None else []
-    # The staff routes (operator surfaces), when the operator services are given.
-    staff: list[type[Controller]] = [StaffOutboxController] if operator is not None else []
-
     def provide_operator() -> OperatorServices | None:
         return operator
 
     return Litestar(
-        route_handlers=[
-            *metrics,
-            SignUpController,
-            SessionController,
-            SignInMethodController,
-            PasswordRecoveryController,
-            StepUpController,
-            OrganizationController,
-            InvitationController,
-            MagicLinkController,
-            HealthController,
-            *staff,
-        ],
+        route_handlers=list(handlers),
         dependencies={
             "services": Provide(provide_services, sync_to_thread=False),
             "principal": Provide(provide_principal),
@@ -96,14 +141,14 @@ def create_app(
             )
         ],
         exception_handlers={Exception: internal_error_handler(services.telemetry)},
+        before_request=require_json_body,
+        request_max_body_size=MAX_BODY_BYTES,
+        # Responses carry bearer, elevation and session tokens: no cache may keep any answer.
+        cache_control=CacheControlHeader(no_store=True),
         openapi_config=OpenAPIConfig(
-            title="outbox identity API",
+            title=title,
             version="0.1.0",
-            description=(
-                "The reference Identity module: every route that sends a code or a link writes"
-                " its outbox message in the same transaction as its challenge. Errors are RFC"
-                " 9457 problem details with urn:outbox:problem:* types."
-            ),
+            description=description,
             path=OPENAPI_PATH,
             render_plugins=[SwaggerRenderPlugin()],
             components=Components(

@@ -28,6 +28,8 @@ def metrics_route(
             with contextlib.suppress(ApplicationError):
                 await refresh()
         body, content_type = render_metrics(registry)
-        return Response(body, media_type=content_type)
+        # The client library's own content type, as is: given as a header, Litestar does not
+        # append a second charset parameter (which Prometheus 3 refuses to scrape).
+        return Response(body, media_type=content_type, headers={"content-type": content_type})
 
     return metrics

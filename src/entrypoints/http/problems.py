@@ -66,6 +66,8 @@ PROBLEMS: dict[str, tuple[int, str]] = {
     "invitation-not-pending": (409, "The invitation was already accepted or revoked"),
     "invitation-limit-reached": (409, "The organization has too many pending invitations"),
     "conflict": (409, "A concurrent request changed the same data; try again"),
+    "payload-too-large": (413, "The request body is larger than 16 KiB"),
+    "unsupported-media-type": (415, "The request body must be application/json"),
     "rate-limited": (429, "Too many requests; retry after the given delay"),
     "internal-error": (500, "The server failed to handle the request"),
     "service-unavailable": (503, "The service is temporarily unavailable; retry later"),
@@ -77,6 +79,8 @@ STATUS_NAMES = {
     403: "permission-required",
     404: "not-found",
     405: "method-not-allowed",
+    413: "payload-too-large",
+    415: "unsupported-media-type",
     429: "rate-limited",
     500: "internal-error",
     503: "service-unavailable",
@@ -184,10 +188,14 @@ def internal_error_handler(
     return handle
 
 
+# Problems any route may answer: the body checks of entrypoints/http/hygiene.py, and a bug.
+EVERY_ROUTE = ("payload-too-large", "unsupported-media-type", "internal-error")
+
+
 def responses(*names: str) -> dict[int, ResponseSpec]:
-    """OpenAPI entries documenting the given problems (grouped by status)."""
+    """OpenAPI entries documenting the given problems and those of every route."""
     grouped: dict[int, list[str]] = {}
-    for name in (*names, "internal-error"):
+    for name in (*names, *EVERY_ROUTE):
         grouped.setdefault(PROBLEMS[name][0], []).append(name)
     return {
         status: ResponseSpec(

@@ -1,4 +1,8 @@
-"""Serving the app with uvicorn in the caller's event loop; SIGINT/SIGTERM end it cleanly."""
+"""Serving apps with uvicorn in the caller's event loop; SIGINT/SIGTERM end them cleanly.
+
+One process may serve several listeners (the public API and the admin listener): each is
+its own uvicorn server on its own socket, started and stopped together.
+"""
 
 from __future__ import annotations
 
@@ -7,78 +11,44 @@ import contextlib
 import signal
 import socket
 import threading
-from collections.abc import Iterator
-from types import FrameType
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+import attrs
+import h11
 import uvicorn
 from litestar import Litestar
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# A request (its line, headers and body) must arrive within this many seconds of the
+# connection opening or of the previous response, else the connection is closed.
+DEFAULT_REQUEST_TIMEOUT = 10.0
+KEEP_ALIVE_SECONDS = 5
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, minus re-raising the stop signal after a graceful shutdown.
+@attrs.frozen(kw_only=True)
+class Listener:
+    """An app and the bound socket it is served on."""
 
-    uvicorn re-raises it so the process dies of the signal; an ``outboxctl`` command
-    instead returns and exits 0, like ``outboxctl worker``. A second SIGINT forces exit.
-    """
+    app: Litestar
+    socket: socket.socket = attrs.field(eq=False)
 
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        originals = {sig: signal.signal(sig, self._stop) for sig in STOP_SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, handler in originals.items():
-                signal.signal(sig, handler)
-
-    def _stop(self, sig: int, _frame: FrameType | None) -> None:
-        if self.should_exit and sig == signal.SIGINT:
-            self.force_exit = True
-        self.should_exit = True
+    @property
+    def address(self) -> tuple[str, int]:
+        """The host and port the socket is bound to."""
+        host, port = self.socket.getsockname()[:2]
+        return str(host), int(port)
 
 
-async def serve(
-    app: Litestar,
-    *,
-    host: str,
-    port: int,
-    listener: socket.socket | None = None,
-    stop: asyncio.Event | None = None,
-) -> None:
-    """Serve ``app`` on ``host:port`` (or an already bound ``listener``) until told to stop.
+@attrs.frozen(kw_only=True)
+class ServerOptions:
+    """How every listener of a process treats its clients."""
 
-    Without ``stop``, SIGINT or SIGTERM ends it; with ``stop``, the caller owns the signals
-    (``outboxctl up`` stops its worker first) and setting the event ends it. Either way open
-    requests are finished first.
-    """
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_config=None,
-        access_log=False,
-        server_header=False,
-        lifespan="on",
-    )
-    if stop is None:
-        await _Server(config).serve(sockets=[listener] if listener else None)
-        return
-    server = _OwnedServer(config)
-
-    async def stop_when_told() -> None:
-        await stop.wait()
-        server.should_exit = True
-
-    watcher = asyncio.create_task(stop_when_told())
-    try:
-        await server.serve(sockets=[listener] if listener else None)
-    finally:
-        watcher.cancel()
-        await asyncio.gather(watcher, return_exceptions=True)
+    # Peers (addresses or networks) whose X-Forwarded-For / X-Forwarded-Proto uvicorn
+    # believes; none by default, so the client address is always the TCP peer.
+    trusted_proxies: tuple[str, ...] = ()
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -86,9 +56,140 @@ def bind(host: str, port: int) -> socket.socket:
     return socket.create_server((host, port), reuse_port=False)
 
 
+async def serve(
+    listeners: Sequence[Listener],
+    *,
+    options: ServerOptions | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve every listener until told to stop; open requests are finished first.
+
+    Without ``stop``, SIGINT or SIGTERM ends it (a second SIGINT forces the exit); with
+    ``stop``, the caller owns the signals (``outboxctl up`` stops its worker first) and
+    setting the event ends it. If one server fails, the others are stopped too.
+    """
+    options = options or ServerOptions()
+    servers = [_OwnedServer(_config(listener.app, options)) for listener in listeners]
+    if stop is not None:
+        await _serve_until(stop, servers, listeners)
+        return
+    with _stop_on_signals(servers) as signalled:
+        await _serve_until(signalled, servers, listeners)
+
+
+async def _serve_until(
+    stop: asyncio.Event, servers: Sequence[uvicorn.Server], listeners: Sequence[Listener]
+) -> None:
+    tasks = [
+        asyncio.create_task(server.serve(sockets=[listener.socket]), name="http")
+        for server, listener in zip(servers, listeners, strict=True)
+    ]
+    waiter = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for server in servers:
+            server.should_exit = True
+        waiter.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(waiter, return_exceptions=True)
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+
+
+def _config(app: Litestar, options: ServerOptions) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        lifespan="on",
+        proxy_headers=bool(options.trusted_proxies),
+        forwarded_allow_ips=list(options.trusted_proxies),
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        http=_deadline_protocol(options.request_timeout),
+    )
+
+
+@contextlib.contextmanager
+def _stop_on_signals(servers: Sequence[uvicorn.Server]) -> Iterator[asyncio.Event]:
+    """An event set by SIGINT or SIGTERM; a second SIGINT forces every server to exit."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop  # signals reach only the main thread; the embedding thread stops us
+        return
+
+    def handle(sig: signal.Signals) -> None:
+        if stop.is_set() and sig == signal.SIGINT:
+            for server in servers:
+                server.force_exit = True
+        stop.set()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, handle, sig)
+    try:
+        yield stop
+    finally:
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+
+
 class _OwnedServer(uvicorn.Server):
-    """uvicorn's server with its signal handling left to the process that embeds it."""
+    """uvicorn's server with its signal handling left to the process that embeds it.
+
+    uvicorn would re-raise the stop signal after a graceful shutdown, so the process dies
+    of it; an ``outboxctl`` command instead returns and exits 0, like ``outboxctl worker``.
+    """
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+
+def _deadline_protocol(seconds: float) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with a deadline for receiving each whole request.
+
+    uvicorn only times out an idle keep-alive connection, and every byte received resets
+    that; a client trickling its headers or body would hold the connection for ever.
+    """
+
+    class DeadlineH11Protocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE and self.conn.their_state is not h11.SEND_BODY:
+                self._disarm()  # the whole request is in (or the connection is over)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(seconds, self._expire)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expire(self) -> None:
+            self._deadline = None
+            if (
+                self.conn.their_state in (h11.IDLE, h11.SEND_BODY)
+                and not self.transport.is_closing()
+            ):
+                self.transport.close()
+
+    return DeadlineH11Protocol

@@ -16,7 +16,14 @@ from application.operator.errors import (
     StepUpRequired,
 )
 from application.outbox.errors import MessageNotFound
-from entrypoints.http.problems import PROBLEM_MEDIA_TYPE, PROBLEMS, TYPE_PREFIX, Problem, problem
+from entrypoints.http.problems import (
+    EVERY_ROUTE,
+    PROBLEM_MEDIA_TYPE,
+    PROBLEMS,
+    TYPE_PREFIX,
+    Problem,
+    problem,
+)
 
 STAFF_PROBLEMS: dict[str, tuple[int, str]] = {
     "staff-required": (403, "The caller is not an active staff member"),
@@ -51,7 +58,7 @@ def staff_responses(*names: str) -> dict[int, ResponseSpec]:
     """OpenAPI entries documenting the given shared or staff problems (grouped by status)."""
     known = {**PROBLEMS, **STAFF_PROBLEMS}
     grouped: dict[int, list[str]] = {}
-    for name in (*names, "internal-error"):
+    for name in (*names, *EVERY_ROUTE):
         grouped.setdefault(known[name][0], []).append(name)
     return {
         status: ResponseSpec(

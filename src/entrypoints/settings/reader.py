@@ -15,6 +15,7 @@ pydantic-settings would add a second model system and its own error texts to tra
 from __future__ import annotations
 
 import enum
+import ipaddress
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -222,6 +223,12 @@ class EnvironmentReader:
             "comma-separated positive seconds, e.g. 5,30,120,600,1800",
         )
 
+    def networks(self, name: str) -> tuple[str, ...]:
+        """Comma-separated IP addresses or CIDR networks, normalised; none when unset."""
+        return self.parse(
+            name, (), _parse_networks, "comma-separated IP addresses or networks, e.g. 10.0.0.0/8"
+        )
+
     def flag(self, name: str, *, default: bool) -> bool:
         """true/false, yes/no, on/off or 1/0, in any case."""
         return self.parse(name, default, _parse_bool, "true or false")
@@ -284,6 +291,13 @@ def _parse_bool(value: str) -> bool:
     if lowered in _FALSE:
         return False
     raise ValueError(value)
+
+
+def _parse_networks(value: str) -> tuple[str, ...]:
+    parts = [part.strip() for part in value.split(",")]
+    if not all(parts):
+        raise ValueError(value)
+    return tuple(str(ipaddress.ip_network(part, strict=False)) for part in parts)
 
 
 def _parse_seconds_list(value: str) -> tuple[timedelta, ...]:

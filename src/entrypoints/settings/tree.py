@@ -95,10 +95,14 @@ class SweepSettings:
 
 @attrs.frozen(kw_only=True)
 class HttpSettings:
-    """Where the API listens."""
+    """Where the API's two listeners are, and whom they believe (SPEC §14)."""
 
-    host: str
+    host: str  # the public listener: identity routes, /healthz, /readyz
     port: int
+    admin_host: str  # the admin listener: /metrics and the staff routes
+    admin_port: int
+    trusted_proxies: tuple[str, ...]  # peers whose X-Forwarded-For names the client
+    request_timeout: timedelta  # a whole request must arrive within this
 
 
 @attrs.frozen(kw_only=True)
@@ -173,6 +177,10 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
         http=HttpSettings(
             host=read.text("HTTP_HOST", "127.0.0.1"),
             port=read.port("HTTP_PORT", 8000, allow_zero=True),
+            admin_host=read.text("ADMIN_HOST", "127.0.0.1"),
+            admin_port=read.port("ADMIN_PORT", 8001, allow_zero=True),
+            trusted_proxies=read.networks("TRUSTED_PROXIES"),
+            request_timeout=read.seconds("HTTP_REQUEST_TIMEOUT_SECONDS", 10),
         ),
         invitation_link_base_url=read.url(
             "INVITATION_LINK_BASE_URL", DEV_INVITATION_LINK_BASE if development else None

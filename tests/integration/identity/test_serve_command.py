@@ -38,6 +38,7 @@ def environment(database_url: str, tmp_path: Path) -> dict[str, str]:
         "OUTBOX_WORKER_DB_ROLE": "outbox_worker",
         "OUTBOX_DATA_DIR": str(tmp_path),
         "OUTBOX_HTTP_PORT": str(_free_port()),
+        "OUTBOX_ADMIN_PORT": str(_free_port()),
         "OUTBOX_LOG_FORMAT": "json",
     }
 
@@ -100,4 +101,6 @@ async def test_a_newcomer_signs_up_confirms_signs_in_and_steps_up(
 
         assert 201 == elevated.status_code
         assert "elevationToken" in elevated.json()
+    admin = f"http://127.0.0.1:{environment['OUTBOX_ADMIN_PORT']}"
+    async with httpx.AsyncClient(base_url=admin, timeout=10) as client:
         assert b"# HELP" in (await client.get("/metrics")).content

@@ -39,7 +39,8 @@ from domain.outbox.retry_policy import RetryPolicy
 from entrypoints.bootstrap.api import build_identity_services
 from entrypoints.bootstrap.operator import build_operator_services
 from entrypoints.cli.app import app as outboxctl
-from entrypoints.http.app import create_app
+from entrypoints.http.app import create_admin_app, create_app
+from entrypoints.observability import new_registry
 from tests.fakes.clock import FixedClock
 from tests.fakes.providers import RecordingProvider
 from tests.fakes.renderer import RecordingRenderer
@@ -82,7 +83,8 @@ class DeadCode:
 class StaffWorld:
     """The identity API with the staff routes, outboxctl, the worker and the database."""
 
-    api: Api
+    api: Api  # the public listener, where staff sign in and step up like anyone
+    staff_client: httpx.AsyncClient  # the admin listener, where the staff routes are
     operator: OperatorServices
     admin: PostgresOperatorStore
     env: dict[str, str]
@@ -105,7 +107,7 @@ class StaffWorld:
         token = caller.elevation if elevation == "" else elevation
         if token is not None:
             headers["Elevation-Token"] = token
-        return await self.api.client.get(BASE + path, params=params, headers=headers)
+        return await self.staff_client.get(BASE + path, params=params, headers=headers)
 
     async def reissue(
         self,
@@ -120,7 +122,7 @@ class StaffWorld:
         token = caller.elevation if elevation == "" else elevation
         if token is not None:
             headers["Elevation-Token"] = token
-        return await self.api.client.post(
+        return await self.staff_client.post(
             f"{BASE}/dead-letters/{message_id}/reissues", headers=headers
         )
 
@@ -210,8 +212,14 @@ async def running_staff_world(
         "OUTBOX_LOG_LEVEL": "warning",
     }
     try:
-        transport = httpx.ASGITransport(app=create_app(services, operator=operator))
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        public = httpx.ASGITransport(app=create_app(services))
+        admin = httpx.ASGITransport(
+            app=create_admin_app(services, operator=operator, registry=new_registry())
+        )
+        async with (
+            httpx.AsyncClient(transport=public, base_url="http://testserver") as client,
+            httpx.AsyncClient(transport=admin, base_url="http://admin") as staff_client,
+        ):
             yield StaffWorld(
                 api=Api(
                     client=client,
@@ -223,6 +231,7 @@ async def running_staff_world(
                     database_url=database_url,
                     log=log,
                 ),
+                staff_client=staff_client,
                 operator=operator,
                 admin=PostgresOperatorStore(admin_pool),
                 env=env,

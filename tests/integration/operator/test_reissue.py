@@ -235,7 +235,7 @@ async def test_a_missing_idempotency_key_is_a_validation_problem(world: StaffWor
     caller = await world.staff()
     dead = await world.dead_code(BOB)
 
-    response = await world.api.client.post(
+    response = await world.staff_client.post(
         f"/platform-admin/security-outbox/dead-letters/{dead.message_id}/reissues",
         headers={"Authorization": f"Bearer {caller.token}", "Elevation-Token": caller.elevation},
     )

@@ -21,7 +21,8 @@ from domain.identity.challenges import ChallengePolicy
 from domain.purposes import Purpose
 from entrypoints.bootstrap.api import build_identity_services
 from entrypoints.bootstrap.operator import build_operator_services
-from entrypoints.http.app import create_app
+from entrypoints.http.app import create_admin_app, create_app
+from entrypoints.observability import new_registry
 from tests.integration.identity.api import SEALER, ApiSettings, StatementLog, open_api_pool
 from tests.integration.identity.test_openapi_fuzzing import (
     CHECKS,
@@ -52,11 +53,17 @@ class ServedWithStaff(Served):
         }
         services = build_identity_services(identity=ApiSettings().identity, **parts)
         operator = build_operator_services(challenges=ChallengePolicy(), **parts)
+        # Staff sign in and step up on the public listener; the staff routes are on the admin.
         self.client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=create_app(services, operator=operator)),
+            transport=httpx.ASGITransport(app=create_app(services)), base_url="http://testserver"
+        )
+        self.admin = httpx.AsyncClient(
+            transport=httpx.ASGITransport(
+                app=create_admin_app(services, operator=operator, registry=new_registry())
+            ),
             base_url="http://testserver",
         )
-        self.schema = (await self.client.get("/schema/openapi.json")).json()
+        self.schema = (await self.admin.get("/schema/openapi.json")).json()
         self.token = await self._signed_in()
         async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
             await conn.execute("SELECT outbox.grant_staff('fuzz@example.com')")
@@ -77,6 +84,13 @@ class ServedWithStaff(Served):
             "/step-ups/confirmations", json={"code": code}, headers=headers
         )
         return str(response.json()["elevationToken"])
+
+    async def send(self, kwargs: dict[str, Any]) -> httpx.Response:
+        return await self.admin.request(**kwargs)
+
+    async def stop(self) -> None:
+        await self.admin.aclose()
+        await super().stop()
 
 
 @pytest.fixture
