@@ -45,7 +45,7 @@ def serve_environment(database_url: str, data_dir: Path, **extra: str) -> dict[s
     return {
         **keep,
         "OUTBOX_DATABASE_URL": database_url,
-        "OUTBOX_API_DB_ROLE": "outbox_runtime",
+        "OUTBOX_API_DB_ROLE": "identity_service",
         "OUTBOX_DATA_DIR": str(data_dir),
         "OUTBOX_HTTP_PORT": str(free_port()),
         "OUTBOX_ADMIN_PORT": str(free_port()),
