@@ -64,7 +64,12 @@ def test_every_line_of_outboxctl_serve_is_json(database_url: str, tmp_path: Path
     port = free_port()
     process = subprocess.Popen(
         [OUTBOXCTL, "serve"],
-        env=_environment(_with_password(database_url), tmp_path, OUTBOX_HTTP_PORT=str(port)),
+        env=_environment(
+            _with_password(database_url),
+            tmp_path,
+            OUTBOX_HTTP_PORT=str(port),
+            OUTBOX_ADMIN_PORT=str(free_port()),
+        ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
