@@ -71,10 +71,8 @@ async def test_a_time_range_bounds_the_creation_time(world: StaffWorld):
 
     assert [first] == [i["id"] for i in since["items"]]
     assert [] == until["items"]
-    assert (ExitCode.USAGE, "until: must be later than since\n") == (
-        backwards.exit_code,
-        backwards.stderr,
-    )
+    assert ExitCode.USAGE == backwards.exit_code
+    assert "until: must be later than since" in backwards.stderr
     assert ExitCode.USAGE == malformed.exit_code
     assert "ISO 8601" in malformed.stderr
 
