@@ -13,6 +13,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.embedded import EmbeddedPostgres
 from adapters.postgres.pool import open_pool
+from adapters.postgres.role_check import inspect_role
+from entrypoints.bootstrap.database_roles import enforce, judge_role
 from entrypoints.settings.tree import Settings
 
 # The NOLOGIN group roles, one per job (0009_roles_by_job.sql; docs/sql-api.md, "Roles").
@@ -21,6 +23,7 @@ PRODUCER_ROLE = "outbox_producer"  # enqueue and cancel only: what another servi
 IDENTITY_ROLE = "identity_service"  # the API: the Identity module and the staff functions
 WORKER_ROLE = "outbox_worker"  # the worker and its sweeps: claim, record, expire, purge
 DEPRECATED_PRODUCER_ROLE = "outbox_runtime"  # the old name of the producer's role
+GROUP_ROLES = (OWNER_ROLE, PRODUCER_ROLE, IDENTITY_ROLE, WORKER_ROLE, DEPRECATED_PRODUCER_ROLE)
 
 
 def embedded_data_dir(settings: Settings) -> Path:
@@ -92,7 +95,9 @@ async def database_pool(
 ) -> AsyncIterator[AsyncConnectionPool[AsyncConnection]]:
     """The one way a process opens a pool: URL, role and size follow from ``access``.
 
-    The pool is closed on exit. Raises StoreUnavailable if the database cannot be reached.
+    The API's and the worker's pools check their role first (database_roles.py). The pool
+    is closed on exit. Raises StoreUnavailable if the database cannot be reached,
+    DatabaseRoleRefused if the role may not run the job.
     """
     database = settings.database
     checkout_timeout = OTHER_CHECKOUT_TIMEOUT
@@ -115,6 +120,26 @@ async def database_pool(
         checkout_timeout=checkout_timeout,
     )
     try:
+        await _check_role(pool, settings, access)
         yield pool
     finally:
         await pool.close()
+
+
+async def _check_role(
+    pool: AsyncConnectionPool[AsyncConnection], settings: Settings, access: DatabaseAccess
+) -> None:
+    if access is DatabaseAccess.OPERATOR:
+        return  # the database operator is the owner's member by design
+    api = access is DatabaseAccess.API
+    job = IDENTITY_ROLE if api else WORKER_ROLE
+    report = await inspect_role(pool, job=job, group_roles=GROUP_ROLES)
+    enforce(
+        judge_role(
+            report,
+            process="the API" if api else "the worker",
+            job=job,
+            deprecated=DEPRECATED_PRODUCER_ROLE if api else "",
+            strict=not settings.is_development,
+        )
+    )

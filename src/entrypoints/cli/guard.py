@@ -20,6 +20,7 @@ from application.errors import (
     StoreUnavailable,
 )
 from application.outbox.errors import MessageNotFound
+from entrypoints.bootstrap.database_roles import DatabaseRoleRefused
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.observability import log_format
 from entrypoints.settings.reader import SettingsError
@@ -49,6 +50,12 @@ def guarded() -> Iterator[None]:
         yield
     except SettingsError as error:
         raise fail(str(error), ExitCode.CONFIGURATION) from None
+    except DatabaseRoleRefused as error:
+        lines = "\n".join(f"  {problem}" for problem in error.problems)
+        raise fail(
+            f"refused to start: the database role may not run this job\n{lines}",
+            ExitCode.CONFIGURATION,
+        ) from None
     except StoreNotMigrated as error:
         raise fail(
             f"the database is not migrated ({error.code}); {error.hint}",
