@@ -31,6 +31,7 @@ from tests.fakes.operator_store import (
     InMemoryBacklogGauge,
     InMemoryOperatorStore,
     attempt_columns,
+    attempt_detail,
 )
 from tests.fakes.outbox_store import RecordedAttempt
 
@@ -224,8 +225,8 @@ INSERT INTO identity.challenges (
 PUT_ATTEMPT = """
 INSERT INTO outbox.attempts (
     message_id, attempt, counted, outcome, failure_class, code, provider, provider_message_id,
-    recorded_at, retry_at
-) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    recorded_at, retry_at, detail
+) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 AUDIT = """
 SELECT action, actor_id, message_id, new_message_id, idempotency_key
@@ -355,6 +356,7 @@ class PostgresOperatorHarness:
                 receipt,
                 self.now(),
                 retry_at,
+                attempt_detail(outcome),
             ),
         )
 

@@ -8,15 +8,18 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidRequest
-from application.operator.errors import StaffRequired
+from application.errors import InvalidRequest, PermissionDenied
 from application.operator.message_filters import MessageFilter, destination_digest
 from application.operator.views import AttemptView, MessageSummary, Repair, RepairAction
 from domain.destinations import mask
 from domain.outbox.failures import MAX_DETAIL, FailureClass
 from domain.outbox.messages import Message
-from domain.outbox.outcomes import Published
-from tests.fakes.operator_store import MAX_PAGE, InMemoryOperatorStore, attempt_columns
+from tests.fakes.operator_store import (
+    MAX_PAGE,
+    InMemoryOperatorStore,
+    attempt_columns,
+    attempt_detail,
+)
 
 
 @attrs.define
@@ -69,7 +72,7 @@ class InMemoryMessageLog:
             if attempt.message_id != message_id:
                 continue
             outcome, failure, code, receipt, retry_at = attempt_columns(attempt.outcome)
-            detail = "" if isinstance(attempt.outcome, Published) else attempt.outcome.detail
+            detail = attempt_detail(attempt.outcome)
             views.append(
                 AttemptView(
                     attempt=attempt.attempt,
@@ -131,4 +134,4 @@ class InMemoryMessageLog:
 
     def _require_database_operator(self) -> None:
         if not self.operator.database_operator:
-            raise StaffRequired("42501")
+            raise PermissionDenied("42501")

@@ -79,6 +79,11 @@ def attempt_columns(outcome: Outcome) -> tuple[str, str | None, str, str, dateti
             return "dead_letter", reason.value, code, "", None
 
 
+def attempt_detail(outcome: Outcome) -> str:
+    """The provider's detail the attempt history keeps ("" for a published attempt)."""
+    return "" if isinstance(outcome, Published) else outcome.detail
+
+
 @attrs.define
 class InMemoryOperatorStore:
     """Staff, verified e-mails, challenges and the audit around an InMemoryOutboxStore.

@@ -49,7 +49,7 @@ class ListMessages:
     async def __call__(self, query: MessageQuery) -> MessagePage:
         """The page, newest first; raises InvalidField for a bad limit, two cursors, an empty
         time range or a destination that is no address, InvalidRequest for a cursor that
-        names no message, StaffRequired for a connection that is not the database operator.
+        names no message, PermissionDenied for a connection that is not the database operator.
         """
         if not 1 <= query.limit <= MAX_LIMIT:
             raise InvalidField("limit", f"must be between 1 and {MAX_LIMIT}")

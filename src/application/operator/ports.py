@@ -105,7 +105,8 @@ class MessageLog(Protocol):
     """The database operator's reads over every message (``outboxctl``), destinations masked.
 
     Only a connection that may administer the database is served: every method raises
-    StaffRequired for any other, and StoreUnavailable for a transient database error.
+    PermissionDenied for any other (the API role may not execute them), and StoreUnavailable
+    for a transient database error.
     """
 
     async def messages(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import json
 from typing import Annotated
 
 import typer
 
 from entrypoints.bootstrap.worker import run_sweeps, run_worker
 from entrypoints.cli.guard import run_guarded
+from entrypoints.cli.output import print_json
 from entrypoints.cli.startup import start
 from entrypoints.settings.tree import Settings
 
@@ -42,6 +42,9 @@ def worker(
 ) -> None:
     """Claim due messages, send them through their providers and record the outcomes.
 
+    With --drain, prints the totals as JSON (claimed, published, retried, released,
+    deadLettered, leaseLost, unrecorded) when nothing is left due.
+
     SIGTERM or SIGINT stops claiming, lets the batch in flight finish within
     OUTBOX_WORKER_SHUTDOWN_GRACE_SECONDS, records it and exits 0.
     """
@@ -52,18 +55,16 @@ def worker(
         )
     )
     if drain:
-        typer.echo(
-            json.dumps(
-                {
-                    "claimed": totals.claimed,
-                    "published": totals.published,
-                    "retried": totals.retried,
-                    "released": totals.released,
-                    "dead_lettered": totals.dead_lettered,
-                    "lease_lost": totals.lease_lost,
-                    "unrecorded": totals.unrecorded,
-                }
-            )
+        print_json(
+            {
+                "claimed": totals.claimed,
+                "published": totals.published,
+                "retried": totals.retried,
+                "released": totals.released,
+                "deadLettered": totals.dead_lettered,
+                "leaseLost": totals.lease_lost,
+                "unrecorded": totals.unrecorded,
+            }
         )
 
 
@@ -79,4 +80,4 @@ def sweep(
     """
     settings = _settings(providers=False)
     counts = run_guarded(lambda: asyncio.run(run_sweeps(settings, which=kind.value, loop=loop)))
-    typer.echo(json.dumps(counts))
+    print_json(counts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -143,6 +144,13 @@ async def test_sigkill_mid_batch_then_a_new_worker_loses_nothing(
     )
     assert 0 == survivor.returncode, survivor.stderr.decode()[-2000:]
     assert {"published": 6} == await _states(database_url)
+    report = json.loads(survivor.stdout)  # --drain's totals, in the CLI's one casing
+    assert (6, 6, 0, 0) == (
+        report["claimed"],
+        report["published"],
+        report["deadLettered"],
+        report["leaseLost"],
+    )
     delivered = _delivered_ids(smtp)
     assert set(map(str, codes)) == set(delivered)  # lost = 0
     assert len(delivered) <= 6 + 6  # duplicates only for the sends in flight at the kill
