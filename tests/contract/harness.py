@@ -61,6 +61,7 @@ def make_message(
     params: dict[str, str] | None = None,
     priority: Priority | None = None,
     not_before: datetime | None = None,
+    trace_context: str | None = None,
 ) -> Message:
     """A valid message for ``purpose``, sealed unless it is a notification."""
     now = harness.now()
@@ -78,6 +79,7 @@ def make_message(
         expires_at=None if expires_in is None else now + expires_in,
         priority=priority,
         not_before=not_before,
+        trace_context=trace_context,
         now=now,
     )
 

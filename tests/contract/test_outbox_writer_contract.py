@@ -209,3 +209,24 @@ async def test_cancel_by_subject_refuses_a_reason_that_is_not_a_cancellation(
 ) -> None:
     with pytest.raises(InvalidRequest):
         await outbox.cancel(uuid.uuid4(), FailureClass.REJECTED)
+
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+async def test_the_claim_returns_the_trace_context_the_producer_gave(outbox: Harness) -> None:
+    traced = make_message(outbox, trace_context=TRACEPARENT)
+    untraced = make_message(outbox)
+    await outbox.enqueue(traced)
+    await outbox.enqueue(untraced)
+
+    claimed = await outbox.store.claim(owner="w", limit=10, lease=LEASE)
+
+    assert {traced.id: TRACEPARENT, untraced.id: None} == {c.id: c.trace_context for c in claimed}
+
+
+async def test_enqueue_refuses_a_malformed_trace_context(outbox: Harness) -> None:
+    message = attrs.evolve(make_message(outbox), trace_context="00-not-a-traceparent")
+
+    with pytest.raises(InvalidRequest):
+        await outbox.enqueue(message)

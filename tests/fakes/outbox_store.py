@@ -68,6 +68,7 @@ def _claimed(message: Message, token: UUID, lease_expires_at: datetime) -> Claim
         lease_token=token,
         lease_expires_at=lease_expires_at,
         priority=message.priority,
+        trace_context=message.trace_context,
     )
 
 
@@ -106,6 +107,7 @@ class InMemoryOutboxStore:
                 expires_at=message.expires_at,
                 priority=message.priority,
                 not_before=message.available_at if message.is_delayed else None,
+                trace_context=message.trace_context,
                 now=now,
             )
         except InvalidMessage as error:

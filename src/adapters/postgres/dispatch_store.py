@@ -20,7 +20,8 @@ from domain.purposes import Purpose
 
 CLAIM = """
 SELECT id, purpose, channel, destination, subject_id, template, params, locale,
-       sealed_secret, attempt_count, expires_at, lease_token, lease_expires_at, priority
+       sealed_secret, attempt_count, expires_at, lease_token, lease_expires_at, priority,
+       trace_context
 FROM outbox.claim_messages(%b::text, %b::integer, %b::double precision)
 """
 RECORD = """
@@ -69,6 +70,7 @@ def _claimed(row: tuple[Any, ...]) -> ClaimedMessage:
         lease_token,
         lease_expires_at,
         priority,
+        trace_context,
     ) = row
     return ClaimedMessage(
         id=message_id,
@@ -85,6 +87,7 @@ def _claimed(row: tuple[Any, ...]) -> ClaimedMessage:
         lease_token=lease_token,
         lease_expires_at=lease_expires_at,
         priority=Priority(priority),
+        trace_context=trace_context,
     )
 
 

@@ -3,7 +3,7 @@ transaction, committed explicitly."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import psycopg
@@ -19,10 +19,12 @@ from adapters.postgres.outbox_writer import PostgresOutboxWriter
 class PostgresUnitOfWork:
     """One transaction: ``identity`` and ``outbox`` run on the same connection."""
 
-    def __init__(self, conn: AsyncConnection) -> None:
+    def __init__(
+        self, conn: AsyncConnection, *, trace_context: Callable[[], str | None] | None = None
+    ) -> None:
         self._conn = conn
         self.identity = PostgresIdentityStore(conn)
-        self.outbox = PostgresOutboxWriter(conn)
+        self.outbox = PostgresOutboxWriter(conn, trace_context=trace_context)
 
     async def commit(self) -> None:
         """Commit; raises StoreUnavailable (or Conflict) when the commit fails."""
@@ -31,10 +33,19 @@ class PostgresUnitOfWork:
 
 
 class PostgresIdentityTransactions:
-    """Opens units of work on connections of the API pool (role ``identity_service``)."""
+    """Opens units of work on connections of the API pool (role ``identity_service``).
 
-    def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
+    ``trace_context`` (tracing on) gives the enqueued messages the request's trace context.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[AsyncConnection],
+        *,
+        trace_context: Callable[[], str | None] | None = None,
+    ) -> None:
         self._pool = pool
+        self._trace_context = trace_context
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[PostgresUnitOfWork]:
@@ -46,7 +57,7 @@ class PostgresIdentityTransactions:
             async with self._pool.connection() as conn:
                 await conn.set_autocommit(False)
                 try:
-                    yield PostgresUnitOfWork(conn)
+                    yield PostgresUnitOfWork(conn, trace_context=self._trace_context)
                 finally:
                     await _settle(conn)
 

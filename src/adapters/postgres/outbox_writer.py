@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from uuid import UUID
 
 from psycopg import AsyncConnection
@@ -24,7 +25,8 @@ SELECT outbox.enqueue_message(
     p_sealed_secret => %s::text,
     p_expires_at => %s::timestamptz,
     p_priority => %s::integer,
-    p_not_before => %s::timestamptz
+    p_not_before => %s::timestamptz,
+    p_trace_context => %s::text
 )
 """
 CANCEL_BY_SUBJECT = "SELECT outbox.cancel_by_subject(%s::uuid, %s::text)"
@@ -38,10 +40,16 @@ class PostgresOutboxWriter:
     which it must not go; the database takes the later of that and its own now. Raises
     DuplicateMessage, InvalidRequest, PermissionDenied or StoreUnavailable for the matching
     database errors.
+
+    ``trace_context`` answers the current W3C traceparent (tracing on); it is stored with
+    a message that names none of its own.
     """
 
-    def __init__(self, conn: AsyncConnection) -> None:
+    def __init__(
+        self, conn: AsyncConnection, *, trace_context: Callable[[], str | None] | None = None
+    ) -> None:
         self._conn = conn
+        self._trace_context = trace_context
 
     async def enqueue(self, message: Message) -> None:
         """Insert a pending message and its envelope; supersede older ones of its subject."""
@@ -58,9 +66,13 @@ class PostgresOutboxWriter:
             message.expires_at,
             int(message.priority),
             message.available_at if message.is_delayed else None,
+            message.trace_context or self._current_trace_context(),
         )
         with translated_errors():
             await self._conn.execute(ENQUEUE, params)
+
+    def _current_trace_context(self) -> str | None:
+        return self._trace_context() if self._trace_context is not None else None
 
     async def cancel_by_subject(self, *, subject_id: UUID, reason: FailureClass) -> int:
         """Withdraw every live message of ``subject_id`` with ``reason``; return how many."""

@@ -90,6 +90,7 @@ class ClaimedMessage:
     lease_token: UUID
     lease_expires_at: datetime
     priority: Priority = Priority.NORMAL  # the claim returns the batch highest first
+    trace_context: str | None = None  # the producer's W3C traceparent, when it was traced
 
 
 @attrs.frozen(kw_only=True)

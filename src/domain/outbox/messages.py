@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -16,6 +17,9 @@ from domain.outbox.failures import FailureClass
 from domain.outbox.outcomes import DeadLetter, Outcome, Published, Release, Retry, expiry_reason
 from domain.outbox.priorities import Priority
 from domain.purposes import Purpose
+
+# A W3C traceparent, version 00: the one form of trace context a message keeps.
+TRACEPARENT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}", re.ASCII)
 
 
 class State(enum.StrEnum):
@@ -56,6 +60,7 @@ class Message:
     ``sealed_secret`` is the envelope text (never plaintext); it is dropped on every
     final transition, as the store deletes the envelope row in the same transaction.
     ``priority`` defaults to the purpose's (security purposes high, notifications normal).
+    ``trace_context`` is the producer's W3C traceparent, for tracing; never a secret.
     """
 
     id: UUID
@@ -80,6 +85,7 @@ class Message:
         default=attrs.Factory(lambda self: Priority.default_for(self.purpose), takes_self=True),
         converter=Priority,
     )
+    trace_context: str | None = None
 
     @classmethod
     def enqueue(
@@ -98,6 +104,7 @@ class Message:
         expires_at: datetime | None = None,
         priority: Priority | None = None,
         not_before: datetime | None = None,
+        trace_context: str | None = None,
     ) -> Message:
         """Create a pending message; the purpose decides what is required.
 
@@ -120,6 +127,8 @@ class Message:
             raise InvalidMessage("not_before: a delayed send names its time zone")
         if not_before is not None and expires_at is not None and not_before >= expires_at:
             raise InvalidMessage("not_before: the message would expire before it may be sent")
+        if trace_context is not None and not TRACEPARENT.fullmatch(trace_context):
+            raise InvalidMessage("trace_context: expected a W3C traceparent")
         return cls(
             id=id,
             purpose=purpose,
@@ -134,6 +143,7 @@ class Message:
             expires_at=expires_at,
             created_at=now,
             priority=Priority.default_for(purpose) if priority is None else priority,
+            trace_context=trace_context,
         )
 
     @property

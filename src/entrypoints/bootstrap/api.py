@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypedDict
 
 from psycopg import AsyncConnection
@@ -61,9 +62,13 @@ def build_identity_services(
     secret_source: SecretSource,
     telemetry: Telemetry,
     identity: IdentitySettings,
+    trace_context: Callable[[], str | None] | None = None,
 ) -> IdentityServices:
-    """Every identity use case over the API pool (role ``identity_service``)."""
-    transactions = PostgresIdentityTransactions(pool)
+    """Every identity use case over the API pool (role ``identity_service``).
+
+    ``trace_context`` (tracing on) stores the request's trace context with each message.
+    """
+    transactions = PostgresIdentityTransactions(pool, trace_context=trace_context)
     limits = RequestLimits(limiter=PostgresRateLimiter(pool), policy=identity.rate_limits)
     issuer = ChallengeIssuer(
         secrets=secret_source,
@@ -135,4 +140,5 @@ def api_identity_services(
         secret_source=parts.secret_source,
         telemetry=parts.telemetry,
         identity=settings.identity,
+        trace_context=parts.tracing.current_traceparent if parts.tracing else None,
     )

@@ -7,6 +7,10 @@ same objects, so keys are read once and every metric lands in the same registry.
 
 from __future__ import annotations
 
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
 from uuid import UUID
 
 import attrs
@@ -16,6 +20,12 @@ from adapters.crypto.hashing import Argon2idHasher
 from adapters.system.clock import SystemClock
 from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
+from adapters.telemetry.tracing import (
+    Tracing,
+    start_tracing,
+    tracing_installed,
+    tracing_requested,
+)
 from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
 from domain.purposes import Purpose
 from entrypoints.bootstrap.seal_keys import load_sealer
@@ -34,6 +44,7 @@ class ProcessParts:
     sealer: Sealer
     telemetry: Telemetry
     registry: CollectorRegistry
+    tracing: Tracing | None = None  # OpenTelemetry, when the otel extra is installed and asked for
 
 
 class _KeysNotLoaded:
@@ -55,11 +66,13 @@ def build_process_parts(
     seal_keys: bool = True,
     telemetry: Telemetry | None = None,
     process_metrics: bool = True,
+    tracing: Tracing | None = None,
 ) -> ProcessParts:
     """Build the shared parts; ``seal_keys`` False reads no key (a command that never seals).
 
-    A given ``telemetry`` is used as it is (its metrics are then not in ``registry``). Raises
-    SettingsError naming a bad key variable.
+    A given ``telemetry`` is used as it is (its metrics are then not in ``registry``), and so
+    is a given ``tracing``; otherwise the standard OTEL_* variables decide whether to trace.
+    Raises SettingsError naming a bad key variable.
     """
     registry = new_registry(process_metrics=process_metrics)
     events = telemetry or build_telemetry(registry)
@@ -71,6 +84,14 @@ def build_process_parts(
         if seal_keys
         else _KeysNotLoaded()
     )
+    if tracing is None:
+        tracing = start_tracing(os.environ, service="outbox")
+        if tracing is None and tracing_requested(os.environ) and not tracing_installed():
+            events.event(
+                "tracing.unavailable",
+                level="warning",
+                detail="OTEL_* variables ask for traces; install the otel extra: outbox[otel]",
+            )
     return ProcessParts(
         clock=SystemClock(),
         ids=Uuid7Ids(),
@@ -79,4 +100,20 @@ def build_process_parts(
         sealer=sealer,
         telemetry=events,
         registry=registry,
+        tracing=tracing,
     )
+
+
+def http_middleware(parts: ProcessParts) -> list[Callable[[Any], Any]]:
+    """The HTTP app's middleware: a server span per request when the process traces."""
+    return [parts.tracing.asgi_middleware()] if parts.tracing is not None else []
+
+
+@asynccontextmanager
+async def stop_tracing(parts: ProcessParts) -> AsyncIterator[None]:
+    """Export the buffered spans when the process's work ends, however it ends."""
+    try:
+        yield
+    finally:
+        if parts.tracing is not None:
+            parts.tracing.shutdown()

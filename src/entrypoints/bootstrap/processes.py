@@ -17,7 +17,12 @@ from application.outbox.dispatch_due_messages import DispatchResult
 from entrypoints.bootstrap.api import api_identity_services
 from entrypoints.bootstrap.database import DatabaseAccess, database_pool, resolve_database_url
 from entrypoints.bootstrap.operator import staff_operator_services
-from entrypoints.bootstrap.parts import ProcessParts, build_process_parts
+from entrypoints.bootstrap.parts import (
+    ProcessParts,
+    build_process_parts,
+    http_middleware,
+    stop_tracing,
+)
 from entrypoints.bootstrap.worker import sweep_schedule, worker_services
 from entrypoints.http.app import create_admin_app, create_app
 from entrypoints.http.server import Listener, ServerOptions, bind, serve
@@ -43,6 +48,7 @@ async def run_stack(settings: Settings, *, announce: Callable[[str, str], None])
     parts = build_process_parts(settings)
     telemetry = parts.telemetry
     async with (
+        stop_tracing(parts),
         database_pool(settings, DatabaseAccess.API) as api_pool,
         worker_services(settings, parts=parts) as worker,
     ):
@@ -80,7 +86,7 @@ async def run_api(settings: Settings) -> None:
     """``outboxctl serve``: both listeners until SIGINT/SIGTERM, then a clean exit."""
     sockets = bind_listeners(settings)
     parts = build_process_parts(settings)
-    async with database_pool(settings, DatabaseAccess.API) as api_pool:
+    async with stop_tracing(parts), database_pool(settings, DatabaseAccess.API) as api_pool:
         public, admin = api_listeners(settings, parts, api_pool, sockets)
         (host, port), (admin_host, admin_port) = public.address, admin.address
         parts.telemetry.event(
@@ -128,7 +134,7 @@ def api_listeners(
     operator = staff_operator_services(parts, pool, settings.identity.challenges)
     public_socket, admin_socket = sockets
     return (
-        Listener(app=create_app(services), socket=public_socket),
+        Listener(app=create_app(services, middleware=http_middleware(parts)), socket=public_socket),
         Listener(
             app=create_admin_app(services, operator=operator, registry=parts.registry),
             socket=admin_socket,

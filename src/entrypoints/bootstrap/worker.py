@@ -30,7 +30,7 @@ from entrypoints.bootstrap.database import (
     database_pool,
     resolve_worker_database_url,
 )
-from entrypoints.bootstrap.parts import ProcessParts, build_process_parts
+from entrypoints.bootstrap.parts import ProcessParts, build_process_parts, stop_tracing
 from entrypoints.bootstrap.providers import build_providers, close_providers
 from entrypoints.observability import serve_metrics
 from entrypoints.settings.tree import Settings
@@ -66,6 +66,7 @@ async def worker_services(
     the process's shared parts when the API runs in the same process (built here otherwise).
     Raises SettingsError naming a bad variable, StoreUnavailable if the database is down.
     """
+    owns_parts = parts is None
     parts = parts or build_process_parts(settings)
     clock, telemetry = parts.clock, parts.telemetry
     renderer = JinjaRenderer(override_dir=settings.template_dir)
@@ -73,6 +74,8 @@ async def worker_services(
     worker = settings.worker
     url = resolve_worker_database_url(settings)
     async with contextlib.AsyncExitStack() as stack:
+        if owns_parts:
+            await stack.enter_async_context(stop_tracing(parts))
         concurrency = concurrency or worker.concurrency
         if providers is None:
             # Provider clients are sized for the sends this worker makes (--concurrency wins).
@@ -83,7 +86,14 @@ async def worker_services(
         pool = await stack.enter_async_context(database_pool(settings, DatabaseAccess.WORKER))
         listener = WorkListener(url)
         stack.push_async_callback(listener.close)
-        store = PostgresDispatchStore(pool, listener)
+        store: DispatchStore = PostgresDispatchStore(pool, listener)
+        if parts.tracing is not None:
+            # Each message's claim, send and record join the trace of the request that made it.
+            store = parts.tracing.traced_store(store)
+            providers = {
+                channel: parts.tracing.traced_provider(provider)
+                for channel, provider in providers.items()
+            }
         sweeps = settings.sweeps
         yield WorkerServices(
             dispatch=DispatchDueMessages(

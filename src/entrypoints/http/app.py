@@ -55,11 +55,13 @@ def create_app(
     services: IdentityServices,
     *,
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
+    middleware: Sequence[Callable[[Any], Any]] = (),
 ) -> Litestar:
     """The public HTTP API: the identity routes and the probes, nothing else.
 
     OpenAPI at /schema (JSON at /schema/openapi.json); ``lifespan`` context managers open
-    and close what the services use (pools, clients).
+    and close what the services use (pools, clients); ``middleware`` wraps every route
+    (tracing).
     """
     return _litestar(
         [
@@ -78,6 +80,7 @@ def create_app(
         title="outbox identity API",
         description=PUBLIC_DESCRIPTION,
         lifespan=lifespan,
+        middleware=middleware,
     )
 
 
@@ -109,6 +112,7 @@ def _litestar(
     title: str,
     description: str,
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
+    middleware: Sequence[Callable[[Any], Any]] = (),
 ) -> Litestar:
     """One listener's app: the given routes, with the problem details and hygiene of all."""
 
@@ -160,4 +164,5 @@ def _litestar(
         # Litestar's own logging config would add a plain-text root handler; its loggers
         # propagate to the one entrypoints.observability installs (JSON, redacted) instead.
         logging_config=None,
+        middleware=list(middleware),
     )

@@ -26,7 +26,7 @@ MEMBERSHIPS = {(IDENTITY, PRODUCER), (DEPRECATED, PRODUCER)}
 
 FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.enqueue_message(uuid,text,text,text,uuid,text,jsonb,text,text,"
-    "timestamp with time zone,integer,timestamp with time zone)": EXECUTE_BY_PRODUCER,
+    "timestamp with time zone,integer,timestamp with time zone,text)": EXECUTE_BY_PRODUCER,
     "outbox.cancel_by_subject(uuid,text)": EXECUTE_BY_PRODUCER,
     "outbox.claim_messages(text,integer,double precision)": EXECUTE_BY_WORKER,
     "outbox.record_outcomes(uuid[],uuid[],integer[],text[],text[],text[],text[],text[],"

@@ -49,7 +49,8 @@ EXPECTED_FUNCTIONS = {
         "p_locale text DEFAULT 'en'::text, p_sealed_secret text DEFAULT NULL::text, "
         "p_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone, "
         "p_priority integer DEFAULT NULL::integer, "
-        "p_not_before timestamp with time zone DEFAULT NULL::timestamp with time zone)"
+        "p_not_before timestamp with time zone DEFAULT NULL::timestamp with time zone, "
+        "p_trace_context text DEFAULT NULL::text)"
     ),
     "outbox.cancel_by_subject(p_subject_id uuid, p_reason text)",
     "outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision)",

@@ -96,6 +96,7 @@ async def test_no_text_column_outside_the_envelope_could_hold_a_secret_by_design
         "messages.purpose",
         "messages.state",
         "messages.template",
+        "messages.trace_context",  # 0014_trace_context.sql: a W3C traceparent (CHECK), no more
         "staff_audit.action",  # 0006_operator_tables.sql: a word from a fixed list
         "staff_audit.idempotency_key",  # the staff client's own request key
     ] == columns
