@@ -37,7 +37,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
     return load_settings(
         {
             "OUTBOX_DATABASE_URL": database_url,
-            "OUTBOX_API_DB_ROLE": "outbox_runtime",
+            "OUTBOX_API_DB_ROLE": "identity_service",
             "OUTBOX_WORKER_DB_ROLE": "outbox_worker",
             "OUTBOX_SEAL_KEYS": SEAL_KEY,
             "OUTBOX_DATA_DIR": str(tmp_path),
