@@ -62,7 +62,7 @@ async def api(settings: Settings, parts: ProcessParts) -> AsyncIterator[httpx.As
     """The API app of ``outboxctl serve``, built by the composition root, over ASGI."""
     async with database_pool(settings, DatabaseAccess.API) as pool:
         services = api_identity_services(settings, parts, pool)
-        app = create_app(services, registry=parts.registry, middleware=http_middleware(parts))
+        app = create_app(services, middleware=http_middleware(parts))
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:
             yield client
