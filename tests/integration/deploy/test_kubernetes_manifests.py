@@ -176,8 +176,8 @@ def test_the_api_probes_health_and_readiness_on_the_port_it_listens_on() -> None
     assert "0.0.0.0" == settings.http.host  # noqa: S104 - the kubelet and the Service reach it
     assert {"path": "/healthz", "port": "http"} == container["livenessProbe"]["httpGet"]
     assert {"path": "/readyz", "port": "http"} == container["readinessProbe"]["httpGet"]
-    env = {v["name"]: v.get("value") for v in container["env"]}
-    assert int(env["OUTBOX_ADMIN_PORT"]) == _port(container, "admin")
+    assert settings.http.admin_port == _port(container, "admin")
+    assert "0.0.0.0" == settings.http.admin_host  # noqa: S104 - Prometheus scrapes the pod
 
 
 def test_the_worker_probes_its_metrics_listener() -> None:

@@ -26,9 +26,9 @@ UNITS = DEPLOY / "systemd"
 INSTALLED_OUTBOXCTL = "/opt/outbox/bin/outboxctl"
 CONFIG_DIR = "/etc/outbox/"
 SERVICES = sorted(UNITS.glob("*.service"))
-# Variables of the target design that the settings do not read yet (the admin listener and
-# the worker's metrics host); the set only shrinks as they land.
-AWAITED = {"OUTBOX_ADMIN_HOST", "OUTBOX_ADMIN_PORT", "OUTBOX_WORKER_METRICS_HOST"}
+# Variables of the target design that the settings do not read yet (the worker's metrics
+# host); the set only shrinks as they land.
+AWAITED = {"OUTBOX_WORKER_METRICS_HOST"}
 
 
 def _exec_start(path: Path) -> list[str]:
