@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from domain.channels import Channel
 from domain.errors import InvalidDestination
@@ -31,15 +32,16 @@ def is_e164(value: str) -> bool:
 def normalize(channel: Channel, value: str) -> str:
     """Return the canonical form of a destination for ``channel`` or raise InvalidDestination.
 
-    Email domains are lower-cased (the local part is kept: it may be case-sensitive);
-    phone numbers must already be E.164.
+    An email address is NFC-normalised and lower-cased as a whole: the one spelling used for
+    uniqueness, limits and delivery, so letter case can never make one mailbox two (no
+    provider we deliver through treats local parts case-sensitively). Phone numbers must
+    already be E.164 (the identity module validates them with phonenumbers first).
     """
-    value = value.strip()
+    value = unicodedata.normalize("NFC", value.strip())
     if channel is Channel.EMAIL:
         if not is_email(value):
             raise InvalidDestination("not an email address")
-        local, _, host = value.rpartition("@")
-        return f"{local}@{host.lower()}"
+        return value.lower()
     if not is_e164(value):
         raise InvalidDestination("not an E.164 phone number")
     return value

@@ -16,9 +16,10 @@ from application.identity.ports import MagicLinkTarget, RecoveryTarget
 from domain.channels import Channel
 from domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
 from domain.identity.identities import Identity, LoginIdentifier
-from domain.identity.invitations import Invitation
+from domain.identity.invitations import Invitation, InvitationOutcome, InvitationRefusal
 from domain.identity.magic_links import MagicLink
 from domain.identity.organizations import Membership, Permission, found_organization
+from domain.identity.rate_limits import Backoff, RateLimit
 from domain.identity.sessions import Elevation, Session
 from domain.outbox.messages import Message
 from domain.purposes import Purpose
@@ -37,7 +38,10 @@ POLICY = ChallengePolicy()
 async def postgres_harness(database_url: str) -> AsyncIterator[IdentityHarness]:
     """The adapters on the contract suite's shared database, identity tables emptied first."""
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        await conn.execute("TRUNCATE identity.identities, identity.rate_limit_counters CASCADE")
+        await conn.execute(
+            "TRUNCATE identity.identities, identity.rate_limit_counters,"
+            " identity.destination_paces CASCADE"
+        )
     async for found in postgres_identity_harness(database_url):
         yield found
 
@@ -337,6 +341,64 @@ async def test_organizations_memberships_and_invitations_round_trip(
     assert frozenset() == plain.permissions
 
 
+async def _issue(
+    harness: IdentityHarness, organization: UUID, inviter: UUID, email: str, *, pending_max: int = 9
+) -> tuple[Invitation, InvitationOutcome]:
+    invitation = Invitation.issue(
+        id=uuid7(),
+        organization_id=organization,
+        email=email,
+        token_digest=f"{uuid7().int:064x}",
+        invited_by=inviter,
+        now=harness.now(),
+        lifetime=timedelta(days=7),
+    )
+    async with harness.transactions.begin() as uow:
+        outcome = await uow.identity.enqueue_invitation(
+            invitation=invitation,
+            message=message_for(harness, Purpose.INVITATION, invitation.id),
+            pending_max=pending_max,
+            per_organization=RateLimit(limit=3, window=timedelta(hours=1)),
+            per_address=RateLimit(limit=2, window=timedelta(days=1)),
+        )
+        await uow.commit()
+    return invitation, outcome
+
+
+async def test_an_invitation_is_issued_within_its_limits_or_refused_writing_nothing(
+    harness: IdentityHarness,
+) -> None:
+    founder = await account(harness)
+    stranger = await account(harness, "s@example.com")
+    organization, founding = found_organization(
+        organization_id=uuid7(), name="Acme", founder=founder, now=harness.now()
+    )
+    async with harness.transactions.begin() as uow:
+        await uow.identity.add_organization(organization, founding)
+        await uow.commit()
+
+    first, issued = await _issue(harness, organization.id, founder, "g@example.com")
+    second, reissued = await _issue(harness, organization.id, founder, "g@example.com")
+    _, per_address = await _issue(harness, organization.id, founder, "g@example.com")
+    _, pending = await _issue(harness, organization.id, founder, "h@example.com", pending_max=1)
+    await _issue(harness, organization.id, founder, "h@example.com")
+    _, per_organization = await _issue(harness, organization.id, founder, "i@example.com")
+    _, foreign = await _issue(harness, organization.id, stranger, "j@example.com")
+
+    assert InvitationOutcome() == issued
+    assert InvitationOutcome(withdrawn=first.id) == reissued
+    assert InvitationRefusal.ADDRESS_RATE is per_address.refusal
+    assert per_address.retry_after is not None
+    assert timedelta(hours=23) < per_address.retry_after <= timedelta(days=1)
+    assert InvitationOutcome(refusal=InvitationRefusal.PENDING_LIMIT) == pending
+    assert InvitationRefusal.ORGANIZATION_RATE is per_organization.refusal
+    assert per_organization.retry_after is not None
+    assert timedelta(minutes=59) < per_organization.retry_after <= timedelta(hours=1)
+    assert InvitationOutcome(refusal=InvitationRefusal.PERMISSION) == foreign
+    assert [("dead_lettered", "invitation_revoked")] == await harness.messages(first.id)
+    assert [("pending", None)] == await harness.messages(second.id)
+
+
 async def test_recovery_opens_only_for_a_verified_identifier(harness: IdentityHarness) -> None:
     identity_id = await account(harness)
     await account(harness, "pending@example.com", verified=False)
@@ -435,6 +497,25 @@ async def test_the_rate_limiter_counts_per_key_and_window(harness: IdentityHarne
     ]
 
     assert [1, 2, 1, 1] == counts
+
+
+async def test_the_pace_spaces_sends_and_forgets_after_a_quiet_streak(
+    harness: IdentityHarness,
+) -> None:
+    backoff = Backoff()
+    start = harness.now()
+    minutes = [0, 0.5, 1, 2, 3, 7, 11, 12, 17, 40]
+
+    answers = [
+        await harness.limiter.pace(key=digest(1), now=start + timedelta(minutes=m), backoff=backoff)
+        for m in minutes
+    ]
+    other = await harness.limiter.pace(key=digest(2), now=start, backoff=backoff)
+
+    waits = [None if a is None else a.total_seconds() for a in answers]
+    # Sends at 0, 1, 3, 7 and 12 minutes wait 1, 2, 4, 5 and 5; 40 starts a new streak.
+    assert [None, 30.0, None, 60.0, None, None, 60.0, None, None, None] == waits
+    assert other is None
 
 
 async def test_a_challenge_answer_round_trips(harness: IdentityHarness) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import attrs
@@ -16,9 +16,15 @@ from application.ports import ReadinessReport
 from domain.channels import Channel
 from domain.identity.challenges import Challenge, ChallengeState
 from domain.identity.identities import Account, Identity, LoginIdentifier
-from domain.identity.invitations import Invitation, InvitationState
+from domain.identity.invitations import (
+    Invitation,
+    InvitationOutcome,
+    InvitationRefusal,
+    InvitationState,
+)
 from domain.identity.magic_links import MagicLink
-from domain.identity.organizations import Membership, Organization
+from domain.identity.organizations import Membership, Organization, Permission
+from domain.identity.rate_limits import Backoff, RateLimit
 from domain.identity.sessions import Elevation, Session
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import Message
@@ -273,6 +279,59 @@ class InMemoryIdentityStore:
         self.faults.check("save_invitation")
         self.tables.invitations[invitation.id] = invitation
 
+    async def enqueue_invitation(
+        self,
+        *,
+        invitation: Invitation,
+        message: Message,
+        pending_max: int,
+        per_organization: RateLimit,
+        per_address: RateLimit,
+    ) -> InvitationOutcome:
+        """The permission, the sliding-window send limits and the pending limit, then the
+        reissue, the insert and the enqueue, as identity.enqueue_invitation_message does."""
+        self.faults.check("enqueue_invitation")
+        organization_id, now = invitation.organization_id, invitation.created_at
+        member = self.tables.memberships.get((organization_id, invitation.invited_by))
+        if (
+            organization_id not in self.tables.organizations
+            or member is None
+            or not member.allows(Permission.MANAGE_ACCOUNT)
+        ):
+            return InvitationOutcome(refusal=InvitationRefusal.PERMISSION)
+        sent = [i for i in self.tables.invitations.values() if i.organization_id == organization_id]
+        for refusal, rule, rows in (
+            (InvitationRefusal.ORGANIZATION_RATE, per_organization, sent),
+            (
+                InvitationRefusal.ADDRESS_RATE,
+                per_address,
+                [i for i in sent if i.email == invitation.email],
+            ),
+        ):
+            recent = sorted(
+                (i.created_at for i in rows if i.created_at > now - rule.window), reverse=True
+            )
+            if len(recent) >= rule.limit:
+                boundary = recent[rule.limit - 1]
+                return InvitationOutcome(refusal=refusal, retry_after=boundary + rule.window - now)
+        pending = [i for i in sent if i.is_pending(now) and i.email != invitation.email]
+        if len(pending) >= pending_max:
+            return InvitationOutcome(refusal=InvitationRefusal.PENDING_LIMIT)
+        previous = next(
+            (i for i in sent if i.email == invitation.email and i.state is InvitationState.PENDING),
+            None,
+        )
+        if previous is not None:
+            self.tables.invitations[previous.id] = previous.revoke(now)
+            for other in list(self.tables.messages.values()):
+                if other.subject_id == previous.id and other.is_live:
+                    self.tables.messages[other.id] = other.cancel(
+                        FailureClass.INVITATION_REVOKED, self.outbox.clock.now()
+                    )
+        self.tables.invitations[invitation.id] = invitation
+        await self.outbox.enqueue(message, statement=False)
+        return InvitationOutcome(withdrawn=None if previous is None else previous.id)
+
     async def find_magic_link_by_token(self, token_digest: str) -> MagicLink | None:
         """The magic link with this token digest."""
         self.faults.check("find_magic_link_by_token")
@@ -398,12 +457,36 @@ class InMemoryIdentityTransactions:
         ]
 
 
+@attrs.frozen
+class Pace:
+    """One key's streak: how many sends, the last one, and when the next may go."""
+
+    sends: int
+    last_sent_at: datetime
+    next_send_at: datetime
+
+
 @attrs.define
 class InMemoryRateLimiter:
-    """Counts hits per (key, window start)."""
+    """Counts hits per (key, window start), and paces sends per key by the Backoff rule."""
 
     hits: dict[tuple[str, datetime], int] = attrs.field(factory=dict)
+    paces: dict[str, Pace] = attrs.field(factory=dict)
     failure: Exception | None = None
+
+    async def pace(self, *, key: str, now: datetime, backoff: Backoff) -> timedelta | None:
+        """Count one send if the key's next send is due; else the wait."""
+        if self.failure is not None:
+            raise self.failure
+        current = self.paces.get(key)
+        if current is not None and now < current.next_send_at:
+            return current.next_send_at - now
+        fresh = current is None or backoff.streak_ended(last_sent_at=current.last_sent_at, now=now)
+        sends = 1 if fresh or current is None else current.sends + 1
+        self.paces[key] = Pace(
+            sends=sends, last_sent_at=now, next_send_at=now + backoff.wait_after(sends)
+        )
+        return None
 
     async def hit(self, *, key: str, window_start: datetime, window_end: datetime) -> int:
         """Count one hit and return the window's total."""

@@ -24,9 +24,10 @@ from application.identity.ports import MagicLinkTarget, RecoveryTarget
 from domain.channels import Channel
 from domain.identity.challenges import Challenge
 from domain.identity.identities import Account, Identity, LoginIdentifier
-from domain.identity.invitations import Invitation
+from domain.identity.invitations import Invitation, InvitationOutcome, InvitationRefusal
 from domain.identity.magic_links import MagicLink
 from domain.identity.organizations import Membership, Organization
+from domain.identity.rate_limits import RateLimit
 from domain.identity.sessions import Elevation, Session
 from domain.outbox.messages import Message
 from domain.purposes import Purpose
@@ -80,6 +81,10 @@ FIND_PENDING_INVITATION = (
 )
 COUNT_PENDING = "SELECT identity.count_pending_invitations(%s, %s)"
 SAVE_INVITATION = "SELECT identity.save_invitation(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+ENQUEUE_INVITATION = (
+    "SELECT refusal, retry_after, withdrawn_id FROM identity.enqueue_invitation_message("
+    "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s)"
+)
 FIND_LINK_BY_TOKEN = f"SELECT {LINK_COLUMNS} FROM identity.find_magic_link_by_token(%s)"
 SAVE_LINK = "SELECT identity.save_magic_link(%s, %s, %s, %s, %s, %s, %s)"
 FIND_RECOVERY_TARGET = (
@@ -313,6 +318,38 @@ class PostgresIdentityStore:
             invitation.accepted_by,
         )
         await self._run(SAVE_INVITATION, params)
+
+    async def enqueue_invitation(
+        self,
+        *,
+        invitation: Invitation,
+        message: Message,
+        pending_max: int,
+        per_organization: RateLimit,
+        per_address: RateLimit,
+    ) -> InvitationOutcome:
+        """Issue the invitation and enqueue its message under the organization's lock, or
+        refuse and write nothing (identity.enqueue_invitation_message)."""
+        params = (
+            invitation.invited_by,
+            invitation.organization_id,
+            invitation.id,
+            invitation.email,
+            invitation.token_digest,
+            invitation.created_at,
+            invitation.expires_at,
+            pending_max,
+            per_organization.limit,
+            per_organization.window,
+            per_address.limit,
+            per_address.window,
+            *message_params(message),
+        )
+        row = await self._one(ENQUEUE_INVITATION, params)
+        if row is None:
+            return InvitationOutcome()
+        refusal = None if row[0] is None else InvitationRefusal(row[0])
+        return InvitationOutcome(refusal=refusal, retry_after=row[1], withdrawn=row[2])
 
     async def find_magic_link_by_token(self, token_digest: str) -> MagicLink | None:
         """The magic link whose token has this digest, locked."""

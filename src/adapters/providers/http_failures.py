@@ -25,6 +25,9 @@ _NOT_SENT = (
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z_]{0,63}", re.ASCII)
 _DECIMAL_SECONDS = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,6})?", re.ASCII)
 _MAX_PROVIDER_ID = 255
+# How providers word a send they refused as fraud (SMS pumping, toll fraud) or a destination
+# they block: a refusal of this one message, never of the account.
+_FRAUD_WORDS = ("fraud", "pumping", "blacklist", "blocklist", "blocked", "suspicious")
 _EPOCH_SECONDS_FLOOR = 1_000_000_000  # 2001-09-09: no rate-limit window is that long
 
 
@@ -98,6 +101,16 @@ def parse_rate_limit_reset(value: str | None, now: datetime) -> datetime | None:
     if delay <= 0:
         return None
     return parse_retry_after(str(math.ceil(delay)), now)
+
+
+def names_fraud_block(body: Mapping[str, object]) -> bool:
+    """Whether a refusal's code or message says the provider blocked the send as fraud or
+    blocks its destination: REJECTED (never retried), not a reason to pause the provider."""
+    for key in ("code", "message", "error", "reason"):
+        value = body.get(key)
+        if isinstance(value, str) and any(word in value.lower() for word in _FRAUD_WORDS):
+            return True
+    return False
 
 
 def json_object(response: httpx.Response) -> Mapping[str, object]:

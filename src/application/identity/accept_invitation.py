@@ -6,7 +6,7 @@ from uuid import UUID
 
 import attrs
 
-from application.identity.errors import InvalidToken
+from application.identity.errors import InvalidToken, InvitationForAnotherAddress
 from application.identity.ports import IdentityTransactions
 from application.identity.request_limits import RequestLimits
 from application.ports import Clock, Telemetry
@@ -29,7 +29,8 @@ class AcceptInvitationCommand:
 
 @attrs.frozen(kw_only=True)
 class AcceptInvitation:
-    """Consumes the invitation, adds the membership, and withdraws any unsent message for it."""
+    """Consumes the invitation, adds the membership, and withdraws any unsent message for it;
+    only an account that holds the invited address as a verified identifier may."""
 
     transactions: IdentityTransactions
     limits: RequestLimits
@@ -37,7 +38,8 @@ class AcceptInvitation:
     telemetry: Telemetry
 
     async def __call__(self, command: AcceptInvitationCommand) -> UUID:
-        """The organization joined; raises InvalidToken or RateLimited."""
+        """The organization joined; raises InvalidToken, InvitationForAnotherAddress or
+        RateLimited."""
         now = self.clock.now()
         await self.limits.client(ROUTE, command.client_address, now)
         async with self.transactions.begin() as uow:
@@ -48,6 +50,11 @@ class AcceptInvitation:
                 accepted = invitation.accept(identity_id=command.identity_id, now=now)
             except TokenNotUsable:
                 raise InvalidToken from None
+            # A token that reached someone else (forwarded, leaked, phished) is not enough:
+            # the account must hold the invited address, verified. The invitation stays pending.
+            held = await uow.identity.find_verified_identifiers(command.identity_id)
+            if invitation.email not in {login.value for login in held}:
+                raise InvitationForAnotherAddress
             await uow.identity.save_invitation(accepted)
             member = await uow.identity.find_membership(
                 organization_id=invitation.organization_id, identity_id=command.identity_id

@@ -8,6 +8,7 @@ import attrs
 
 from application.errors import InvalidField
 from application.identity.ports import IdentityTransactions
+from application.identity.request_limits import RequestLimits
 from application.ports import Clock, Ids, Telemetry
 from domain.identity.organizations import Organization, found_organization
 
@@ -22,24 +23,29 @@ class CreateOrganizationCommand:
 
 @attrs.frozen(kw_only=True)
 class CreateOrganization:
-    """Inserts the organization and the founder's membership in one transaction."""
+    """Inserts the organization and the founder's membership in one transaction, within the
+    limit of organizations per account."""
 
     transactions: IdentityTransactions
+    limits: RequestLimits
     clock: Clock
     ids: Ids
     telemetry: Telemetry
 
     async def __call__(self, command: CreateOrganizationCommand) -> Organization:
-        """The new organization; raises InvalidField for a blank or overlong name."""
+        """The new organization; raises InvalidField for a name that breaks the naming rule,
+        RateLimited when the account founded its share for now."""
+        now = self.clock.now()
         try:
             organization, membership = found_organization(
                 organization_id=self.ids.new_id(),
                 name=command.name,
                 founder=command.identity_id,
-                now=self.clock.now(),
+                now=now,
             )
         except ValueError as error:
             raise InvalidField("name", str(error)) from None
+        await self.limits.organization_creation(command.identity_id, now)
         async with self.transactions.begin() as uow:
             await uow.identity.add_organization(organization, membership)
             await uow.commit()

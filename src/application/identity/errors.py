@@ -43,6 +43,10 @@ class InvitationNotPending(ApplicationError):
     """The invitation was already accepted or revoked."""
 
 
+class InvitationForAnotherAddress(ApplicationError):
+    """The invitation names an address the signed-in account does not hold verified."""
+
+
 class InvitationLimitReached(ApplicationError):
     """The organization has as many pending invitations as it may."""
 

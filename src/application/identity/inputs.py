@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from application.errors import InvalidField
+from application.identity.phone_numbers import parse_phone
 from domain.channels import Channel
 from domain.destinations import normalize
 from domain.errors import InvalidDestination
@@ -12,11 +13,16 @@ from domain.identity.passwords import check_password
 
 
 def parse_identifier(raw: str, field: str = "identifier") -> Identifier:
-    """An email address or E.164 number; raises InvalidField naming ``field``."""
+    """An email address (lower-cased, NFC) or a valid international phone number (as E.164);
+    raises InvalidField naming ``field``."""
     try:
-        return Identifier.parse(raw)
+        if "@" in raw:
+            return Identifier(normalize(Channel.EMAIL, raw), Channel.EMAIL)
+        return Identifier(parse_phone(raw), Channel.SMS)
     except InvalidDestination:
-        raise InvalidField(field, "expected an email address or an E.164 phone number") from None
+        raise InvalidField(
+            field, "expected an email address or a valid international phone number (+…)"
+        ) from None
 
 
 def parse_email(raw: str, field: str = "email") -> Identifier:

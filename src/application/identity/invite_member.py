@@ -1,25 +1,30 @@
 """Invite an email address to an organization: the invitation and its sealed token commit
-together, within the limits on pending invitations and on sends per organization and address."""
+together, within the limits on pending invitations and on sends per organization and per
+(organization, address), all checked in SQL under the organization's lock."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import attrs
 
-from application.identity.errors import InvitationLimitReached
+from application.identity.errors import InvitationLimitReached, MissingPermission, RateLimited
 from application.identity.inputs import parse_email
 from application.identity.permissions import require_permission
-from application.identity.ports import IdentityTransactions, IdentityUnitOfWork
+from application.identity.ports import IdentityTransactions
 from application.identity.request_limits import RequestLimits
 from application.ports import Clock, Ids, Sealer, SecretSource, Telemetry
 from domain.channels import Channel
 from domain.destinations import mask
-from domain.identity.invitations import Invitation, InvitationLimits
-from domain.identity.organizations import Organization
+from domain.identity.invitations import (
+    Invitation,
+    InvitationLimits,
+    InvitationOutcome,
+    InvitationRefusal,
+)
+from domain.identity.organizations import Organization, Permission
 from domain.identity.tokens import token_digest
-from domain.outbox.failures import FailureClass
 from domain.outbox.messages import Message
 from domain.purposes import Purpose
 
@@ -66,21 +71,13 @@ class InviteMember:
         now = self.clock.now()
         await self.limits.client(ROUTE, command.client_address, now)
         async with self.transactions.begin() as uow:
+            # Answers a stranger and an unknown organization alike, and names the
+            # organization for the message; the SQL checks the permission again under its lock.
             organization = await require_permission(
                 uow.identity,
                 organization_id=command.organization_id,
                 identity_id=command.identity_id,
             )
-            policy = self.limits.policy
-            org_key = f"invitations|organization|{organization.id}"
-            await self.limits.enforce(policy.invitations_per_organization, org_key, now)
-            await self.limits.enforce(policy.invitations_per_address, f"invitations|{email}", now)
-            await self._withdraw_pending(uow, organization.id, email, now)
-            pending = await uow.identity.count_pending_invitations(
-                organization_id=organization.id, now=now
-            )
-            if pending >= self.invitation_limits.pending_per_organization:
-                raise InvitationLimitReached
             token = self.secrets.token()
             invitation = Invitation.issue(
                 id=self.ids.new_id(),
@@ -91,9 +88,22 @@ class InviteMember:
                 now=now,
                 lifetime=self.invitation_limits.lifetime,
             )
-            await uow.identity.save_invitation(invitation)
-            await uow.outbox.enqueue(self._message(invitation, organization, token, now))
+            policy = self.limits.policy
+            outcome = await uow.identity.enqueue_invitation(
+                invitation=invitation,
+                message=self._message(invitation, organization, token, now),
+                pending_max=self.invitation_limits.pending_per_organization,
+                per_organization=policy.invitations_per_organization,
+                per_address=policy.invitations_per_address,
+            )
+            _raise_for(outcome)
             await uow.commit()
+        if outcome.withdrawn is not None:
+            self.telemetry.event(
+                "identity.invitation.reissued",
+                invitation_id=str(outcome.withdrawn),
+                organization_id=str(organization.id),
+            )
         self.telemetry.event(
             "identity.invitation.issued",
             invitation_id=str(invitation.id),
@@ -101,25 +111,6 @@ class InviteMember:
             destination=mask(email),
         )
         return InvitationReceipt(invitation_id=invitation.id, expires_at=invitation.expires_at)
-
-    async def _withdraw_pending(
-        self, uow: IdentityUnitOfWork, organization_id: UUID, email: str, now: datetime
-    ) -> None:
-        """Revoke a pending invitation of the same address (a reissue) and its unsent message."""
-        previous = await uow.identity.find_pending_invitation(
-            organization_id=organization_id, email=email
-        )
-        if previous is None:
-            return
-        await uow.identity.save_invitation(previous.revoke(now))
-        await uow.outbox.cancel_by_subject(
-            subject_id=previous.id, reason=FailureClass.INVITATION_REVOKED
-        )
-        self.telemetry.event(
-            "identity.invitation.reissued",
-            invitation_id=str(previous.id),
-            organization_id=str(organization_id),
-        )
 
     def _message(
         self, invitation: Invitation, organization: Organization, token: str, now: datetime
@@ -140,3 +131,16 @@ class InviteMember:
             expires_at=invitation.expires_at,
             now=now,
         )
+
+
+def _raise_for(outcome: InvitationOutcome) -> None:
+    """The application error of a refused invitation; nothing for an issued one."""
+    match outcome.refusal:
+        case None:
+            return
+        case InvitationRefusal.PERMISSION:
+            raise MissingPermission(Permission.MANAGE_ACCOUNT.value)
+        case InvitationRefusal.PENDING_LIMIT:
+            raise InvitationLimitReached
+        case InvitationRefusal.ORGANIZATION_RATE | InvitationRefusal.ADDRESS_RATE:
+            raise RateLimited(outcome.retry_after or timedelta(seconds=1))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 from uuid import UUID
 
@@ -17,9 +17,10 @@ import attrs
 from application.outbox.ports import OutboxWriter
 from domain.identity.challenges import Challenge
 from domain.identity.identities import Account, Identity, LoginIdentifier
-from domain.identity.invitations import Invitation
+from domain.identity.invitations import Invitation, InvitationOutcome
 from domain.identity.magic_links import MagicLink
 from domain.identity.organizations import Membership, Organization
+from domain.identity.rate_limits import Backoff, RateLimit
 from domain.identity.sessions import Elevation, Session
 from domain.outbox.messages import Message
 from domain.purposes import Purpose
@@ -140,6 +141,25 @@ class IdentityStore(Protocol):
         """Insert or update the invitation."""
         ...
 
+    async def enqueue_invitation(
+        self,
+        *,
+        invitation: Invitation,
+        message: Message,
+        pending_max: int,
+        per_organization: RateLimit,
+        per_address: RateLimit,
+    ) -> InvitationOutcome:
+        """Issue ``invitation`` and enqueue ``message``, or refuse and write nothing.
+
+        Under the organization's lock: the inviter must hold organization.account.manage;
+        sends per organization and per (organization, address) in their sliding windows and
+        the pending invitations (the same address's excepted) must stay under their limits.
+        A pending invitation of the same address is revoked first, its unsent message
+        withdrawn.
+        """
+        ...
+
     async def find_magic_link_by_token(self, token_digest: str) -> MagicLink | None:
         """The magic link whose token has this digest, locked."""
         ...
@@ -205,10 +225,19 @@ class IdentityTransactions(Protocol):
 
 
 class RateLimiter(Protocol):
-    """Counts hits per key in fixed windows, in its own short transaction."""
+    """Counts hits per key in fixed windows, and paces sends per key; each call in its own
+    short transaction."""
 
     async def hit(self, *, key: str, window_start: datetime, window_end: datetime) -> int:
         """Count one hit on ``key`` in the window starting at ``window_start``; return the total.
+
+        ``key`` is a digest, never a raw address. Raises StoreUnavailable.
+        """
+        ...
+
+    async def pace(self, *, key: str, now: datetime, backoff: Backoff) -> timedelta | None:
+        """Count one send on ``key`` if ``backoff`` allows one at ``now``: None when counted,
+        else how long until the next send is allowed (nothing is counted then).
 
         ``key`` is a digest, never a raw address. Raises StoreUnavailable.
         """

@@ -1,26 +1,40 @@
-"""Rate limits on the identity routes: per client address and per destination (SPEC §10)."""
+"""Rate limits on the identity routes (SPEC §10, §14): per client address, a pace per
+destination, an hourly SMS budget per country prefix, organizations per account."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from uuid import UUID
 
 import attrs
 
+from application.errors import InvalidField
 from application.identity.errors import RateLimited
+from application.identity.phone_numbers import country_of
 from application.identity.ports import RateLimiter
-from domain.identity.rate_limits import RateLimit
+from domain.channels import Channel
+from domain.identity.identifiers import Identifier
+from domain.identity.rate_limits import Backoff, RateLimit
 from domain.identity.tokens import token_digest
 
 
 @attrs.frozen(kw_only=True)
 class RateLimitPolicy:
-    """The limits in force; the defaults are documented in the README."""
+    """The limits in force; the defaults are documented in the README.
+
+    ``sms_countries`` None texts every country (development); an empty set texts none.
+    """
 
     per_client: RateLimit = attrs.field(
         factory=lambda: RateLimit(limit=20, window=timedelta(minutes=1))
     )
-    per_destination: RateLimit = attrs.field(
-        factory=lambda: RateLimit(limit=5, window=timedelta(minutes=15))
+    per_destination: Backoff = attrs.field(factory=Backoff)
+    sms_countries: frozenset[str] | None = None
+    sms_per_country_prefix: RateLimit = attrs.field(
+        factory=lambda: RateLimit(limit=100, window=timedelta(hours=1))
+    )
+    organizations_per_account: RateLimit = attrs.field(
+        factory=lambda: RateLimit(limit=10, window=timedelta(days=1))
     )
     invitations_per_organization: RateLimit = attrs.field(
         factory=lambda: RateLimit(limit=100, window=timedelta(hours=1))
@@ -55,8 +69,38 @@ class RequestLimits:
         """Enforce the per-client-address limit of ``route``; raises RateLimited."""
         await self.enforce(self.policy.per_client, f"client|{route}|{address}", now)
 
-    async def destination(self, route: str, destination: str, now: datetime) -> timedelta | None:
-        """Count one send to ``destination`` on ``route``; the wait if the limit is passed."""
+    async def destination(self, identifier: Identifier, now: datetime) -> timedelta | None:
+        """Count one send to ``identifier``; None if it may go now, else the wait.
+
+        The pace is shared by every route, so one mailbox or phone gets a few codes per
+        window however it is asked for. An SMS also spends its country prefix's hourly
+        budget, and goes only to the configured countries: raises InvalidField (the
+        ``identifier`` field) for a number of another country.
+        """
+        sms = identifier.channel is Channel.SMS
+        country = country_of(identifier.value) if sms else None
+        allowed = self.policy.sms_countries
+        if country is not None and allowed is not None and country.region not in allowed:
+            raise InvalidField("identifier", "text messages are not sent to this country")
+        wait = await self.pace(f"destination|{identifier.value}", now)
+        if wait is not None or country is None:
+            return wait
         return await self.retry_after(
-            self.policy.per_destination, f"destination|{route}|{destination}", now
+            self.policy.sms_per_country_prefix, f"sms|{country.prefix}", now
+        )
+
+    async def account(self, identity_id: UUID, now: datetime) -> timedelta | None:
+        """Count one code sent to the account's own identifiers (step-up); None or the wait."""
+        return await self.pace(f"account|{identity_id}", now)
+
+    async def pace(self, key: str, now: datetime) -> timedelta | None:
+        """Count one send on ``key`` if its backoff allows one now; else the wait."""
+        return await self.limiter.pace(
+            key=token_digest(key), now=now, backoff=self.policy.per_destination
+        )
+
+    async def organization_creation(self, identity_id: UUID, now: datetime) -> None:
+        """Enforce the organizations-per-account limit; raises RateLimited."""
+        await self.enforce(
+            self.policy.organizations_per_account, f"organizations|{identity_id}", now
         )

@@ -49,11 +49,12 @@ class RequestMagicLink:
 
     async def __call__(self, command: RequestMagicLinkCommand) -> ChallengeReceipt:
         """The receipt; raises InvalidField, RateLimited (client address) or StoreUnavailable."""
-        email = parse_email(command.email).value
+        identifier = parse_email(command.email)
+        email = identifier.value
         now = self.clock.now()
         receipt = ChallengeReceipt(challenge_expires_at=now + self.lifetime)
         await self.limits.client(ROUTE, command.client_address, now)
-        if await self.limits.destination(ROUTE, email, now) is not None:
+        if await self.limits.destination(identifier, now) is not None:
             self.telemetry.event(
                 "identity.magic_link.destination_limited", level="warning", destination=mask(email)
             )

@@ -50,7 +50,7 @@ class RequestPasswordRecovery:
         now = self.clock.now()
         receipt = ChallengeReceipt(challenge_expires_at=now + self.issuer.policy.lifetime)
         await self.limits.client(ROUTE, command.client_address, now)
-        if await self.limits.destination(ROUTE, identifier.value, now) is not None:
+        if await self.limits.destination(identifier, now) is not None:
             self.telemetry.event(
                 "identity.password_recovery.destination_limited",
                 level="warning",

@@ -46,7 +46,7 @@ class RequestSignInMethod:
         identifier = parse_identifier(command.identifier)
         now = self.clock.now()
         await self.limits.client(ROUTE, command.client_address, now)
-        wait = await self.limits.destination(ROUTE, identifier.value, now)
+        wait = await self.limits.destination(identifier, now)
         if wait is not None:
             raise RateLimited(wait)
         # Drawn and hashed up front, so a taken identifier costs the same work (no timing tell).

@@ -51,7 +51,7 @@ class RequestSignUp:
         parse_password(command.password)
         now = self.clock.now()
         await self.limits.client(ROUTE, command.client_address, now)
-        wait = await self.limits.destination(ROUTE, identifier.value, now)
+        wait = await self.limits.destination(identifier, now)
         if wait is not None:
             raise RateLimited(wait)
         password_hash = await asyncio.to_thread(self.hasher.hash, command.password)

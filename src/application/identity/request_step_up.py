@@ -41,7 +41,7 @@ class RequestStepUp:
         now = self.clock.now()
         identity_id = command.principal.identity_id
         await self.limits.client(ROUTE, command.client_address, now)
-        wait = await self.limits.destination(ROUTE, str(identity_id), now)
+        wait = await self.limits.account(identity_id, now)
         if wait is not None:
             raise RateLimited(wait)
         drawn = await self.issuer.new_code()  # hashed before the transaction opens

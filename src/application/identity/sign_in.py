@@ -8,12 +8,12 @@ from uuid import UUID
 
 import attrs
 
+from application.errors import InvalidField
 from application.identity.errors import InvalidCredentials
+from application.identity.inputs import parse_identifier
 from application.identity.ports import IdentityTransactions, IdentityUnitOfWork
 from application.identity.request_limits import RequestLimits
 from application.ports import Clock, Ids, SecretHasher, SecretSource, Telemetry
-from domain.errors import InvalidDestination
-from domain.identity.identifiers import Identifier
 from domain.identity.sessions import Session
 from domain.identity.tokens import token_digest
 
@@ -82,8 +82,8 @@ class SignIn:
         now = self.clock.now()
         await self.limits.client(ROUTE, command.client_address, now)
         try:
-            identifier = Identifier.parse(command.identifier)
-        except InvalidDestination:
+            identifier = parse_identifier(command.identifier)
+        except InvalidField:
             raise InvalidCredentials from None
         # The password is checked outside any transaction: no row lock or pooled connection is
         # held through the Argon2id work.

@@ -1,11 +1,14 @@
-"""Sign-in identifiers: an email address or an E.164 phone number, in canonical form."""
+"""Sign-in identifiers: an email address or an E.164 phone number, in canonical form.
+
+Caller input becomes one through ``application.identity.inputs.parse_identifier``, the one
+normalisation used for uniqueness, limits and delivery.
+"""
 
 from __future__ import annotations
 
 import attrs
 
 from domain.channels import Channel
-from domain.destinations import channel_of, normalize
 
 
 @attrs.frozen
@@ -14,12 +17,6 @@ class Identifier:
 
     value: str = attrs.field(repr=False)
     channel: Channel
-
-    @classmethod
-    def parse(cls, raw: str) -> Identifier:
-        """Parse an email address or E.164 number; raises InvalidDestination otherwise."""
-        channel = channel_of(raw.strip())
-        return cls(normalize(channel, raw), channel)
 
     @property
     def is_email(self) -> bool:

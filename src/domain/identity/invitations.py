@@ -19,11 +19,31 @@ class InvitationState(enum.StrEnum):
     REVOKED = "revoked"
 
 
+class InvitationRefusal(enum.StrEnum):
+    """Why an invitation was not issued; nothing was written."""
+
+    PERMISSION = "permission"
+    ORGANIZATION_RATE = "organization_rate"
+    ADDRESS_RATE = "address_rate"
+    PENDING_LIMIT = "pending_limit"
+
+
+@attrs.frozen(kw_only=True)
+class InvitationOutcome:
+    """What issuing an invitation did: refused (and for how long, for a rate), or issued,
+    revoking the same address's pending invitation of the organization (``withdrawn``)."""
+
+    refusal: InvitationRefusal | None = None
+    retry_after: timedelta | None = None
+    withdrawn: UUID | None = None
+
+
 @attrs.frozen(kw_only=True)
 class InvitationLimits:
     """How many invitations an organization may have pending, and how long one lasts.
 
-    The send limits, per organization and per address, are rate limits of the routes.
+    The send limits, per organization and per (organization, address), are sliding windows
+    counted over the invitations themselves, under the organization's lock.
     """
 
     pending_per_organization: int = 100

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import re
+import unicodedata
 from datetime import datetime
 from uuid import UUID
 
@@ -15,7 +17,32 @@ class Permission(enum.StrEnum):
     MANAGE_ACCOUNT = "organization.account.manage"
 
 
-MAX_NAME_LENGTH = 200
+MAX_NAME_LENGTH = 100
+# An organization's name travels into invitation subjects and bodies, so it must not be able
+# to carry a link, an address to write to, or text that changes how the rest reads. The
+# checks run on the NFKC form, so full-width and other look-alike dots and colons count.
+_SCHEME = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9+.-]*:(?=\S)")
+_HOST = re.compile(r"(?<![A-Za-z0-9-])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z])")
+
+
+def check_organization_name(name: str) -> str:
+    """The name NFC-normalised and trimmed; raises ValueError naming the rule it breaks.
+
+    1 to 100 characters; no control, format (bidirectional overrides) or unpaired surrogate
+    characters; no URL, scheme (``javascript:``), host name (``evil.example``) or email
+    address. "Acme Inc.", "R&D: Team 7" and "Müller & Söhne GmbH" pass.
+    """
+    name = unicodedata.normalize("NFC", name).strip()
+    if not name or len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"an organization name has 1 to {MAX_NAME_LENGTH} characters")
+    if not name.isprintable():
+        raise ValueError("an organization name has no control or formatting characters")
+    folded = unicodedata.normalize("NFKC", name)
+    if "@" in folded:
+        raise ValueError("an organization name may not contain an email address or '@'")
+    if _SCHEME.search(folded) or _HOST.search(folded) or "//" in folded:
+        raise ValueError("an organization name may not contain a link or a host name")
+    return name
 
 
 @attrs.frozen(kw_only=True)
@@ -49,12 +76,11 @@ def found_organization(
     founder: UUID,
     now: datetime,
 ) -> tuple[Organization, Membership]:
-    """A new organization and its founder's membership, which holds every permission."""
-    name = name.strip()
-    if not name or len(name) > MAX_NAME_LENGTH:
-        raise ValueError(f"an organization name has 1 to {MAX_NAME_LENGTH} characters")
-    if not name.isprintable():
-        raise ValueError("an organization name has no control or unpaired surrogate characters")
+    """A new organization and its founder's membership, which holds every permission.
+
+    Raises ValueError for a name ``check_organization_name`` refuses.
+    """
+    name = check_organization_name(name)
     organization = Organization(id=organization_id, name=name, created_by=founder, created_at=now)
     membership = Membership(
         organization_id=organization_id,

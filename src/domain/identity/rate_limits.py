@@ -1,4 +1,4 @@
-"""Fixed-window rate limits: at most ``limit`` hits per ``window``."""
+"""Rate limits: fixed windows of at most ``limit`` hits, and a backoff per destination."""
 
 from __future__ import annotations
 
@@ -30,3 +30,31 @@ class RateLimit:
         if hits <= self.limit:
             return None
         return self.window_start(now) + self.window - now
+
+
+@attrs.frozen(kw_only=True)
+class Backoff:
+    """A pace per destination: sends are spaced, never blocked for long.
+
+    After the n-th send of a streak the next one waits ``min(max_wait, first_wait * 2**(n-1))``;
+    a streak ends after ``quiet`` without a send. With the defaults one mailbox gets at most
+    five sends in fifteen minutes (at 0, 1, 3, 7 and 12 minutes), then one every five, and
+    whoever asks, its owner never waits more than five minutes for the next one.
+    """
+
+    first_wait: timedelta = timedelta(minutes=1)
+    max_wait: timedelta = timedelta(minutes=5)
+    quiet: timedelta = timedelta(minutes=15)
+
+    def __attrs_post_init__(self) -> None:
+        if not timedelta(0) <= self.first_wait <= self.max_wait or self.quiet <= timedelta(0):
+            raise ValueError("a backoff's first wait is between zero and its longest wait")
+
+    def wait_after(self, sends: int) -> timedelta:
+        """How long the next send waits after the ``sends``-th send of a streak."""
+        doubled: timedelta = self.first_wait * 2 ** min(sends - 1, 30)
+        return min(self.max_wait, doubled)
+
+    def streak_ended(self, *, last_sent_at: datetime, now: datetime) -> bool:
+        """Whether a send at ``now`` starts a new streak (the destination was quiet long enough)."""
+        return now >= last_sent_at + self.quiet

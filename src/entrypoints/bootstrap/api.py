@@ -102,7 +102,7 @@ def build_identity_services(
             lifetime=identity.elevation_lifetime,
             **common,
         ),
-        create_organization=CreateOrganization(ids=ids, **common),
+        create_organization=CreateOrganization(ids=ids, limits=limits, **common),
         invite_member=InviteMember(
             secrets=secret_source,
             sealer=sealer,

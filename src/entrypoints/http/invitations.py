@@ -23,10 +23,12 @@ class InvitationController(Controller):
         "/acceptances",
         status_code=HTTP_201_CREATED,
         summary="Accept an invitation",
+        description="Only an account holding the invited address, verified, may accept.",
         responses=responses(
             "validation-error",
             "unauthenticated",
             "invalid-token",
+            "invitation-for-another-address",
             "rate-limited",
             "conflict",
             "service-unavailable",

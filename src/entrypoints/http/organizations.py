@@ -36,7 +36,13 @@ class OrganizationController(Controller):
         "/",
         status_code=HTTP_201_CREATED,
         summary="Create an organization; its creator may manage its accounts",
-        responses=responses("validation-error", "unauthenticated", "service-unavailable"),
+        description=(
+            "The name (1 to 100 characters) may carry no link, host name, email address or"
+            " control character: it travels into invitation mail. Limited per account (429)."
+        ),
+        responses=responses(
+            "validation-error", "unauthenticated", "rate-limited", "service-unavailable"
+        ),
     )
     async def create(
         self, data: JSONBody[OrganizationRequest], services: Services, principal: Caller

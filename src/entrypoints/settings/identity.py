@@ -8,11 +8,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import attrs
+import phonenumbers
 
 from application.identity.request_limits import RateLimitPolicy
 from domain.identity.challenges import ChallengePolicy
 from domain.identity.invitations import InvitationLimits
-from domain.identity.rate_limits import RateLimit
+from domain.identity.rate_limits import Backoff, RateLimit
 from entrypoints.settings.reader import EnvironmentReader
 
 _MIN_CODE_DIGITS = 6
@@ -31,8 +32,36 @@ class IdentitySettings:
     rate_limits: RateLimitPolicy
 
 
-def read_identity_settings(read: EnvironmentReader) -> IdentitySettings:
-    """Read the identity variables; raises SettingsError naming a bad one."""
+def _countries(value: str) -> frozenset[str] | None:
+    """``*`` for every country, else comma-separated ISO 3166 alpha-2 codes phonenumbers knows."""
+    if value.strip() == "*":
+        return None
+    codes = frozenset(code.strip().upper() for code in value.split(",") if code.strip())
+    if not codes <= phonenumbers.SUPPORTED_REGIONS:
+        raise ValueError(value)
+    return codes
+
+
+def _backoff(read: EnvironmentReader, default: Backoff) -> Backoff:
+    """The pace per destination; the first wait may not exceed the longest."""
+    first = read.seconds("DESTINATION_FIRST_WAIT_SECONDS", default.first_wait, minimum=1)
+    longest = read.seconds("DESTINATION_MAX_WAIT_SECONDS", default.max_wait, minimum=1)
+    if first > longest:
+        first = read.refuse(
+            "DESTINATION_FIRST_WAIT_SECONDS",
+            "must not exceed OUTBOX_DESTINATION_MAX_WAIT_SECONDS",
+            longest,
+        )
+    quiet = read.seconds("DESTINATION_QUIET_SECONDS", default.quiet, minimum=1)
+    return Backoff(first_wait=first, max_wait=longest, quiet=quiet)
+
+
+def read_identity_settings(read: EnvironmentReader, *, development: bool) -> IdentitySettings:
+    """Read the identity variables; raises SettingsError naming a bad one.
+
+    SMS goes to every country in development and, unless ``OUTBOX_SMS_COUNTRIES`` names
+    some, to none elsewhere.
+    """
     challenges = ChallengePolicy()
     limits = RateLimitPolicy()
     invitations = InvitationLimits()
@@ -71,7 +100,22 @@ def read_identity_settings(read: EnvironmentReader) -> IdentitySettings:
         ),
         rate_limits=RateLimitPolicy(
             per_client=limit("CLIENT", limits.per_client),
-            per_destination=limit("DESTINATION", limits.per_destination),
+            per_destination=_backoff(read, Backoff()),
+            sms_countries=read.parse(
+                "SMS_COUNTRIES",
+                None if development else frozenset[str](),
+                _countries,
+                "'*' or comma-separated ISO 3166 country codes such as ES,FR",
+            ),
+            sms_per_country_prefix=RateLimit(
+                limit=read.integer(
+                    "SMS_HOURLY_BUDGET_PER_PREFIX", limits.sms_per_country_prefix.limit
+                ),
+                window=limits.sms_per_country_prefix.window,
+            ),
+            organizations_per_account=limit(
+                "ORGANIZATIONS_PER_ACCOUNT", limits.organizations_per_account
+            ),
             invitations_per_organization=limit(
                 "INVITATIONS_PER_ORGANIZATION", limits.invitations_per_organization
             ),

@@ -191,7 +191,9 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
         template_dir=read.directory("TEMPLATE_DIR"),
         log_format=read.choice("LOG_FORMAT", LogFormat.AUTO, LogFormat),
         log_level=_log_level(read),
-        identity=read.section(lambda: read_identity_settings(read), _DEFAULT_IDENTITY),
+        identity=read.section(
+            lambda: read_identity_settings(read, development=development), _DEFAULT_IDENTITY
+        ),
         providers=(
             read.section(
                 lambda: read_provider_settings(read, environment.value),
@@ -206,7 +208,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
     return attrs.evolve(settings, warnings=_warnings(settings))
 
 
-_DEFAULT_IDENTITY = read_identity_settings(EnvironmentReader({}))
+_DEFAULT_IDENTITY = read_identity_settings(EnvironmentReader({}), development=True)
 
 
 def _database(read: EnvironmentReader) -> DatabaseSettings:

@@ -29,7 +29,7 @@ from application.outbox.links import LinkBases
 from application.outbox.ports import Delivery
 from application.outbox.provider_breaker import ProviderBreaker
 from domain.channels import Channel
-from domain.identity.rate_limits import RateLimit
+from domain.identity.rate_limits import Backoff, RateLimit
 from domain.outbox.retry_policy import RetryPolicy
 from domain.purposes import Purpose
 from entrypoints.bootstrap.api import build_identity_services
@@ -46,13 +46,16 @@ INVITATION_BASE = "https://app.example/join"
 MAGIC_LINK_BASE = "https://app.example/sign-in"
 PASSWORD = "correct horse battery"
 GENEROUS = RateLimit(limit=1000, window=timedelta(minutes=1))
+UNPACED = Backoff(first_wait=timedelta(0), max_wait=timedelta(0))
 
 
 def generous_limits() -> RateLimitPolicy:
     """Limits no ordinary test reaches; tests of the limits set their own."""
     return RateLimitPolicy(
         per_client=GENEROUS,
-        per_destination=GENEROUS,
+        per_destination=UNPACED,
+        sms_per_country_prefix=GENEROUS,
+        organizations_per_account=GENEROUS,
         invitations_per_organization=GENEROUS,
         invitations_per_address=GENEROUS,
     )

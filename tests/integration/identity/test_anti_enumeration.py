@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from domain.identity.rate_limits import RateLimit
+from domain.identity.rate_limits import Backoff
 from tests.integration.identity.api import Api, problem_type, token_of
 
 pytestmark = pytest.mark.integration
@@ -129,7 +128,7 @@ async def test_the_destination_limit_is_silent_and_sends_nothing_more(
 ) -> None:
     await api.signed_up(KNOWN)
     api.provider.sent.clear()
-    api.tighten(per_destination=RateLimit(limit=1, window=timedelta(minutes=15)))
+    api.tighten(per_destination=Backoff())
 
     first, _ = await _ask(api, path, field, KNOWN)
     second, _ = await _ask(api, path, field, KNOWN)

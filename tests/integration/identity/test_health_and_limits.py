@@ -57,9 +57,12 @@ async def test_the_client_address_limit_is_a_429_with_retry_after(api: Api) -> N
     assert "urn:outbox:problem:rate-limited" == problem_type(refused)
     assert 1 <= int(refused.headers["retry-after"]) <= 60
     [(keys,)] = await api.rows("SELECT count(DISTINCT key) FROM identity.rate_limit_counters")
-    assert 2 == keys  # one per client address and route, one per destination
+    assert 1 == keys  # one per client address and route
+    [(paces,)] = await api.rows("SELECT count(*) FROM identity.destination_paces")
+    assert 1 == paces  # one per destination
     [(stored,)] = await api.rows(
-        "SELECT count(*) FROM identity.rate_limit_counters WHERE key LIKE '%%example%%'"
+        "SELECT (SELECT count(*) FROM identity.rate_limit_counters WHERE key LIKE '%%example%%')"
+        " + (SELECT count(*) FROM identity.destination_paces WHERE key LIKE '%%example%%')"
     )
     assert 0 == stored
 

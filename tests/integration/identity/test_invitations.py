@@ -126,13 +126,21 @@ async def test_the_pending_limit_and_the_send_limits_refuse(api: Api) -> None:
     assert 201 == (await _invite(api, founder, organization, "a@example.com")).status_code  # type: ignore[attr-defined]
     pending = await _invite(api, founder, organization, "b@example.com")
     per_address = await _invite(api, founder, organization, "a@example.com")
-    per_organization = await _invite(api, founder, organization, "c@example.com")
+    object.__setattr__(
+        use_case,
+        "invitation_limits",
+        type(use_case.invitation_limits)(pending_per_organization=10),
+    )
+    for address in ("b@example.com", "c@example.com"):
+        assert 201 == (await _invite(api, founder, organization, address)).status_code  # type: ignore[attr-defined]
+    per_organization = await _invite(api, founder, organization, "d@example.com")
 
     assert "urn:outbox:problem:invitation-limit-reached" == problem_type(pending)
     assert "urn:outbox:problem:rate-limited" == problem_type(per_address)
-    assert 0 < int(per_address.headers["retry-after"]) <= 86400  # type: ignore[attr-defined]
+    assert 86400 == int(per_address.headers["retry-after"])  # type: ignore[attr-defined]
     assert "urn:outbox:problem:rate-limited" == problem_type(per_organization)
-    assert 1 == len(await api.messages("invitation"))
+    assert 3600 == int(per_organization.headers["retry-after"])  # type: ignore[attr-defined]
+    assert 3 == len(await api.messages("invitation"))
 
 
 async def test_an_unknown_organization_is_refused_like_a_foreign_one(api: Api) -> None:

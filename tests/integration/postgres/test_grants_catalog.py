@@ -95,6 +95,17 @@ FUNCTION_GRANTS.update(
         "identity.save_password(uuid,text,timestamp with time zone)",
     )
 )
+# Identifiers and outsider-proof limits (0011_identifiers_and_outsider_limits.sql).
+FUNCTION_GRANTS.update(
+    {
+        "identity.pace_destination(text,timestamp with time zone,interval,interval,interval)": (
+            EXECUTE_BY_IDENTITY
+        ),
+        "identity.enqueue_invitation_message(uuid,uuid,uuid,text,text,timestamp with time zone,"
+        "timestamp with time zone,integer,integer,interval,integer,interval,uuid,text,jsonb,"
+        "text,text)": EXECUTE_BY_IDENTITY,
+    }
+)
 # The operator surfaces: the elevation-checked staff functions (0009_roles_by_job.sql) and the
 # metrics counts for the API role; the functions of 0007_operator_functions.sql, which take a
 # staff member's id on trust, the gates, masking, idempotency and staff membership for nobody
@@ -166,6 +177,9 @@ RELATION_GRANTS.update(
         "magic_links",
         "staff_members",
         "rate_limit_counters",
+        # 0011_identifiers_and_outsider_limits.sql
+        "case_duplicate_identifiers",
+        "destination_paces",
     )
 )
 SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {

@@ -39,6 +39,9 @@ EXPECTED_TABLES = {
             "magic_links",
             "staff_members",
             "rate_limit_counters",
+            # 0011_identifiers_and_outsider_limits.sql
+            "case_duplicate_identifiers",
+            "destination_paces",
         )
     ),
 }

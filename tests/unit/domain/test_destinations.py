@@ -81,8 +81,18 @@ def test_non_e164_numbers_are_refused(value: str) -> None:
 # --- normalize and channel_of ----------------------------------------------------------
 
 
-def test_normalize_email_lowercases_the_domain_and_keeps_the_local_part() -> None:
-    assert "Alice.Smith@example.com" == normalize(Channel.EMAIL, "  Alice.Smith@EXAMPLE.Com ")
+def test_normalize_email_lowercases_the_whole_address() -> None:
+    assert "alice.smith@example.com" == normalize(Channel.EMAIL, "  Alice.Smith@EXAMPLE.Com ")
+
+
+ADDRESS = "alice.smith@example.com"
+
+
+@given(st.lists(st.booleans(), min_size=len(ADDRESS), max_size=len(ADDRESS)))
+def test_every_letter_case_of_an_address_normalizes_to_one_spelling(upper: list[bool]) -> None:
+    spelled = "".join(c.upper() if u else c for c, u in zip(ADDRESS, upper, strict=True))
+
+    assert ADDRESS == normalize(Channel.EMAIL, spelled)
 
 
 @pytest.mark.parametrize("channel", [Channel.SMS, Channel.WHATSAPP])

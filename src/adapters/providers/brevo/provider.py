@@ -10,6 +10,7 @@ from adapters.providers.http_failures import (
     failure_for_status,
     failure_for_transport_error,
     json_object,
+    names_fraud_block,
     parse_delay,
     provider_message_id,
     safe_token,
@@ -100,7 +101,7 @@ class BrevoProvider:
         brevo_code = safe_token(body.get("code"))
         if path == EMAIL_PATH and response.status_code == 400 and brevo_code == IDEMPOTENT_REPLAY:
             return ""
-        raise DeliveryFailed(self._classify(response, brevo_code))
+        raise DeliveryFailed(self._classify(response, brevo_code, body))
 
     async def aclose(self) -> None:
         """Close the HTTP client and its connections."""
@@ -132,9 +133,15 @@ class BrevoProvider:
             DeliveryFailure(failure_class=FailureClass.REJECTED, code="channel_not_configured")
         )
 
-    def _classify(self, response: httpx.Response, brevo_code: str | None) -> DeliveryFailure:
+    def _classify(
+        self, response: httpx.Response, brevo_code: str | None, body: Mapping[str, object]
+    ) -> DeliveryFailure:
         status = response.status_code
         code = f"{status}:{brevo_code}" if brevo_code else str(status)
+        if 400 <= status < 500 and status != 429 and names_fraud_block(body):
+            # Checked first: a fraud block names this one send (an SMS-pumping pattern, a
+            # blocked number), even when Brevo words it with an account-wide status.
+            return DeliveryFailure(failure_class=FailureClass.REJECTED, code=f"{status}:fraud")
         if 400 <= status < 500 and (status == 402 or brevo_code in ACCOUNT_CODES):
             return DeliveryFailure(failure_class=FailureClass.PROVIDER_SUSPENDED, code=code)
         now = self._clock.now()

@@ -127,3 +127,23 @@ async def test_connection_errors_raised_by_the_transport_are_classified() -> Non
     failure = await _failure(_provider(handler), email_delivery())
 
     assert (FailureClass.UNAVAILABLE, "ConnectError") == failure
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (403, {"code": "permission_denied", "message": "SMS blocked: suspected fraud"}),
+        (400, {"code": "invalid_parameter", "message": "Recipient number is blacklisted"}),
+        (402, {"code": "not_enough_credits", "message": "Sending paused for SMS pumping"}),
+    ],
+)
+async def test_a_fraud_block_of_an_sms_is_rejected_never_retried_or_paused(
+    status: int, body: dict[str, str]
+) -> None:
+    """Read as an account problem, a fraud answer would pause the provider and be retried."""
+    provider = _provider(lambda _: httpx.Response(status, json=body))
+
+    failure_class, code = await _failure(provider, phone_delivery(Channel.SMS))
+
+    assert FailureClass.REJECTED is failure_class
+    assert f"{status}:fraud" == code

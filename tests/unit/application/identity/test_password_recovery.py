@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import attrs
 import pytest
 
 from application.errors import InvalidField, StoreUnavailable
 from application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
 from application.identity.errors import InvalidCode, Unauthenticated
 from application.identity.request_password_recovery import RequestPasswordRecoveryCommand
+from domain.identity.rate_limits import Backoff
 from domain.outbox.failures import FailureClass
 from domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, World
@@ -86,16 +88,18 @@ async def test_a_failure_before_the_lookup_surfaces_for_everyone(
         await world.request_password_recovery(recover(identifier))
 
 
-async def test_the_per_destination_limit_is_silent(world: World) -> None:
+async def test_the_per_destination_pace_is_silent(world: World) -> None:
     await world.signed_up(KNOWN)
-    limit = world.policy.per_destination.limit
-    for _ in range(limit):
-        await world.request_password_recovery(recover(KNOWN))
+    world.limiter.paces.clear()  # the sign-up's send
+    world.policy = attrs.evolve(world.policy, per_destination=Backoff())
+    await world.request_password_recovery(recover(KNOWN))
 
     receipt = await world.request_password_recovery(recover(KNOWN))
+    world.clock.advance(timedelta(minutes=1))
+    await world.request_password_recovery(recover(KNOWN))
 
-    assert world.clock.now() + timedelta(minutes=10) == receipt.challenge_expires_at
-    assert limit == len(world.messages(Purpose.PASSWORD_RECOVERY))
+    assert world.clock.now() + timedelta(minutes=9) == receipt.challenge_expires_at
+    assert 2 == len(world.telemetry.named("identity.password_recovery.requested"))
     assert 1 == len(world.telemetry.named("identity.password_recovery.destination_limited"))
 
 

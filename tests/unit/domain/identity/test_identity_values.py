@@ -7,10 +7,7 @@ from uuid import UUID
 
 import pytest
 
-from domain.channels import Channel
-from domain.errors import InvalidDestination
 from domain.identity.errors import TokenNotUsable, WeakPassword
-from domain.identity.identifiers import Identifier
 from domain.identity.invitations import Invitation, InvitationState
 from domain.identity.magic_links import MagicLink
 from domain.identity.organizations import Permission, found_organization
@@ -20,13 +17,6 @@ from domain.identity.sessions import Elevation, Session
 from domain.identity.tokens import token_digest
 
 NOW = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
-
-
-def test_identifiers_are_canonical_and_know_their_channel() -> None:
-    assert Identifier("Bob@example.com", Channel.EMAIL) == Identifier.parse(" Bob@EXAMPLE.com ")
-    assert Identifier("+34612345678", Channel.SMS) == Identifier.parse("+34612345678")
-    with pytest.raises(InvalidDestination):
-        Identifier.parse("612345678")
 
 
 @pytest.mark.parametrize("password", ["short", "x" * 257, " " * 9])

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from domain.identity.rate_limits import RateLimit
-from entrypoints.settings.identity import IdentitySettings
-from entrypoints.settings.reader import SettingsError
+from domain.identity.rate_limits import Backoff, RateLimit
+from entrypoints.settings.identity import IdentitySettings, read_identity_settings
+from entrypoints.settings.reader import EnvironmentReader, SettingsError
 from entrypoints.settings.tree import load_settings
 
 
@@ -29,7 +29,35 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert timedelta(days=7) == settings.invitations.lifetime
     assert 100 == settings.invitations.pending_per_organization
     assert RateLimit(limit=20, window=timedelta(minutes=1)) == settings.rate_limits.per_client
-    assert RateLimit(limit=5, window=timedelta(minutes=15)) == settings.rate_limits.per_destination
+    assert (
+        Backoff(
+            first_wait=timedelta(minutes=1),
+            max_wait=timedelta(minutes=5),
+            quiet=timedelta(minutes=15),
+        )
+        == settings.rate_limits.per_destination
+    )
+    assert settings.rate_limits.sms_countries is None  # development texts every country
+    assert RateLimit(limit=100, window=timedelta(hours=1)) == (
+        settings.rate_limits.sms_per_country_prefix
+    )
+    assert RateLimit(limit=10, window=timedelta(days=1)) == (
+        settings.rate_limits.organizations_per_account
+    )
+
+
+def test_outside_development_sms_goes_to_the_configured_countries_only() -> None:
+    rules = read_identity_settings(EnvironmentReader({}, strict=True), development=False)
+    configured = read_identity_settings(
+        EnvironmentReader({"OUTBOX_SMS_COUNTRIES": "es, FR"}, strict=True), development=False
+    )
+    every = read_identity_settings(
+        EnvironmentReader({"OUTBOX_SMS_COUNTRIES": "*"}, strict=True), development=False
+    )
+
+    assert frozenset() == rules.rate_limits.sms_countries
+    assert frozenset({"ES", "FR"}) == configured.rate_limits.sms_countries
+    assert every.rate_limits.sms_countries is None
 
 
 def test_variables_override_the_defaults() -> None:
@@ -53,7 +81,10 @@ def test_variables_override_the_defaults() -> None:
     ("variable", "value", "problem"),
     [
         ("OUTBOX_RATE_LIMIT_CLIENT", "many", "expected an integer"),
-        ("OUTBOX_RATE_LIMIT_DESTINATION_WINDOW_SECONDS", "0", "at least 1"),
+        ("OUTBOX_DESTINATION_MAX_WAIT_SECONDS", "0", "at least 1"),
+        ("OUTBOX_DESTINATION_FIRST_WAIT_SECONDS", "600", "must not exceed"),
+        ("OUTBOX_SMS_COUNTRIES", "ES,XX", "ISO 3166"),
+        ("OUTBOX_SMS_HOURLY_BUDGET_PER_PREFIX", "0", "at least 1"),
         ("OUTBOX_CODE_DIGITS", "4", "at least 6"),
         ("OUTBOX_CODE_DIGITS", "20", "at most 12"),
     ],
