@@ -77,8 +77,9 @@ def _digest(destination: str | None) -> str | None:
     """The digest of the destination in the one spelling messages store it in."""
     if destination is None:
         return None
+    value = destination.strip()
     try:
-        return destination_digest(normalize(channel_of(destination), destination))
+        return destination_digest(normalize(channel_of(value), value))
     except InvalidDestination:
         raise InvalidField(
             "destination", "must be an e-mail address or an E.164 phone number"
