@@ -10,10 +10,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, LiteralString
 from uuid import UUID
 
+import attrs
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.operator_store import operator_errors
+from adapters.postgres.operator_store import attempt_view, operator_errors
 from application.operator.message_filters import MessageFilter
 from application.operator.views import (
     AttemptView,
@@ -39,8 +40,8 @@ SELECT message_id, action, new_message_id, occurred_at
 FROM outbox.dead_letter_repairs(%s::uuid[])
 """
 HISTORY = """
-SELECT attempt, counted, outcome, failure_class, code, detail, provider, provider_message_id,
-       recorded_at, retry_at
+SELECT attempt, counted, outcome, failure_class, code, provider, provider_message_id,
+       recorded_at, retry_at, detail
 FROM outbox.message_history(%s::uuid)
 """
 
@@ -66,18 +67,8 @@ def _summary(row: Row) -> MessageSummary:
 
 
 def _attempt(row: Row) -> AttemptView:
-    return AttemptView(
-        attempt=row[0],
-        counted=row[1],
-        outcome=row[2],
-        failure_class=FailureClass(row[3]) if row[3] else None,
-        code=row[4],
-        detail=row[5],
-        provider=row[6],
-        provider_message_id=row[7],
-        recorded_at=row[8],
-        retry_at=row[9],
-    )
+    """The attempt columns the staff reads have, then the detail."""
+    return attrs.evolve(attempt_view(row[:9]), detail=row[9])
 
 
 class PostgresMessageLog:

@@ -161,7 +161,8 @@ def _dead_letter(row: Row) -> DeadLetterSummary:
     )
 
 
-def _attempt(row: Row) -> AttemptView:
+def attempt_view(row: Row) -> AttemptView:
+    """One row of the attempt columns (attempt through retry_at) as a view."""
     return AttemptView(
         attempt=row[0],
         counted=row[1],
@@ -196,7 +197,7 @@ def _detail(row: Row, history: Sequence[Row]) -> MessageDetail:
         dead_letter_reason=FailureClass(row[16]) if row[16] else None,
         has_secret=row[17],
         reissued_as=row[18],
-        history=tuple(_attempt(a) for a in history),
+        history=tuple(attempt_view(a) for a in history),
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from uuid import UUID
 
 import attrs
@@ -14,26 +13,17 @@ from application.operator.ports import MessageLog
 from application.operator.views import MessagePage
 from domain.destinations import channel_of, normalize
 from domain.errors import InvalidDestination
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
 
 
 @attrs.frozen(kw_only=True)
 class MessageQuery:
-    """One page of the messages that meet every filter given (None: any).
+    """One page of the messages that meet ``where`` and, if given, go to ``destination``.
 
     ``destination`` is an e-mail address or E.164 number; it is matched on its digest and
-    never leaves the process as it is.
+    never leaves the process as it is (``where.destination_digest`` is ignored).
     """
 
-    state: State | None = None
-    purpose: Purpose | None = None
-    reason: FailureClass | None = None
-    provider: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    message_id: UUID | None = None
+    where: MessageFilter = attrs.field(factory=MessageFilter)
     destination: str | None = attrs.field(default=None, repr=False)
     after: UUID | None = None
     before: UUID | None = None
@@ -55,18 +45,10 @@ class ListMessages:
             raise InvalidField("limit", f"must be between 1 and {MAX_LIMIT}")
         if query.after is not None and query.before is not None:
             raise InvalidField("before", "give either after or before, not both")
-        if query.since is not None and query.until is not None and query.until <= query.since:
+        since, until = query.where.since, query.where.until
+        if since is not None and until is not None and until <= since:
             raise InvalidField("until", "must be later than since")
-        where = MessageFilter(
-            state=query.state,
-            purpose=query.purpose,
-            reason=query.reason,
-            provider=query.provider,
-            since=query.since,
-            until=query.until,
-            message_id=query.message_id,
-            destination_digest=_digest(query.destination),
-        )
+        where = attrs.evolve(query.where, destination_digest=_digest(query.destination))
         rows = await self.log.messages(
             where=where, after=query.after, before=query.before, limit=query.limit + 1
         )

@@ -94,44 +94,30 @@ def migrate(
 
     outcome = _with_database(act)
     if isinstance(outcome, MigrationPlan):
-        _report_plan(outcome, as_json=as_json)
+        _report(outcome.pending, outcome.rewrites_legacy_ledger, dry_run=True, as_json=as_json)
     else:
-        _report_run(outcome, as_json=as_json)
+        _report(outcome.applied, outcome.rewrote_legacy_ledger, dry_run=False, as_json=as_json)
 
 
-def _report_plan(plan: MigrationPlan, *, as_json: bool) -> None:
+def _report(
+    migrations: tuple[Migration, ...], legacy: bool, *, dry_run: bool, as_json: bool
+) -> None:
+    """What migrate did, or with --dry-run would do: JSON, or one line per step."""
     if as_json:
         print_json(
             {
-                "dryRun": True,
-                "rewritesLegacyLedger": plan.rewrites_legacy_ledger,
-                "pending": [_migration_json(m) for m in plan.pending],
+                "dryRun": dry_run,
+                ("rewritesLegacyLedger" if dry_run else "rewroteLegacyLedger"): legacy,
+                ("pending" if dry_run else "applied"): [_migration_json(m) for m in migrations],
             }
         )
         return
-    if plan.rewrites_legacy_ledger:
-        typer.echo(f"would rewrite {LEGACY_REWRITE}")
-    for migration in plan.pending:
-        typer.echo(f"would apply {_file(migration)}")
-    if not plan.pending:
-        typer.echo("up to date")
-
-
-def _report_run(run: MigrationRun, *, as_json: bool) -> None:
-    if as_json:
-        print_json(
-            {
-                "dryRun": False,
-                "rewroteLegacyLedger": run.rewrote_legacy_ledger,
-                "applied": [_migration_json(m) for m in run.applied],
-            }
-        )
-        return
-    if run.rewrote_legacy_ledger:
-        typer.echo(f"rewrote {LEGACY_REWRITE}")
-    for migration in run.applied:
-        typer.echo(f"applied {_file(migration)}")
-    if not run.applied:
+    rewrite, apply = ("would rewrite", "would apply") if dry_run else ("rewrote", "applied")
+    if legacy:
+        typer.echo(f"{rewrite} {LEGACY_REWRITE}")
+    for migration in migrations:
+        typer.echo(f"{apply} {_file(migration)}")
+    if not migrations:
         typer.echo("up to date")
 
 

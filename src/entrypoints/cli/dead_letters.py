@@ -15,6 +15,7 @@ from application.operator.views import CopyReceipt
 from entrypoints.cli.operator_output import (
     dead_letter_json,
     dead_letter_table,
+    page_hints,
     page_json,
     receipt_json,
 )
@@ -76,10 +77,8 @@ def list_(
         typer.echo("no dead letters")
         return
     print_table(dead_letter_table(page.items))
-    if page.older_cursor is not None:
-        typer.echo(f"older: outboxctl dead-letters list --after {page.older_cursor}", err=True)
-    if page.newer_cursor is not None:
-        typer.echo(f"newer: outboxctl dead-letters list --before {page.newer_cursor}", err=True)
+    for hint in page_hints(page):
+        typer.echo(hint, err=True)
 
 
 def _report(receipt: CopyReceipt, verb: str, as_json: bool) -> None:

@@ -10,6 +10,7 @@ import typer
 
 from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
 from application.operator.list_messages import MessageQuery
+from application.operator.message_filters import MessageFilter
 from application.operator.show_message import MessageQuery as ShowQuery
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import State
@@ -19,6 +20,7 @@ from entrypoints.cli.operator_output import (
     message_list_table,
     message_summary_json,
     message_tables,
+    page_hints,
     page_json,
 )
 from entrypoints.cli.operator_run import run_operator
@@ -91,7 +93,7 @@ def list_(
     Reads as the database operator. Pages stay stable while messages arrive: pass the last
     id as --after (or pageInfo.endCursor of --json) for the next page.
     """
-    query = MessageQuery(
+    where = MessageFilter(
         state=state,
         purpose=purpose,
         reason=reason,
@@ -99,6 +101,9 @@ def list_(
         since=since,
         until=until,
         message_id=message_id,
+    )
+    query = MessageQuery(
+        where=where,
         destination=destination,
         after=after,
         before=before,
@@ -112,10 +117,8 @@ def list_(
         typer.echo("no messages")
         return
     print_table(message_list_table(page.items))
-    if page.older_cursor is not None:
-        typer.echo(f"older: add --after {page.older_cursor}", err=True)
-    if page.newer_cursor is not None:
-        typer.echo(f"newer: add --before {page.newer_cursor}", err=True)
+    for hint in page_hints(page):
+        typer.echo(hint, err=True)
 
 
 @messages_app.command("show")

@@ -68,6 +68,16 @@ def page_json(page: KeysetPage[Any], items: list[dict[str, Any]]) -> dict[str, A
     }
 
 
+def page_hints(page: KeysetPage[Any]) -> list[str]:
+    """Where the list goes on, as the option to add (printed on stderr under a table)."""
+    hints = []
+    if page.older_cursor is not None:
+        hints.append(f"older: add --after {page.older_cursor}")
+    if page.newer_cursor is not None:
+        hints.append(f"newer: add --before {page.newer_cursor}")
+    return hints
+
+
 def repair_json(repair: Repair | None) -> dict[str, Any] | None:
     """What became of a dead letter, or None when it was never repaired."""
     if repair is None:

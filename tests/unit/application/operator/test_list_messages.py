@@ -39,7 +39,7 @@ async def test_an_empty_time_range_two_cursors_and_an_unknown_cursor_are_refused
     message = code_message(harness)
 
     with pytest.raises(InvalidField, match="later than since"):
-        await _use_case(harness)(MessageQuery(since=now, until=now))
+        await _use_case(harness)(MessageQuery(where=MessageFilter(since=now, until=now)))
     with pytest.raises(InvalidField, match="either after or before"):
         await _use_case(harness)(MessageQuery(after=message.id, before=message.id))
     with pytest.raises(InvalidRequest, match="cursor"):
