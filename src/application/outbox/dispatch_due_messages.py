@@ -21,6 +21,7 @@ from application.outbox.ports import (
     DispatchStore,
     RenderedMessage,
     Renderer,
+    SendRateLimit,
 )
 from application.outbox.provider_breaker import ProviderBreaker
 from application.ports import Clock, Sealer, Telemetry
@@ -89,6 +90,8 @@ class DispatchDueMessages:
     concurrency: int = 32
     lease: timedelta = timedelta(seconds=60)
     provider_timeout: timedelta = timedelta(seconds=10)
+    # Provider name → its send quota; a provider without one sends as fast as it is given work.
+    rate_limits: Mapping[str, SendRateLimit] = attrs.field(factory=dict)
 
     async def __call__(self) -> DispatchResult:
         """Dispatch one batch and return what happened to it.
@@ -242,9 +245,7 @@ class DispatchDueMessages:
         delivery: Delivery,
         deadline: datetime,
     ) -> Outcome:
-        left = (deadline - self.clock.now()).total_seconds()
-        if left <= 0:
-            raise _LeaseRunningOut
+        left = await self._room_to_send(provider, deadline)
         started = time.perf_counter()
         try:
             async with asyncio.timeout(min(self.provider_timeout.total_seconds(), left)):
@@ -261,6 +262,25 @@ class DispatchDueMessages:
         if self.breaker.succeed(provider.name):
             self.telemetry.event("provider.resumed", level="warning", provider=provider.name)
         return Published(provider_message_id=receipt)
+
+    async def _room_to_send(self, provider: DeliveryProvider, deadline: datetime) -> float:
+        """Seconds left for the send once the provider's quota has room for it.
+
+        Waiting for the quota counts against the lease: a send that cannot start before the
+        deadline is not started (the message is claimed again once its lease runs out).
+        """
+        left = (deadline - self.clock.now()).total_seconds()
+        limit = self.rate_limits.get(provider.name)
+        if limit is not None and left > 0:
+            try:
+                async with asyncio.timeout(left):
+                    await limit.acquire()
+            except TimeoutError:
+                raise _LeaseRunningOut from None
+            left = (deadline - self.clock.now()).total_seconds()
+        if left <= 0:
+            raise _LeaseRunningOut
+        return left
 
     def _failed(
         self, message: ClaimedMessage, provider: DeliveryProvider, failure: DeliveryFailure

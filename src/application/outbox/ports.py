@@ -72,6 +72,14 @@ class DeliveryProvider(Protocol):
         ...
 
 
+class SendRateLimit(Protocol):
+    """A provider's send quota (``OUTBOX_<PROVIDER>_RATE_PER_SECOND``), kept before it says 429."""
+
+    async def acquire(self) -> None:
+        """Return when one more send fits under the quota; waiting is the caller's to bound."""
+        ...
+
+
 @attrs.frozen(kw_only=True)
 class ClaimedMessage:
     """A message leased to this worker, with its envelope (SPEC §6 claim)."""

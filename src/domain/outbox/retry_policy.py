@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
 import attrs
@@ -20,6 +20,9 @@ DEFAULT_SCHEDULE = (
 )
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_SUSPENSION_PROBE = timedelta(minutes=1)
+# Each wait of the schedule is lengthened by up to this share of it, at random, so messages
+# that failed together (a provider outage) do not all come back in the same second.
+DEFAULT_JITTER = 0.2
 
 
 def _to_schedule(value: Iterable[timedelta]) -> tuple[timedelta, ...]:
@@ -41,6 +44,20 @@ class RetryPolicy:
     )
     max_attempts: int = attrs.field(default=DEFAULT_MAX_ATTEMPTS)
     suspension_probe: timedelta = DEFAULT_SUSPENSION_PROBE
+    jitter: float = attrs.field(default=0.0)
+    # A uniform draw in [0, 1), injected (the domain draws no randomness of its own), so a
+    # test can make the jitter exact; required when ``jitter`` is not 0.
+    draw: Callable[[], float] | None = attrs.field(default=None, repr=False, eq=False)
+
+    @jitter.validator
+    def _check_jitter(self, _: object, value: float) -> None:
+        if not 0 <= value <= 1:
+            raise ValueError("jitter must be a share of each step, between 0 and 1")
+
+    @draw.validator
+    def _check_draw(self, _: object, value: Callable[[], float] | None) -> None:
+        if self.jitter and value is None:
+            raise ValueError("jitter needs a draw, a source of uniform numbers in [0, 1)")
 
     @max_attempts.validator
     def _check_max_attempts(self, _: object, value: int) -> None:
@@ -48,8 +65,15 @@ class RetryPolicy:
             raise ValueError("max_attempts must be at least 1")
 
     def backoff(self, attempt: int) -> timedelta:
-        """The wait after a retryable failure of attempt number ``attempt``; last step repeats."""
-        return self.schedule[min(attempt, len(self.schedule)) - 1]
+        """The wait after a retryable failure of attempt number ``attempt``; last step repeats.
+
+        The step of the schedule, lengthened by up to ``jitter`` of itself at random: never
+        shorter than the schedule.
+        """
+        step = self.schedule[min(attempt, len(self.schedule)) - 1]
+        if not self.jitter or self.draw is None:
+            return step
+        return step * (1 + self.jitter * self.draw())
 
     def decide(
         self,

@@ -9,6 +9,7 @@ from typing import Protocol, TextIO
 
 from adapters.providers.brevo.provider import BrevoProvider
 from adapters.providers.console.provider import ConsoleProvider
+from adapters.providers.rate_limit import LeakyBucketRateLimit
 from adapters.providers.ses.provider import SesProvider, ses_client
 from adapters.providers.smtp.provider import SmtpProvider
 from adapters.providers.wasender.provider import WasenderProvider
@@ -52,6 +53,15 @@ def build_providers(
     for name in set(config.channels.values()):
         built[name] = _build(name, config, clock=clock, seconds=seconds, pool=pool, stream=stream)
     return {channel: built[name] for channel, name in config.channels.items()}
+
+
+def build_rate_limits(settings: Settings) -> dict[str, LeakyBucketRateLimit]:
+    """One send quota per provider that has OUTBOX_<PROVIDER>_RATE_PER_SECOND set.
+
+    Built inside the worker's event loop: a bucket belongs to the loop it first runs on.
+    """
+    rates = settings.providers.rate_per_second if settings.providers is not None else {}
+    return {name: LeakyBucketRateLimit(rate) for name, rate in rates.items()}
 
 
 async def close_providers(providers: Mapping[Channel, ClosableProvider]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -24,14 +25,14 @@ from application.outbox.sweep_expired_messages import SweepExpiredMessages
 from application.ports import Telemetry
 from domain.channels import Channel
 from domain.outbox.retention import RetentionPolicy
-from domain.outbox.retry_policy import RetryPolicy
+from domain.outbox.retry_policy import DEFAULT_JITTER, RetryPolicy
 from entrypoints.bootstrap.database import (
     DatabaseAccess,
     database_pool,
     resolve_worker_database_url,
 )
 from entrypoints.bootstrap.parts import ProcessParts, build_process_parts, stop_tracing
-from entrypoints.bootstrap.providers import build_providers, close_providers
+from entrypoints.bootstrap.providers import build_providers, build_rate_limits, close_providers
 from entrypoints.observability import serve_metrics
 from entrypoints.settings.tree import Settings
 from entrypoints.worker.loop import WorkerLoop
@@ -107,6 +108,8 @@ async def worker_services(
                     schedule=worker.retry_schedule,
                     max_attempts=worker.max_attempts,
                     suspension_probe=worker.suspension_probe,
+                    jitter=DEFAULT_JITTER,
+                    draw=random.random,  # spreading retries needs no secrecy
                 ),
                 breaker=ProviderBreaker(),
                 links=LinkBases(
@@ -118,6 +121,7 @@ async def worker_services(
                 concurrency=concurrency,
                 lease=worker.lease,
                 provider_timeout=worker.provider_timeout,
+                rate_limits=build_rate_limits(settings),
             ),
             expire=SweepExpiredMessages(
                 store=store, telemetry=telemetry, batch_size=sweeps.batch_size

@@ -6,6 +6,7 @@ command needs no provider credential.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from email.utils import parseaddr
@@ -84,6 +85,8 @@ class ProviderSettings:
     ses: SesConfig | None = None
     brevo: BrevoConfig | None = None
     wasender: WasenderConfig | None = None
+    # OUTBOX_<PROVIDER>_RATE_PER_SECOND of each provider in use that has a quota.
+    rate_per_second: Mapping[str, float] = attrs.field(factory=dict)
 
 
 def read_provider_settings(read: EnvironmentReader, environment: str) -> ProviderSettings:
@@ -106,7 +109,26 @@ def read_provider_settings(read: EnvironmentReader, environment: str) -> Provide
         ses=read.section(lambda: _ses(read), None) if "ses" in used else None,
         brevo=read.section(lambda: _brevo(read, channels), None) if "brevo" in used else None,
         wasender=read.section(lambda: _wasender(read), None) if "wasender" in used else None,
+        rate_per_second=_rates(read, used),
     )
+
+
+def _rates(read: EnvironmentReader, used: set[str]) -> dict[str, float]:
+    """Each provider's send quota, when set: unset means as fast as the worker sends."""
+    rates = {
+        name: read.parse(
+            f"{name.upper()}_RATE_PER_SECOND", None, _rate, "a positive number of sends per second"
+        )
+        for name in sorted(used)
+    }
+    return {name: rate for name, rate in rates.items() if rate is not None}
+
+
+def _rate(value: str) -> float:
+    rate = float(value)
+    if not math.isfinite(rate) or rate <= 0:
+        raise ValueError(value)
+    return rate
 
 
 def _channel_choice(read: EnvironmentReader, channel: Channel, environment: str) -> str:

@@ -27,6 +27,7 @@ from tests.fakes.clock import FixedClock
 from tests.fakes.ids import SequentialIds
 from tests.fakes.outbox_store import InMemoryOutboxStore
 from tests.fakes.providers import RecordingProvider
+from tests.fakes.rate_limits import CountingRateLimit
 from tests.fakes.renderer import RecordingRenderer
 from tests.fakes.telemetry import RecordingTelemetry
 
@@ -434,3 +435,34 @@ async def test_concurrency_bound_does_not_change_the_outcome(concurrency: int) -
     ids = [await h.enqueue() for _ in range(10)]
     assert 10 == (await h.dispatch()).published
     assert {State.PUBLISHED} == {h.message(i).state for i in ids}
+
+
+async def test_every_send_first_takes_room_in_its_own_providers_quota() -> None:
+    h = Harness()
+    email_quota, sms_quota = CountingRateLimit(), CountingRateLimit()
+    h.dispatch = attrs.evolve(h.dispatch, rate_limits={"ses": email_quota, "brevo": sms_quota})
+    for _ in range(3):
+        await h.enqueue()
+    await h.enqueue(channel=Channel.SMS, destination=PHONE)
+
+    result = await h.dispatch()
+
+    assert DispatchResult(claimed=4, published=4) == result
+    assert (3, 1) == (email_quota.granted, sms_quota.granted)
+
+
+async def test_a_send_whose_quota_stays_full_past_the_lease_is_not_started() -> None:
+    h = Harness()
+    quota = CountingRateLimit(shut=True)
+    # A short lease keeps the wait for the quota short; the clock itself never moves.
+    h.dispatch = attrs.evolve(h.dispatch, rate_limits={"ses": quota}, lease=timedelta(seconds=0.05))
+    message_id = await h.enqueue()
+
+    result = await h.dispatch()
+
+    assert DispatchResult(claimed=1, lease_lost=1) == result
+    assert [] == h.email.sent
+    assert State.LEASED == h.message(message_id).state  # its lease runs out; claimed again
+    assert ["delivery.lease_running_out"] == [
+        e.name for e in h.telemetry.events if e.name.startswith("delivery.")
+    ]

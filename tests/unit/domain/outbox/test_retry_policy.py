@@ -326,3 +326,56 @@ def test_following_the_policy_never_spends_more_attempts_than_the_cap(
             break
     else:
         assert spent < policy.max_attempts
+
+
+def _jittered(draw: float, jitter: float = 0.2) -> RetryPolicy:
+    return RetryPolicy(jitter=jitter, draw=lambda: draw)
+
+
+@pytest.mark.parametrize(
+    ("draw", "wait"),
+    [(0.0, timedelta(seconds=5)), (0.5, timedelta(seconds=5.5)), (0.999, timedelta(seconds=5.999))],
+)
+def test_jitter_lengthens_a_step_by_up_to_its_share_never_shortens_it(
+    draw: float, wait: timedelta
+) -> None:
+    assert Retry(
+        available_at=EPOCH + wait, failure_class=FailureClass.UNAVAILABLE, code="c-1"
+    ) == decide(FailureClass.UNAVAILABLE, policy=_jittered(draw))
+
+
+def test_jitter_applies_to_every_step_of_the_schedule() -> None:
+    policy = _jittered(0.5, jitter=0.5)
+
+    assert [step * 1.25 for step in STEPS] == [policy.backoff(n) for n in range(1, 6)]
+
+
+def test_a_later_retry_after_still_wins_over_a_jittered_step() -> None:
+    hint = EPOCH + timedelta(seconds=40)
+
+    outcome = decide(FailureClass.THROTTLED, retry_after=hint, policy=_jittered(0.999))
+
+    assert isinstance(outcome, Retry)
+    assert hint == outcome.available_at
+
+
+def test_a_jittered_retry_after_the_expiry_dead_letters_now() -> None:
+    expiry = EPOCH + timedelta(seconds=5.5)
+
+    assert isinstance(
+        decide(FailureClass.UNAVAILABLE, expires_at=expiry, policy=_jittered(0.0)), Retry
+    )
+    assert DeadLetter(reason=FailureClass.CHALLENGE_EXPIRED, code="c-1") == decide(
+        FailureClass.UNAVAILABLE, expires_at=expiry, policy=_jittered(0.5)
+    )
+
+
+@pytest.mark.parametrize("jitter", [-0.1, 1.5])
+def test_jitter_outside_zero_to_one_is_refused(jitter: float) -> None:
+    with pytest.raises(ValueError, match="jitter"):
+        RetryPolicy(jitter=jitter, draw=lambda: 0.5)
+
+
+def test_jitter_without_a_draw_is_refused() -> None:
+    with pytest.raises(ValueError, match="draw"):
+        RetryPolicy(jitter=0.2)
