@@ -8,7 +8,7 @@ from uuid import UUID
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.channels import Channel
@@ -69,6 +69,7 @@ def test_a_batch_of_one_is_strictly_by_priority() -> None:
     assert [Row(1, Priority.HIGH)] == _order([Row(0, Priority.LOW), Row(1, Priority.HIGH)], 1)
 
 
+@settings(deadline=None)  # each example simulates dozens of claims; a busy machine is slow
 @given(
     limit=st.integers(min_value=2, max_value=30),
     arrivals=st.integers(min_value=1, max_value=50),
