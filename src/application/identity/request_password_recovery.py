@@ -77,12 +77,15 @@ class RequestPasswordRecovery:
                     code=str(getattr(error, "code", "") or ""),
                 )
                 return receipt
-        if target.identity_id is not None:
-            self.telemetry.event(
-                "identity.password_recovery.requested",
-                challenge_id=str(challenge.id),
-                destination=mask(identifier.value),
-            )
+        # One event for known and unknown identifiers alike: its counter is public to
+        # whoever scrapes metrics; only the log line says which it was.
+        known = target.identity_id is not None
+        self.telemetry.event(
+            "identity.password_recovery.requested",
+            known=known,
+            challenge_id=str(challenge.id) if known else None,
+            destination=mask(identifier.value),
+        )
         return receipt
 
     def _challenge(

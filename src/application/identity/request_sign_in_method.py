@@ -54,8 +54,10 @@ class RequestSignInMethod:
         async with self.transactions.begin() as uow:
             account = await uow.identity.find_account(identifier.value)
             if account is not None and account.identifier.is_verified:
+                # The same event as a free identifier (see request_sign_up).
                 self.telemetry.event(
-                    "identity.sign_in_method.already_registered",
+                    "identity.sign_in_method.requested",
+                    known=True,
                     identity_id=str(command.identity_id),
                     destination=mask(identifier.value),
                 )
@@ -71,6 +73,7 @@ class RequestSignInMethod:
             await uow.commit()
         self.telemetry.event(
             "identity.sign_in_method.requested",
+            known=False,
             challenge_id=str(challenge.id),
             destination=mask(identifier.value),
         )

@@ -91,10 +91,17 @@ class SignIn:
             account = await uow.identity.find_account(identifier.value)
         if account is None or not account.identifier.is_verified or account.password_hash is None:
             await asyncio.to_thread(self.hasher.hash, command.password)
+            # The same event as a wrong password: counters must not tell who has an account.
+            self.telemetry.event(
+                "identity.sign_in.refused", level="warning", known=False, identity_id=None
+            )
             raise InvalidCredentials
         if not await asyncio.to_thread(self.hasher.verify, command.password, account.password_hash):
             self.telemetry.event(
-                "identity.sign_in.refused", level="warning", identity_id=str(account.identity_id)
+                "identity.sign_in.refused",
+                level="warning",
+                known=True,
+                identity_id=str(account.identity_id),
             )
             raise InvalidCredentials
         async with self.transactions.begin() as uow:
