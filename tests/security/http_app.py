@@ -3,7 +3,8 @@
 Unlike the identity suite's harness, the telemetry here is the production adapter: every
 event becomes a structlog JSON line in ``lines``, redaction included, so a test can scan
 exactly what an operator's log pipeline would receive. Time is a FixedClock, so known and
-unknown identifiers can be compared byte for byte.
+unknown identifiers can be compared byte for byte. The pool records the statements the API
+sends (through its cursors, parameters left out) while ``statements.recording`` is set.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Any
 import httpx
 import psycopg
 import structlog
+from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
-from adapters.postgres.pool import open_pool
 from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
 from domain.identity.challenges import ChallengePolicy
@@ -30,8 +31,15 @@ from entrypoints.bootstrap.operator import build_operator_services
 from entrypoints.http.app import create_admin_app, create_app
 from entrypoints.observability import build_telemetry, configure_logging, new_registry
 from tests.fakes.clock import FixedClock
-from tests.integration.identity.api import PASSWORD, SEALER, ApiSettings
+from tests.integration.identity.api import (
+    PASSWORD,
+    SEALER,
+    ApiSettings,
+    StatementLog,
+    open_api_pool,
+)
 
+Counters = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 NEWEST_SEALED = """
 SELECT m.id, m.purpose, e.sealed FROM outbox.messages AS m
 JOIN outbox.envelopes AS e ON e.message_id = m.id
@@ -48,10 +56,12 @@ class App:
         admin: httpx.AsyncClient,
         database_url: str,
         log: io.StringIO,
+        statements: StatementLog,
     ) -> None:
         self.client = client  # the public listener
         self.admin = admin  # the admin listener: metrics and the staff routes
         self.database_url = database_url
+        self.statements = statements  # what the API's pool sent, while recording
         self._log = log
 
     @property
@@ -66,6 +76,18 @@ class App:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         return await self.client.post(path, json=body, headers=headers)
+
+    async def counters(self) -> Counters:
+        """Every counter sample the admin listener's ``/metrics`` shows now."""
+        scraped = await self.admin.get("/metrics")
+        assert 200 == scraped.status_code
+        return {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(scraped.text)
+            if family.type == "counter"
+            for sample in family.samples
+            if sample.name.endswith("_total")
+        }
 
     async def code_for(self, destination: str) -> str:
         """The secret of the newest live message to ``destination``, opened as the worker would."""
@@ -97,7 +119,8 @@ async def serving(database_url: str) -> AsyncIterator[App]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     configure_logging("json", "debug", stream=out)
-    pool = await open_pool(database_url, min_size=1, max_size=4, role="identity_service")
+    statements = StatementLog()
+    pool = await open_api_pool(database_url, statements)
     registry = new_registry(process_metrics=False)
     try:
         parts: dict[str, Any] = {
@@ -121,7 +144,7 @@ async def serving(database_url: str) -> AsyncIterator[App]:
                 transport=httpx.ASGITransport(app=admin_app), base_url="http://admin"
             ) as admin,
         ):
-            yield App(client, admin, database_url, out)
+            yield App(client, admin, database_url, out, statements)
     finally:
         await pool.close()
         structlog.reset_defaults()

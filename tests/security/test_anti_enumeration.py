@@ -20,33 +20,33 @@ import httpx
 import pytest
 
 from tests.integration.identity.api import PASSWORD
-from tests.security.two_listeners import Counters, Listeners, two_listeners
+from tests.security.http_app import App, Counters, serving
 
 pytestmark = pytest.mark.integration
 
 KNOWN = "alice@example.com"
 UNKNOWN = "nobody@example.com"
 
-Probe = Callable[[Listeners, str, str], Awaitable[httpx.Response]]
+Probe = Callable[[App, str, str], Awaitable[httpx.Response]]
 
 
-async def _recovery(app: Listeners, address: str, _token: str) -> httpx.Response:
+async def _recovery(app: App, address: str, _token: str) -> httpx.Response:
     return await app.post("/password-recoveries", {"identifier": address})
 
 
-async def _magic_link(app: Listeners, address: str, _token: str) -> httpx.Response:
+async def _magic_link(app: App, address: str, _token: str) -> httpx.Response:
     return await app.post("/magic-links", {"email": address})
 
 
-async def _sign_up(app: Listeners, address: str, _token: str) -> httpx.Response:
+async def _sign_up(app: App, address: str, _token: str) -> httpx.Response:
     return await app.post("/sign-ups", {"identifier": address, "password": PASSWORD})
 
 
-async def _sign_in(app: Listeners, address: str, _token: str) -> httpx.Response:
+async def _sign_in(app: App, address: str, _token: str) -> httpx.Response:
     return await app.post("/sessions", {"identifier": address, "password": "not the password"})
 
 
-async def _add_method(app: Listeners, address: str, token: str) -> httpx.Response:
+async def _add_method(app: App, address: str, token: str) -> httpx.Response:
     return await app.post("/sign-in-methods", {"identifier": address}, token=token)
 
 
@@ -63,9 +63,9 @@ SAME_STATEMENTS = {"password recovery", "magic link", "sign-in"}
 
 
 @pytest.fixture
-async def app(database_url: str) -> AsyncIterator[Listeners]:
+async def app(database_url: str) -> AsyncIterator[App]:
     """Both listeners; KNOWN is a verified account, and a second account probes as itself."""
-    async with two_listeners(database_url) as running:
+    async with serving(database_url) as running:
         await running.signed_up(KNOWN)
         yield running
 
@@ -79,7 +79,7 @@ def _delta(before: Counters, after: Counters) -> Counters:
 
 
 async def _observe(
-    app: Listeners, probe: Probe, address: str, token: str
+    app: App, probe: Probe, address: str, token: str
 ) -> tuple[httpx.Response, Counters, list[str]]:
     before = await app.counters()
     app.statements.statements.clear()
@@ -96,7 +96,7 @@ def _wire(response: httpx.Response) -> tuple[int, list[tuple[str, str]], bytes]:
 
 
 @pytest.mark.parametrize("route", list(PROBES))
-async def test_known_and_unknown_look_alike_on_both_listeners(app: Listeners, route: str) -> None:
+async def test_known_and_unknown_look_alike_on_both_listeners(app: App, route: str) -> None:
     probe = PROBES[route]
     token = await app.signed_up("prober@example.com")
 
@@ -111,5 +111,5 @@ async def test_known_and_unknown_look_alike_on_both_listeners(app: Listeners, ro
         assert known_statements == unknown_statements
 
 
-async def test_the_public_listener_has_no_metrics_to_scrape(app: Listeners) -> None:
-    assert 404 == (await app.public.get("/metrics")).status_code
+async def test_the_public_listener_has_no_metrics_to_scrape(app: App) -> None:
+    assert 404 == (await app.client.get("/metrics")).status_code

@@ -19,8 +19,8 @@ import pytest
 from psycopg import conninfo, sql
 
 from tests.integration.identity.api import PASSWORD
+from tests.security.http_app import App, serving
 from tests.security.served import running_serve, serve_environment, wait_until_ready
-from tests.security.two_listeners import Listeners, two_listeners
 
 pytestmark = pytest.mark.integration
 
@@ -29,14 +29,14 @@ PROBLEM = "application/problem+json"
 
 
 @pytest.fixture
-async def app(database_url: str) -> AsyncIterator[Listeners]:
+async def app(database_url: str) -> AsyncIterator[App]:
     """Both listeners over a fresh database."""
-    async with two_listeners(database_url) as running:
+    async with serving(database_url) as running:
         yield running
 
 
-async def _post_routes(app: Listeners) -> list[str]:
-    schema = (await app.public.get("/schema/openapi.json")).json()
+async def _post_routes(app: App) -> list[str]:
+    schema = (await app.client.get("/schema/openapi.json")).json()
     paths = sorted(path for path, item in schema["paths"].items() if "post" in item)
     return [re.sub(r"\{[^}]+\}", str(uuid.UUID(int=1)), path) for path in paths]
 
@@ -50,10 +50,10 @@ def _type(response: httpx.Response) -> str:
     return str(json.loads(response.content)["type"])
 
 
-async def test_deeply_nested_json_is_a_400_on_every_route(app: Listeners) -> None:
+async def test_deeply_nested_json_is_a_400_on_every_route(app: App) -> None:
     routes = await _post_routes(app)
     answers = {
-        path: await app.public.post(
+        path: await app.client.post(
             path, content=_nested(1000), headers={"content-type": "application/json"}
         )
         for path in routes
@@ -64,17 +64,17 @@ async def test_deeply_nested_json_is_a_400_on_every_route(app: Listeners) -> Non
     assert {"urn:outbox:problem:validation-error"} == {_type(r) for r in answers.values()}
 
 
-async def test_a_little_nesting_is_still_parsed(app: Listeners) -> None:
+async def test_a_little_nesting_is_still_parsed(app: App) -> None:
     response = await app.post("/password-recoveries", {"identifier": "a@example.com", "x": [[[]]]})
 
     assert 400 == response.status_code
     assert "x" in response.text  # refused as an unknown field, after parsing
 
 
-async def test_a_body_over_16_kib_is_a_413_before_it_is_parsed(app: Listeners) -> None:
+async def test_a_body_over_16_kib_is_a_413_before_it_is_parsed(app: App) -> None:
     big = json.dumps({"identifier": "a" * MAX_BODY + "@example.com"}).encode()
 
-    declared = await app.public.post(
+    declared = await app.client.post(
         "/password-recoveries", content=big, headers={"content-type": "application/json"}
     )
 
@@ -82,7 +82,7 @@ async def test_a_body_over_16_kib_is_a_413_before_it_is_parsed(app: Listeners) -
         for start in range(0, len(big), 1024):
             yield big[start : start + 1024]
 
-    streamed = await app.public.post(
+    streamed = await app.client.post(
         "/password-recoveries", content=chunks(), headers={"content-type": "application/json"}
     )
 
@@ -96,20 +96,20 @@ async def test_a_body_over_16_kib_is_a_413_before_it_is_parsed(app: Listeners) -
     ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None],
 )
 async def test_a_body_that_is_not_declared_json_is_a_415(
-    app: Listeners, content_type: str | None
+    app: App, content_type: str | None
 ) -> None:
     body = json.dumps({"identifier": "a@example.com"}).encode()
     headers = {"content-type": content_type} if content_type else {}
 
-    response = await app.public.post("/password-recoveries", content=body, headers=headers)
+    response = await app.client.post("/password-recoveries", content=body, headers=headers)
 
     assert 415 == response.status_code
     assert "urn:outbox:problem:unsupported-media-type" == _type(response)
 
 
-async def test_json_with_a_charset_is_accepted(app: Listeners) -> None:
+async def test_json_with_a_charset_is_accepted(app: App) -> None:
     body = json.dumps({"identifier": "a@example.com"}).encode()
-    response = await app.public.post(
+    response = await app.client.post(
         "/password-recoveries",
         content=body,
         headers={"content-type": "Application/JSON; charset=utf-8"},
@@ -118,7 +118,7 @@ async def test_json_with_a_charset_is_accepted(app: Listeners) -> None:
     assert 201 == response.status_code
 
 
-async def test_every_response_carrying_a_token_is_not_stored(app: Listeners) -> None:
+async def test_every_response_carrying_a_token_is_not_stored(app: App) -> None:
     token = await app.signed_up("alice@example.com")
     session = await app.post("/sessions", {"identifier": "alice@example.com", "password": PASSWORD})
     assert 201 == (await app.post("/step-ups", token=token)).status_code
