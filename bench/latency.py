@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, LiteralString
 
 import attrs
 import psycopg
@@ -27,8 +27,13 @@ from bench.enqueue import sealed_message
 from bench.harness import Setting
 from bench.worker import WorkerConfig
 from bench.worker_process import KEYRING_VARIABLE, READY
+from domain.outbox.priorities import Priority
 
 LIVE = "SELECT count(*) FROM outbox.messages WHERE state IN ('pending', 'leased')"
+FLOOD_LEFT = (
+    "SELECT count(*) FROM outbox.messages"
+    " WHERE purpose = 'notification' AND state IN ('pending', 'leased')"
+)
 SETTLE_TIMEOUT = 60.0
 PRODUCER_CONNECTIONS = 8
 
@@ -42,6 +47,7 @@ class Percentiles:
     p99: float
     messages: int
     offered_rate: float
+    flood_left: int = 0  # notifications still queued when the last code was committed
 
 
 @attrs.frozen(kw_only=True)
@@ -50,6 +56,10 @@ class SteadyLatency:
 
     Latency = when the no-op provider got the message (worker process clock) minus when the
     producer's COMMIT returned (this process); both read the same system clock.
+
+    With ``flood``, that many notifications are queued (due, normal priority) before the
+    worker starts, so it drains them all the while the codes arrive: the codes' latency
+    under a notification flood. Only the codes are measured.
     """
 
     database: Database
@@ -57,6 +67,10 @@ class SteadyLatency:
     rate: int
     seconds: float
     config: WorkerConfig
+    flood: int = 0
+    # The codes' priority; None keeps the purpose's (high). NORMAL puts them in line with
+    # the flood, as a queue without priorities would: the comparison that shows what they buy.
+    code_priority: Priority | None = None
 
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
@@ -68,12 +82,24 @@ class SteadyLatency:
                 "one sealed sign_up code per transaction"
             ),
             "worker": "separate process, WorkerLoop with LISTEN wake-up",
+            "flood": (
+                f"{self.flood} notifications queued before the worker starts"
+                if self.flood
+                else "none"
+            ),
+            "code_priority": (
+                "the purpose's (high)"
+                if self.code_priority is None
+                else f"{self.code_priority.name.lower()}, as the flood"
+            ),
             **self.config.settings(),
         }
 
     async def once(self) -> Percentiles:
         """Run the worker and the paced producer; return this repetition's percentiles."""
         await workload.empty(self.database.conninfo)
+        if self.flood:
+            await workload.bulk_load(self.database.conninfo, self.flood)
         with tempfile.TemporaryDirectory(prefix="outbox-bench-") as scratch:
             out = Path(scratch) / "received.json"
             worker = await asyncio.create_subprocess_exec(
@@ -95,6 +121,7 @@ class SteadyLatency:
                 if line.decode().strip() != READY:
                     raise RuntimeError("the worker process did not start")
                 committed, offered = await self._produce()
+                flood_left = await self._count(FLOOD_LEFT)
                 await self._settle()
             finally:
                 if worker.returncode is None:
@@ -110,7 +137,12 @@ class SteadyLatency:
             )
         cuts = statistics.quantiles(latencies, n=100, method="inclusive")
         return Percentiles(
-            p50=cuts[49], p95=cuts[94], p99=cuts[98], messages=len(latencies), offered_rate=offered
+            p50=cuts[49],
+            p95=cuts[94],
+            p99=cuts[98],
+            messages=len(latencies),
+            offered_rate=offered,
+            flood_left=flood_left,
         )
 
     async def _produce(self) -> tuple[dict[str, float], float]:
@@ -135,6 +167,8 @@ class SteadyLatency:
             conn = await idle.get()
             try:
                 message = sealed_message(n, sealer, ids, clock)
+                if self.code_priority is not None:
+                    message = attrs.evolve(message, priority=self.code_priority)
                 async with conn.transaction():
                     await PostgresOutboxWriter(conn).enqueue(message)
                 committed[str(message.id)] = time.time()
@@ -159,14 +193,17 @@ class SteadyLatency:
                 await idle.get_nowait().close()
         return committed, count / elapsed
 
-    async def _settle(self) -> None:
-        deadline = time.monotonic() + SETTLE_TIMEOUT
+    async def _count(self, query: LiteralString) -> int:
         async with await psycopg.AsyncConnection.connect(
             self.database.conninfo, autocommit=True
         ) as conn:
-            while time.monotonic() < deadline:
-                row = await (await conn.execute(LIVE)).fetchone()
-                if row is not None and row[0] == 0:
-                    return
-                await asyncio.sleep(0.05)
+            row = await (await conn.execute(query)).fetchone()
+        return int(row[0]) if row is not None else 0
+
+    async def _settle(self) -> None:
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while time.monotonic() < deadline:
+            if await self._count(LIVE) == 0:
+                return
+            await asyncio.sleep(0.05)
         raise RuntimeError("the worker did not publish every message in time")

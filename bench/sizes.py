@@ -15,6 +15,7 @@ class Sizes:
     producers: int  # concurrent producer connections for both enqueue figures
     latency_rate: int  # messages per second offered by the paced producer
     latency_seconds: float  # how long the paced producer runs per repetition
+    latency_flood: int  # notifications queued before the codes of the flood latency figure
     backlog_small: int  # pending rows in the small-backlog case
     backlog_large: int  # pending rows in the large-backlog case
     backlog_drained: int  # messages drained per repetition in both backlog cases
@@ -29,6 +30,7 @@ FULL = Sizes(
     producers=4,
     latency_rate=500,
     latency_seconds=10.0,
+    latency_flood=50_000,
     backlog_small=10_000,
     backlog_large=1_000_000,
     backlog_drained=10_000,
@@ -41,6 +43,7 @@ SMOKE = Sizes(
     producers=2,
     latency_rate=200,
     latency_seconds=1.0,
+    latency_flood=3_000,
     backlog_small=300,
     backlog_large=3_000,
     backlog_drained=300,
