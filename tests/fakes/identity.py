@@ -249,31 +249,6 @@ class InMemoryIdentityStore:
             (i for i in self.tables.invitations.values() if i.token_digest == token_digest), None
         )
 
-    async def find_pending_invitation(
-        self, *, organization_id: UUID, email: str
-    ) -> Invitation | None:
-        """The pending-state invitation of the address to the organization."""
-        self.faults.check("find_pending_invitation")
-        return next(
-            (
-                i
-                for i in self.tables.invitations.values()
-                if i.organization_id == organization_id
-                and i.email == email
-                and i.state is InvitationState.PENDING
-            ),
-            None,
-        )
-
-    async def count_pending_invitations(self, *, organization_id: UUID, now: datetime) -> int:
-        """Pending, unexpired invitations of the organization."""
-        self.faults.check("count_pending_invitations")
-        return sum(
-            1
-            for i in self.tables.invitations.values()
-            if i.organization_id == organization_id and i.is_pending(now)
-        )
-
     async def save_invitation(self, invitation: Invitation) -> None:
         """Upsert the invitation."""
         self.faults.check("save_invitation")

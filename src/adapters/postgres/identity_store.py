@@ -76,10 +76,6 @@ FIND_MEMBERSHIP = (
 SAVE_MEMBERSHIP = "SELECT identity.save_membership(%s, %s, %s, %s)"
 FIND_INVITATION = f"SELECT {INVITATION_COLUMNS} FROM identity.find_invitation(%s)"
 FIND_INVITATION_BY_TOKEN = f"SELECT {INVITATION_COLUMNS} FROM identity.find_invitation_by_token(%s)"
-FIND_PENDING_INVITATION = (
-    f"SELECT {INVITATION_COLUMNS} FROM identity.find_pending_invitation(%s, %s)"
-)
-COUNT_PENDING = "SELECT identity.count_pending_invitations(%s, %s)"
 SAVE_INVITATION = "SELECT identity.save_invitation(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 ENQUEUE_INVITATION = (
     "SELECT refusal, retry_after, withdrawn_id FROM identity.enqueue_invitation_message("
@@ -290,18 +286,6 @@ class PostgresIdentityStore:
         """The invitation whose token has this digest, locked."""
         row = await self._one(FIND_INVITATION_BY_TOKEN, (token_digest,))
         return None if row is None else invitation_from(row)
-
-    async def find_pending_invitation(
-        self, *, organization_id: UUID, email: str
-    ) -> Invitation | None:
-        """The pending-state invitation of ``email`` to the organization, locked."""
-        row = await self._one(FIND_PENDING_INVITATION, (organization_id, email))
-        return None if row is None else invitation_from(row)
-
-    async def count_pending_invitations(self, *, organization_id: UUID, now: datetime) -> int:
-        """How many of the organization's invitations are pending and unexpired at ``now``."""
-        row = await self._one(COUNT_PENDING, (organization_id, now))
-        return int(row[0]) if row is not None else 0
 
     async def save_invitation(self, invitation: Invitation) -> None:
         """Insert or update the invitation."""

@@ -127,16 +127,6 @@ class IdentityStore(Protocol):
         """The invitation whose token has this digest, locked."""
         ...
 
-    async def find_pending_invitation(
-        self, *, organization_id: UUID, email: str
-    ) -> Invitation | None:
-        """The pending-state invitation of ``email`` to the organization, locked."""
-        ...
-
-    async def count_pending_invitations(self, *, organization_id: UUID, now: datetime) -> int:
-        """How many of the organization's invitations are pending and unexpired at ``now``."""
-        ...
-
     async def save_invitation(self, invitation: Invitation) -> None:
         """Insert or update the invitation."""
         ...
