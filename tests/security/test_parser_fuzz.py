@@ -264,8 +264,12 @@ def test_any_smtp_reply_or_socket_error_is_classified(
         "timeout": aiosmtplib.SMTPTimeoutError(message),
         "os": ConnectionResetError(message),
     }[kind]
-    failure = classify_smtp(error, phase)
+    failure = classify_smtp(error, phase, "alice@example.com")
     _classified(failure, re.compile(r"-?[0-9]{1,4}|[A-Za-z]+"))
+    # What a reply said is kept only scrubbed: no address, no digit run a code could be.
+    assert "@" not in failure.detail
+    assert re.search(r"\d{4}", failure.detail) is None
+    assert failure.detail.isprintable()
     if phase is _Phase.DATA and kind != "response":
         assert FailureClass.INDETERMINATE is failure.failure_class
 
