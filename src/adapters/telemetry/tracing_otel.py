@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
+import attrs
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -130,15 +131,13 @@ def _message_attributes(message: ClaimedMessage) -> dict[str, str | int]:
     }
 
 
+@attrs.frozen
 class _TracedStore:
     """A DispatchStore whose claims and records are spans in each message's trace."""
 
-    def __init__(
-        self, inner: DispatchStore, tracer: trace.Tracer, contexts: dict[UUID, Context]
-    ) -> None:
-        self._inner = inner
-        self._tracer = tracer
-        self._contexts = contexts
+    _inner: DispatchStore
+    _tracer: trace.Tracer
+    _contexts: dict[UUID, Context]  # shared with the providers: the claimed, unrecorded
 
     async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedMessage]:
         """Claim; each claimed message's trace gets an ``outbox.claim`` span of the call."""
@@ -224,15 +223,13 @@ class _TracedStore:
         await self._inner.wait_for_work(within)
 
 
+@attrs.frozen
 class _TracedProvider:
     """A DeliveryProvider whose sends are ``outbox.send`` spans in each message's trace."""
 
-    def __init__(
-        self, inner: DeliveryProvider, tracer: trace.Tracer, contexts: dict[UUID, Context]
-    ) -> None:
-        self._inner = inner
-        self._tracer = tracer
-        self._contexts = contexts
+    _inner: DeliveryProvider
+    _tracer: trace.Tracer
+    _contexts: dict[UUID, Context]
 
     @property
     def name(self) -> str:

@@ -12,10 +12,12 @@ import httpx
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 from adapters.crypto.keyring import generate_key, key_line
 from adapters.telemetry.tracing_otel import OtelTracing
 from domain.channels import Channel
+from domain.outbox.failures import DeliveryFailure, FailureClass
 from entrypoints.bootstrap.api import api_identity_services
 from entrypoints.bootstrap.database import DatabaseAccess, database_pool
 from entrypoints.bootstrap.parts import ProcessParts, build_process_parts, http_middleware
@@ -129,3 +131,30 @@ async def test_a_request_without_a_caller_starts_its_own_trace_through_to_the_re
     assert server.parent is None
     assert 4 == len(spans)
     assert {server.context.trace_id} == {s.context.trace_id for s in spans}
+
+
+async def test_a_refused_send_is_an_error_span_named_by_its_class_only(
+    settings: Settings, parts: ProcessParts, api: httpx.AsyncClient, exporter: InMemorySpanExporter
+) -> None:
+    """What the provider said (it may echo the address) never reaches the trace."""
+    assert 201 == (await api.post("/sign-ups", json=ACCOUNT)).status_code
+    provider = RecordingProvider()
+    echo = f"550 5.1.1 <{ACCOUNT['identifier']}>: mailbox unavailable"
+    provider.fail_next(
+        DeliveryFailure(failure_class=FailureClass.REJECTED, code="550", detail=echo)
+    )
+    async with worker_services(
+        settings, parts=parts, providers={Channel.EMAIL: provider}
+    ) as worker:
+        await worker.dispatch()
+
+    spans = exporter.get_finished_spans()
+    (send,) = [s for s in spans if s.name == "outbox.send"]
+    assert (StatusCode.ERROR, "REJECTED") == (send.status.status_code, send.status.description)
+    assert "REJECTED" == send.attributes["outbox.failure_class"]
+    assert () == send.events  # no exception event, so no exception message
+    (record,) = [s for s in spans if s.name == "outbox.record"]
+    assert "REJECTED" == record.attributes["outbox.failure_class"]
+    exported = "\n".join(text for span in spans for text in _strings(span))
+    assert ACCOUNT["identifier"] not in exported
+    assert "mailbox" not in exported
