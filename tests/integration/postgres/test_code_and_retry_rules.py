@@ -55,37 +55,34 @@ async def test_a_code_set_without_sending_it_is_refused(connect_as):
     assert OLD_HASH == await _code_hash(connect_as, challenge)
 
 
+async def _resend(connect_as, identity: uuid.UUID, challenge: uuid.UUID, sent_to: str) -> None:
+    """A new code on the challenge and a message carrying it to ``sent_to``, one transaction."""
+    async with connect_as(ROLE, autocommit=False) as conn:
+        await conn.execute(SAVE, (challenge, identity, NEW_HASH, "open", "open"))
+        await conn.execute(ENQUEUE, (sent_to, challenge, ENVELOPE))
+        await conn.commit()
+
+
 async def test_a_resend_changes_the_code_and_sends_it_in_one_transaction(connect_as):
     identity, challenge = await _challenge(connect_as)
 
-    async with connect_as(ROLE, autocommit=False) as conn:
-        await conn.execute(SAVE, (challenge, identity, NEW_HASH, "open", "open"))
-        await conn.execute(ENQUEUE, ("victim@example.com", challenge, ENVELOPE))
-        await conn.commit()
+    await _resend(connect_as, identity, challenge, "victim@example.com")
 
     assert NEW_HASH == await _code_hash(connect_as, challenge)
 
 
-async def test_a_code_sent_elsewhere_does_not_count_as_a_resend(connect_as):
-    identity, challenge = await _challenge(connect_as)
+@pytest.mark.parametrize(
+    ("state", "sent_to"),
+    [("open", "attacker@example.com"), ("locked", "victim@example.com")],
+    ids=["sent-elsewhere", "ended-challenge"],
+)
+async def test_a_code_sent_elsewhere_or_to_an_ended_challenge_is_refused(
+    connect_as, state, sent_to
+):
+    identity, challenge = await _challenge(connect_as, state=state)
 
-    async with connect_as(ROLE, autocommit=False) as conn:
-        await conn.execute(SAVE, (challenge, identity, NEW_HASH, "open", "open"))
-        await conn.execute(ENQUEUE, ("attacker@example.com", challenge, ENVELOPE))
-        with pytest.raises(errors.IntegrityConstraintViolation):
-            await conn.commit()
-
-    assert OLD_HASH == await _code_hash(connect_as, challenge)
-
-
-async def test_an_ended_challenge_gets_no_new_code(connect_as):
-    identity, challenge = await _challenge(connect_as, state="locked")
-
-    async with connect_as(ROLE, autocommit=False) as conn:
-        await conn.execute(SAVE, (challenge, identity, NEW_HASH, "open", "open"))
-        await conn.execute(ENQUEUE, ("victim@example.com", challenge, ENVELOPE))
-        with pytest.raises(errors.IntegrityConstraintViolation):
-            await conn.commit()
+    with pytest.raises(errors.IntegrityConstraintViolation):
+        await _resend(connect_as, identity, challenge, sent_to)
 
     assert OLD_HASH == await _code_hash(connect_as, challenge)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -200,19 +200,6 @@ def test_sql_masking_matches_the_domain_on_known_cases(mask_connection, value):
 
 
 # Races ------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def harness(database_url: str) -> AsyncIterator[PostgresOperatorHarness]:
-    api_pool = await open_pool(database_url, min_size=1, max_size=4, role=API)
-    admin_pool = await open_pool(database_url, min_size=1, max_size=4)
-    try:
-        yield PostgresOperatorHarness(
-            database_url=database_url, api_pool=api_pool, admin_pool=admin_pool
-        )
-    finally:
-        await api_pool.close()
-        await admin_pool.close()
 
 
 async def _reissuable(harness: PostgresOperatorHarness) -> tuple[StaffActor, uuid.UUID, Any]:

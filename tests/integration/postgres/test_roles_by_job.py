@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from psycopg import errors
 
-from adapters.postgres.pool import open_pool
 from tests.contract.operator_harness import (
     ENVELOPE,
     PostgresOperatorHarness,
@@ -29,19 +27,6 @@ PRODUCER_ROLES = ["outbox_producer", "outbox_runtime"]
 ATTACKER_HASH = "$argon2id$v=19$m=8,t=1,p=1$YXR0YWNrZXI$YXR0YWNrZXItY2hvc2Vu"
 ATTACKER_TOKEN = "a-token-the-attacker-chose"
 DIGEST = hashlib.sha256(ATTACKER_TOKEN.encode()).hexdigest()
-
-
-@pytest.fixture
-async def harness(database_url: str) -> AsyncIterator[PostgresOperatorHarness]:
-    api_pool = await open_pool(database_url, min_size=1, max_size=2, role="identity_service")
-    admin_pool = await open_pool(database_url, min_size=1, max_size=2)
-    try:
-        yield PostgresOperatorHarness(
-            database_url=database_url, api_pool=api_pool, admin_pool=admin_pool
-        )
-    finally:
-        await api_pool.close()
-        await admin_pool.close()
 
 
 async def _refused(connect_as, role: str, statement: str, *params: object) -> None:
