@@ -34,6 +34,7 @@ from domain.outbox.outcomes import (
     Published,
     RecordResult,
     Release,
+    Retry,
     expiry_reason,
 )
 from domain.outbox.retry_policy import RetryPolicy
@@ -41,6 +42,10 @@ from domain.outbox.retry_policy import RetryPolicy
 NO_PROVIDER = "no_provider"
 # Of every lease, the share kept free at its end for recording the batch's outcomes.
 RECORD_SHARE = 0.1
+# The database refuses a retry time that is not in the future. One whose moment passed while
+# the rest of its batch was still sending (a slow provider) is recorded this far ahead
+# instead, so one late retry cannot cost the whole batch its record.
+LATE_RETRY_DELAY = timedelta(seconds=1)
 
 
 class _LeaseRunningOut(Exception):
@@ -327,7 +332,8 @@ class DispatchDueMessages:
         unsent = sum(1 for record in outcomes if record is None)
         pairs = [(m, r) for m, r in zip(batch, outcomes, strict=True) if r is not None]
         claimed = [message for message, _ in pairs]
-        records = [record for _, record in pairs]
+        now = self.clock.now()
+        records = [_not_in_the_past(record, now) for _, record in pairs]
         if not records:
             skipped = DispatchResult(claimed=len(batch), lease_lost=unsent)
             self.telemetry.event("batch.dispatched", **attrs.asdict(skipped))
@@ -401,6 +407,16 @@ class DispatchDueMessages:
 # A published message is the normal case: one debug line each, and the batch's info line
 # (``batch.dispatched``) counts them. At info, one JSON line per message cost about 40 us of
 # the worker's CPU per message, a third of the whole dispatch (docs/benchmarks.md).
+def _not_in_the_past(record: AttemptRecord, now: datetime) -> AttemptRecord:
+    """``record``, with a retry or release time that has passed moved just ahead of ``now``."""
+    match record.outcome:
+        case Retry(available_at=at) | Release(available_at=at) if at <= now:
+            later = attrs.evolve(record.outcome, available_at=now + LATE_RETRY_DELAY)
+            return attrs.evolve(record, outcome=later)
+        case _:
+            return record
+
+
 _LEVELS = {
     "published": "debug",
     "retried": "info",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
 from uuid import UUID
@@ -12,7 +13,11 @@ import pytest
 from adapters.crypto.envelope import EnvelopeSealer
 from adapters.crypto.keyring import Keyring, SealKey
 from application.errors import StoreUnavailable
-from application.outbox.dispatch_due_messages import DispatchDueMessages, DispatchResult
+from application.outbox.dispatch_due_messages import (
+    LATE_RETRY_DELAY,
+    DispatchDueMessages,
+    DispatchResult,
+)
 from application.outbox.errors import TemplateNotFound
 from application.outbox.links import LinkBases
 from application.outbox.ports import AttemptRecord, ClaimedMessage, Delivery
@@ -466,3 +471,35 @@ async def test_a_send_whose_quota_stays_full_past_the_lease_is_not_started() -> 
     assert ["delivery.lease_running_out"] == [
         e.name for e in h.telemetry.events if e.name.startswith("delivery.")
     ]
+
+
+class SlowProvider(RecordingProvider):
+    """Accepts every send, after the fixed clock has moved on by ``takes``."""
+
+    def __init__(self, clock: FixedClock, takes: timedelta) -> None:
+        super().__init__(provider_name="slow")
+        self._clock, self._takes = clock, takes
+
+    async def send(self, delivery: Delivery) -> str:
+        await asyncio.sleep(0.05)  # let the fast failure be decided first
+        self._clock.advance(self._takes)
+        return await super().send(delivery)
+
+
+async def test_a_retry_whose_time_passed_while_its_batch_sent_is_recorded_just_ahead() -> None:
+    """The store refuses a retry time not in the future for the whole batch; a slow send
+    beside a fast failure must not make the worker ask for one."""
+    h = Harness()
+    h.dispatch = attrs.evolve(
+        h.dispatch,
+        providers={Channel.EMAIL: SlowProvider(h.clock, timedelta(seconds=30)), Channel.SMS: h.sms},
+    )
+    h.sms.fail_next(h.sms.refuse(FailureClass.UNAVAILABLE, "503"))
+    failed = await h.enqueue(channel=Channel.SMS, destination=PHONE)
+    sent = await h.enqueue()
+
+    result = await h.dispatch()
+
+    assert (1, 1) == (result.published, result.retried)
+    assert State.PUBLISHED == h.message(sent).state
+    assert h.clock.now() + LATE_RETRY_DELAY == h.message(failed).available_at
