@@ -1,4 +1,4 @@
-"""Readiness: the database answers and every migration is applied."""
+"""Readiness: the database answers, the role exists, and every migration is applied."""
 
 from __future__ import annotations
 
@@ -21,7 +21,11 @@ class CheckReadiness:
             self.telemetry.event(
                 "readiness.failed",
                 level="warning",
+                check=report.failed,
                 database_reachable=report.database_reachable,
+                error_code=report.error_code or None,
+                missing_role=report.missing_role,
                 pending_migrations=len(report.pending_migrations),
+                hint=report.hint,
             )
         return report

@@ -30,6 +30,17 @@ class StoreNotMigrated(StoreUnavailable):
     hint = "run `outboxctl db migrate`"
 
 
+class RoleMissing(StoreUnavailable):
+    """The role this process acts as does not exist, or its login is not a member of it."""
+
+    def __init__(self, role: str) -> None:
+        super().__init__("42704")
+        self.role = role
+        self.hint = (
+            f"grant {role} to the login role, or run `outboxctl db migrate` (it creates the roles)"
+        )
+
+
 class PreparedStatementsUnsupported(StoreUnavailable):
     """A connection pooler in transaction mode lost a prepared statement (PgBouncer < 1.21)."""
 

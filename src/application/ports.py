@@ -90,15 +90,45 @@ class SecretSource(Protocol):
 
 @attrs.frozen(kw_only=True)
 class ReadinessReport:
-    """Whether the database answers and every migration is applied."""
+    """Whether the database answers, the process's role exists, and every migration is applied.
+
+    ``error_code`` is the SQLSTATE (or driver error name) an unreachable database gave;
+    ``missing_role`` the role this process acts as that is absent or not granted to its login.
+    """
 
     database_reachable: bool
     pending_migrations: tuple[str, ...] = ()
+    missing_role: str | None = None
+    error_code: str = ""
+
+    @property
+    def failed(self) -> str:
+        """The first failing check (``database_unreachable``, ``role_missing``,
+        ``migrations_pending``), or "" when ready."""
+        if not self.database_reachable:
+            return "database_unreachable"
+        if self.missing_role is not None:
+            return "role_missing"
+        if self.pending_migrations:
+            return "migrations_pending"
+        return ""
+
+    @property
+    def hint(self) -> str:
+        """What an operator should do about the failing check, or ""."""
+        return {
+            "database_unreachable": "check the database URL and that PostgreSQL is up",
+            "role_missing": (
+                f"grant {self.missing_role} to the login role, or run `outboxctl db migrate`"
+                " (it creates the roles)"
+            ),
+            "migrations_pending": "run `outboxctl db migrate`",
+        }.get(self.failed, "")
 
     @property
     def ready(self) -> bool:
         """Whether the service can take traffic."""
-        return self.database_reachable and not self.pending_migrations
+        return not self.failed
 
 
 class ReadinessProbe(Protocol):

@@ -13,11 +13,15 @@ they would log request bodies.
 
 from __future__ import annotations
 
+import json
 import logging
+import socketserver
 import sys
 import threading
+from collections.abc import Callable, Iterable, Mapping
+from http import HTTPStatus
 from typing import Any, TextIO
-from wsgiref.simple_server import WSGIServer
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import attrs
 import structlog
@@ -28,7 +32,7 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
     generate_latest,
-    start_http_server,
+    make_wsgi_app,
 )
 
 from adapters.telemetry.error_fields import error_code, exception_as_fields
@@ -179,9 +183,13 @@ def render_metrics(registry: CollectorRegistry) -> tuple[bytes, str]:
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 
+# A probe route: called on the listener's thread, answers an HTTP status and a JSON body.
+Probe = Callable[[], tuple[int, Mapping[str, object]]]
+
+
 @attrs.frozen(kw_only=True)
 class MetricsServer:
-    """A running ``/metrics`` endpoint on its own thread; ``close()`` stops it."""
+    """A running ``/metrics`` (and probe) endpoint on its own thread; ``close()`` stops it."""
 
     host: str
     port: int
@@ -195,11 +203,53 @@ class MetricsServer:
         self._thread.join(timeout=5)
 
 
+class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
+    """One thread per request, so a slow readiness check never blocks a scrape."""
+
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """No access log on stderr: it would be a non-JSON line per scrape."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+        """Say nothing."""
+
+
 def serve_metrics(
-    registry: CollectorRegistry, *, port: int, host: str = "127.0.0.1"
+    registry: CollectorRegistry,
+    *,
+    port: int,
+    host: str = "127.0.0.1",
+    probes: Mapping[str, Probe] | None = None,
 ) -> MetricsServer:
-    """Serve ``registry`` at ``http://host:port/metrics`` (port 0 picks a free port)."""
-    server, thread = start_http_server(port, addr=host, registry=registry)
+    """Serve ``registry`` at ``http://host:port/metrics`` (port 0 picks a free port).
+
+    ``/metrics`` is the Prometheus client's own WSGI app, so the body and its content type
+    (text exposition, or OpenMetrics when the scraper asks) are exactly the library's.
+    ``probes`` adds JSON routes (``/healthz``, ``/readyz``); anything else is 404.
+    """
+    metrics = make_wsgi_app(registry)
+    routes = dict(probes or {})
+
+    def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path == "/metrics":
+            return metrics(environ, start_response)  # type: ignore[no-any-return]
+        probe = routes.get(path)
+        status, body = probe() if probe is not None else (404, {"status": "not_found"})
+        payload = json.dumps(body).encode()
+        start_response(
+            f"{status} {HTTPStatus(status).phrase}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
+        )
+        return [payload]
+
+    server = make_server(
+        host, port, app, server_class=_ThreadingServer, handler_class=_QuietHandler
+    )
+    thread = threading.Thread(target=server.serve_forever, name="metrics", daemon=True)
+    thread.start()
     return MetricsServer(host=host, port=server.server_port, server=server, thread=thread)
 
 

@@ -44,6 +44,11 @@ class WorkListener:
             await self.close()
             await asyncio.sleep(max(0.0, deadline - time.monotonic()))
 
+    @property
+    def listening(self) -> bool:
+        """Whether the listening connection is open (it is reopened on the next wait)."""
+        return self._conn is not None and not self._conn.closed
+
     async def close(self) -> None:
         """Close the listening connection, if open."""
         conn, self._conn = self._conn, None

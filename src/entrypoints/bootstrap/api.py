@@ -34,6 +34,7 @@ from application.identity.revoke_invitation import RevokeInvitation
 from application.identity.services import IdentityServices
 from application.identity.sign_in import SessionStarter, SignIn
 from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
+from entrypoints.bootstrap.database import DatabaseAccess, readiness_role
 from entrypoints.bootstrap.parts import ProcessParts
 from entrypoints.settings.identity import IdentitySettings
 from entrypoints.settings.tree import Settings
@@ -63,10 +64,12 @@ def build_identity_services(
     telemetry: Telemetry,
     identity: IdentitySettings,
     trace_context: Callable[[], str | None] | None = None,
+    readiness_role: str | None = None,
 ) -> IdentityServices:
     """Every identity use case over the API pool (role ``identity_service``).
 
-    ``trace_context`` (tracing on) stores the request's trace context with each message.
+    ``trace_context`` (tracing on) stores the request's trace context with each message;
+    ``readiness_role`` is the role /readyz checks the pool's login may act as.
     """
     transactions = PostgresIdentityTransactions(pool, trace_context=trace_context)
     limits = RequestLimits(limiter=PostgresRateLimiter(pool), policy=identity.rate_limits)
@@ -122,7 +125,9 @@ def build_identity_services(
             **common,
         ),
         redeem_magic_link=RedeemMagicLink(sessions=sessions, limits=limits, **common),
-        check_readiness=CheckReadiness(probe=PostgresReadinessProbe(pool), telemetry=telemetry),
+        check_readiness=CheckReadiness(
+            probe=PostgresReadinessProbe(pool, role=readiness_role), telemetry=telemetry
+        ),
         telemetry=telemetry,
     )
 
@@ -141,4 +146,5 @@ def api_identity_services(
         telemetry=parts.telemetry,
         identity=settings.identity,
         trace_context=parts.tracing.current_traceparent if parts.tracing else None,
+        readiness_role=readiness_role(settings, DatabaseAccess.API),
     )

@@ -13,7 +13,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.embedded import EmbeddedPostgres
 from adapters.postgres.pool import open_pool
+from adapters.postgres.readiness import diagnose
 from adapters.postgres.role_check import inspect_role
+from application.errors import RoleMissing, StoreUnavailable
 from entrypoints.bootstrap.database_roles import enforce, judge_role
 from entrypoints.settings.tree import Settings
 
@@ -66,6 +68,14 @@ def api_role(settings: Settings) -> str | None:
     return IDENTITY_ROLE if settings.database.url is None else None
 
 
+def readiness_role(settings: Settings, access: DatabaseAccess) -> str:
+    """The group role a process's connections must act as: set by ``SET ROLE``, or inherited
+    by the login role (readiness checks the login is a member)."""
+    if access is DatabaseAccess.WORKER:
+        return worker_role(settings) or WORKER_ROLE
+    return api_role(settings) or IDENTITY_ROLE
+
+
 def session_role(settings: Settings, group_role: str) -> str | None:
     """The group role pools must ``SET ROLE`` to, or None when a login role already has it.
 
@@ -111,14 +121,23 @@ async def database_pool(
     else:
         url = await asyncio.to_thread(resolve_database_url, settings)
         role, min_size, max_size = None, 1, 2
-    pool = await open_pool(
-        url,
-        min_size=min_size,
-        max_size=max_size,
-        prepared_statements=database.prepared_statements,
-        role=role,
-        checkout_timeout=checkout_timeout,
-    )
+    try:
+        pool = await open_pool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            prepared_statements=database.prepared_statements,
+            role=role,
+            checkout_timeout=checkout_timeout,
+        )
+    except StoreUnavailable:
+        # The pool only timed out; one direct connection says whether the cause is the role.
+        report = await diagnose(url, role)
+        if report.missing_role is not None:
+            raise RoleMissing(report.missing_role) from None
+        if report.error_code:
+            raise StoreUnavailable(report.error_code) from None
+        raise
     try:
         await _check_role(pool, settings, access)
         yield pool

@@ -13,9 +13,16 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.migrations import apply_migrations
+from adapters.postgres.readiness import PostgresReadinessProbe
+from application.check_readiness import CheckReadiness
 from application.outbox.dispatch_due_messages import DispatchResult
 from entrypoints.bootstrap.api import api_identity_services
-from entrypoints.bootstrap.database import DatabaseAccess, database_pool, resolve_database_url
+from entrypoints.bootstrap.database import (
+    DatabaseAccess,
+    database_pool,
+    readiness_role,
+    resolve_database_url,
+)
 from entrypoints.bootstrap.operator import staff_operator_services
 from entrypoints.bootstrap.parts import (
     ProcessParts,
@@ -88,6 +95,10 @@ async def run_api(settings: Settings) -> None:
     parts = build_process_parts(settings)
     async with stop_tracing(parts), database_pool(settings, DatabaseAccess.API) as api_pool:
         public, admin = api_listeners(settings, parts, api_pool, sockets)
+        # Served anyway (a migration Job may run after the API starts); /readyz stays 503,
+        # and this logs readiness.failed with the failing check and the hint once at start.
+        probe = PostgresReadinessProbe(api_pool, role=readiness_role(settings, DatabaseAccess.API))
+        await CheckReadiness(probe=probe, telemetry=parts.telemetry)()
         (host, port), (admin_host, admin_port) = public.address, admin.address
         parts.telemetry.event(
             "api.started", host=host, port=port, admin_host=admin_host, admin_port=admin_port

@@ -14,6 +14,7 @@ import attrs
 from prometheus_client import CollectorRegistry
 
 from adapters.postgres.dispatch_store import PostgresDispatchStore
+from adapters.postgres.readiness import PostgresReadinessProbe
 from adapters.postgres.work_listener import WorkListener
 from adapters.templates.renderer import JinjaRenderer
 from application.outbox.dispatch_due_messages import DispatchDueMessages, DispatchResult
@@ -22,19 +23,21 @@ from application.outbox.ports import DeliveryProvider, DispatchStore
 from application.outbox.provider_breaker import ProviderBreaker
 from application.outbox.purge_retained_messages import PurgeRetainedMessages
 from application.outbox.sweep_expired_messages import SweepExpiredMessages
-from application.ports import Telemetry
+from application.ports import ReadinessProbe, Telemetry
 from domain.channels import Channel
 from domain.outbox.retention import RetentionPolicy
 from domain.outbox.retry_policy import DEFAULT_JITTER, RetryPolicy
 from entrypoints.bootstrap.database import (
     DatabaseAccess,
     database_pool,
+    readiness_role,
     resolve_worker_database_url,
 )
 from entrypoints.bootstrap.parts import ProcessParts, build_process_parts, stop_tracing
 from entrypoints.bootstrap.providers import build_providers, build_rate_limits, close_providers
-from entrypoints.observability import serve_metrics
+from entrypoints.observability import MetricsServer, serve_metrics
 from entrypoints.settings.tree import Settings
+from entrypoints.worker.health import WorkerReadiness
 from entrypoints.worker.loop import WorkerLoop
 from entrypoints.worker.process import run_worker_process
 from entrypoints.worker.schedule import Every
@@ -50,6 +53,8 @@ class WorkerServices:
     store: DispatchStore
     telemetry: Telemetry
     registry: CollectorRegistry
+    probe: ReadinessProbe  # the worker's pool and role: reachable, role usable, migrated
+    listening: Callable[[], bool]  # whether the LISTEN connection is up
 
 
 @contextlib.asynccontextmanager
@@ -95,6 +100,7 @@ async def worker_services(
                 channel: parts.tracing.traced_provider(provider)
                 for channel, provider in providers.items()
             }
+        role = readiness_role(settings, DatabaseAccess.WORKER)
         sweeps = settings.sweeps
         yield WorkerServices(
             dispatch=DispatchDueMessages(
@@ -138,6 +144,8 @@ async def worker_services(
             store=store,
             telemetry=telemetry,
             registry=parts.registry,
+            probe=PostgresReadinessProbe(pool, role=role),
+            listening=lambda: listener.listening,
         )
 
 
@@ -181,7 +189,7 @@ async def run_worker(
         settings, batch_size=batch_size, concurrency=concurrency
     ) as services:
         metrics = (
-            serve_metrics(services.registry, port=settings.worker.metrics_port)
+            _serve_listener(services, settings.worker.metrics_host, settings.worker.metrics_port)
             if settings.worker.metrics_port
             else None
         )
@@ -213,6 +221,24 @@ async def run_worker(
         finally:
             if metrics is not None:
                 metrics.close()
+
+
+def _serve_listener(services: WorkerServices, host: str, port: int) -> MetricsServer:
+    """The worker's listener: /metrics, /healthz and /readyz (checked on the worker's loop)."""
+    dispatch = services.dispatch
+    readiness = WorkerReadiness(
+        probe=services.probe,
+        listening=services.listening,
+        providers=lambda: frozenset(p.name for p in dispatch.providers.values()),
+        suspended=lambda: frozenset(dispatch.breaker.paused()),
+        loop=asyncio.get_running_loop(),
+    )
+    return serve_metrics(
+        services.registry,
+        host=host,
+        port=port,
+        probes={"/healthz": readiness.healthz, "/readyz": readiness.readyz},
+    )
 
 
 async def run_sweeps(settings: Settings, *, which: str, loop: bool) -> dict[str, int]:

@@ -16,6 +16,7 @@ from application.errors import (
     InvalidRequest,
     PermissionDenied,
     PreparedStatementsUnsupported,
+    RoleMissing,
     StoreNotMigrated,
     StoreUnavailable,
 )
@@ -59,6 +60,11 @@ def guarded() -> Iterator[None]:
     except StoreNotMigrated as error:
         raise fail(
             f"the database is not migrated ({error.code}); {error.hint}",
+            ExitCode.DATABASE_UNAVAILABLE,
+        ) from None
+    except RoleMissing as error:
+        raise fail(
+            f"the database role {error.role} is missing or not granted; {error.hint}",
             ExitCode.DATABASE_UNAVAILABLE,
         ) from None
     except PreparedStatementsUnsupported as error:

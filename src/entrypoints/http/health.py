@@ -27,18 +27,25 @@ class HealthController(Controller):
         responses={
             HTTP_503_SERVICE_UNAVAILABLE: ResponseSpec(
                 data_container=Health,
-                description="Not ready: the database is unreachable or migrations are pending",
+                description=(
+                    "Not ready: status names the failing check (database_unreachable,"
+                    " role_missing, migrations_pending) and hint what to do"
+                ),
             )
         },
     )
     async def readyz(self, services: Services) -> Response[Health]:
-        """200 when ready, else 503 naming pending migrations."""
+        """200 when ready, else 503 naming the failing check (and pending migrations)."""
         report = await services.check_readiness()
         if report.ready:
             return Response(Health(status="ready"), status_code=HTTP_200_OK)
-        status = "database_unreachable" if not report.database_reachable else "migrations_pending"
         return Response(
-            Health(status=status, pending_migrations=list(report.pending_migrations)),
+            Health(
+                status=report.failed,
+                pending_migrations=list(report.pending_migrations),
+                missing_role=report.missing_role,
+                hint=report.hint,
+            ),
             status_code=HTTP_503_SERVICE_UNAVAILABLE,
             headers={"Retry-After": "5"},
         )

@@ -152,3 +152,6 @@ class Health(Out, frozen=True):
 
     status: str
     pending_migrations: list[str] = msgspec.field(default_factory=list)
+    # When not ready: the role that is missing, and what an operator should do.
+    missing_role: str | None = None
+    hint: str | None = None

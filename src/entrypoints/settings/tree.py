@@ -77,6 +77,7 @@ class WorkerSettings:
     provider_timeout: timedelta
     shutdown_grace: timedelta
     metrics_port: int | None
+    metrics_host: str  # where /metrics, /healthz and /readyz listen (loopback by default)
     retry_schedule: tuple[timedelta, ...]
     max_attempts: int
     suspension_probe: timedelta  # how long a suspended provider rests before one probe send
@@ -163,6 +164,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
             provider_timeout=read.seconds("PROVIDER_TIMEOUT_SECONDS", 10),
             shutdown_grace=read.seconds("WORKER_SHUTDOWN_GRACE_SECONDS", 30, minimum=0),
             metrics_port=metrics_port or None,
+            metrics_host=read.text("WORKER_METRICS_HOST", "127.0.0.1"),
             retry_schedule=read.seconds_list("RETRY_SCHEDULE_SECONDS", DEFAULT_RETRY_SCHEDULE),
             max_attempts=read.integer("RETRY_MAX_ATTEMPTS", 5),
             suspension_probe=read.seconds("PROVIDER_PROBE_SECONDS", 60),

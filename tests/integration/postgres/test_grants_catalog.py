@@ -34,8 +34,9 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.expire_messages(integer)": EXECUTE_BY_WORKER,
     "outbox.purge_messages(interval,interval,integer)": EXECUTE_BY_WORKER,
     "outbox.refuse_final_update()": set(),
-    # Readiness (0008_readiness_function.sql): the applied versions and checksums, for /readyz.
-    "outbox_meta.applied_migrations()": EXECUTE_BY_IDENTITY,
+    # Readiness (0008_readiness_function.sql): the applied versions and checksums, for /readyz
+    # of the API and (0015_worker_readiness.sql) of the worker.
+    "outbox_meta.applied_migrations()": EXECUTE_BY_IDENTITY | EXECUTE_BY_WORKER,
     # Trigger functions (0009_roles_by_job.sql): a past retry time, a code changed unsent.
     "outbox.refuse_past_retry()": set(),
     "identity.refuse_unsent_code_change()": set(),
@@ -186,8 +187,8 @@ SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox": {(PRODUCER, "USAGE"), (WORKER, "USAGE")},
     "identity": {(IDENTITY, "USAGE")},
     # The ledger's schema: the owner role reads the ledger for applied_migrations(), which the
-    # API role calls (0008_readiness_function.sql).
-    "outbox_meta": {("outbox_owner", "USAGE"), (IDENTITY, "USAGE")},
+    # API role and the worker call (0008_readiness_function.sql, 0015_worker_readiness.sql).
+    "outbox_meta": {("outbox_owner", "USAGE"), (IDENTITY, "USAGE"), (WORKER, "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
 

@@ -313,14 +313,17 @@ async def test_a_ledger_row_without_a_file_says_the_database_is_newer(empty_data
     assert [(1, "applied"), (2, "no_file")] == [(s.version, s.state) for s in statuses]
 
 
-async def test_the_readiness_function_answers_the_api_role_only(database_url):
+async def test_the_readiness_function_answers_the_api_and_the_worker_only(database_url):
+    """0008 gave it to the API; 0015 to the worker too, for its own /readyz."""
+    expected = [(m.version, m.checksum) for m in load_migrations()]
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        await conn.execute("SET ROLE identity_service")
-        cursor = await conn.execute(
-            "SELECT version, checksum FROM outbox_meta.applied_migrations()"
-        )
-        assert [(m.version, m.checksum) for m in load_migrations()] == await cursor.fetchall()
-        await conn.execute("SET ROLE outbox_worker")
+        for role in ("identity_service", "outbox_worker"):
+            await conn.execute(f"SET ROLE {role}")
+            cursor = await conn.execute(
+                "SELECT version, checksum FROM outbox_meta.applied_migrations()"
+            )
+            assert expected == await cursor.fetchall()
+        await conn.execute("SET ROLE outbox_producer")
         with pytest.raises(errors.InsufficientPrivilege):
             await conn.execute("SELECT * FROM outbox_meta.applied_migrations()")
     [(gone,)] = await _rows(database_url, "SELECT to_regproc('identity.applied_migrations')")

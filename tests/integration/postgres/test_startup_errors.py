@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 from psycopg import errors as pg_errors
+from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.error_translation import translated_errors
 from adapters.postgres.pool import open_pool
+from adapters.postgres.readiness import PostgresReadinessProbe
 from application.errors import PreparedStatementsUnsupported
 from entrypoints.cli.exit_codes import ExitCode
+from tests.integration.providers.network import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -122,3 +128,94 @@ async def test_a_lost_prepared_statement_is_reported_as_the_pooler_setting(
 
     assert isinstance(caught.value.__cause__, pg_errors.InvalidSqlStatementName)
     assert "OUTBOX_DB_PREPARED_STATEMENTS=false" in caught.value.hint
+
+
+def test_serve_against_an_unmigrated_database_says_to_migrate_and_readyz_says_why(
+    empty_database_url: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+        "OUTBOX_DATABASE_URL": empty_database_url,
+        "OUTBOX_DATA_DIR": str(tmp_path),
+        "OUTBOX_LOG_FORMAT": "json",
+        "OUTBOX_HTTP_PORT": str(port),
+    }
+    process = subprocess.Popen(
+        [OUTBOXCTL, "serve"],
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        answer = _first_answer(f"http://127.0.0.1:{port}/readyz")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+
+    assert 503 == answer.status_code
+    assert {"status": "migrations_pending", "hint": "run `outboxctl db migrate`"}.items() <= (
+        answer.json().items()
+    )
+    [failed, *_] = [json.loads(line) for line in stderr.splitlines() if "readiness.failed" in line]
+    assert {"check": "migrations_pending", "hint": "run `outboxctl db migrate`"}.items() <= (
+        failed.items()
+    )
+
+
+def _first_answer(url: str) -> httpx.Response:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return httpx.get(url)
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, f"nothing answered at {url}"
+            time.sleep(0.1)
+
+
+async def test_readiness_names_a_role_the_login_cannot_act_as(database_url: str) -> None:
+    """SET ROLE to a missing role makes every pool connection fail: the pool only times out,
+    and the probe's direct connection says why."""
+
+    async def configure(conn: psycopg.AsyncConnection) -> None:
+        await conn.execute("SET ROLE no_such_role")
+
+    pool: AsyncConnectionPool[psycopg.AsyncConnection] = AsyncConnectionPool(
+        database_url, min_size=1, configure=configure, open=False
+    )
+    await pool.open(wait=False)
+    try:
+        report = await PostgresReadinessProbe(pool, role="no_such_role", timeout=1).check()
+    finally:
+        await pool.close()
+
+    assert ("role_missing", "no_such_role") == (report.failed, report.missing_role)
+    assert "grant no_such_role" in report.hint
+
+
+async def test_readiness_counts_every_migration_pending_on_an_empty_database(
+    empty_database_url: str,
+) -> None:
+    pool = await open_pool(empty_database_url)
+    try:
+        report = await PostgresReadinessProbe(pool).check()
+    finally:
+        await pool.close()
+
+    assert "migrations_pending" == report.failed
+    assert "0001_roles_and_schemas" == report.pending_migrations[0]
+
+
+async def test_readiness_says_unreachable_with_the_error_code(database_url: str) -> None:
+    missing = database_url + " dbname=no_such_database"
+    pool: AsyncConnectionPool[psycopg.AsyncConnection] = AsyncConnectionPool(
+        missing, min_size=1, open=False
+    )
+    await pool.open(wait=False)
+    try:
+        report = await PostgresReadinessProbe(pool, timeout=1).check()
+    finally:
+        await pool.close()
+
+    assert ("database_unreachable", "OperationalError") == (report.failed, report.error_code)

@@ -1,0 +1,55 @@
+"""The worker's /healthz and /readyz, served beside its /metrics.
+
+Ready means: the database answers as the worker's role with every migration applied, the
+LISTEN connection is up, and not every provider in use is suspended. The listener's thread
+asks the worker's event loop for the database check, so the check uses the worker's pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from application.ports import ReadinessProbe, ReadinessReport
+
+CHECK_TIMEOUT = 5.0
+
+
+@attrs.frozen(kw_only=True)
+class WorkerReadiness:
+    """Answers the worker's probes from its pool, its listener and its provider breaker."""
+
+    probe: ReadinessProbe
+    listening: Callable[[], bool]
+    providers: Callable[[], frozenset[str]]  # the providers in use
+    suspended: Callable[[], frozenset[str]]  # the providers suspended now
+    loop: asyncio.AbstractEventLoop
+
+    def healthz(self) -> tuple[int, Mapping[str, object]]:
+        """Always ok while the listener answers."""
+        return 200, {"status": "ok"}
+
+    def readyz(self) -> tuple[int, Mapping[str, object]]:
+        """200 when ready; else 503 naming the first failing check and what to do."""
+        try:
+            report = asyncio.run_coroutine_threadsafe(self.probe.check(), self.loop).result(
+                timeout=CHECK_TIMEOUT
+            )
+        except (TimeoutError, RuntimeError):  # the loop is busy past the timeout, or closing
+            report = ReadinessReport(database_reachable=False, error_code="timeout")
+        status, hint = report.failed, report.hint
+        used = self.providers()
+        if not status and not self.listening():
+            status, hint = "listener_down", "the LISTEN connection is reconnecting"
+        if not status and used and used <= self.suspended():
+            status, hint = "providers_suspended", "every provider in use is suspended"
+        if not status:
+            return 200, {"status": "ready"}
+        body: dict[str, object] = {"status": status, "hint": hint}
+        if report.pending_migrations:
+            body["pendingMigrations"] = list(report.pending_migrations)
+        if report.missing_role:
+            body["missingRole"] = report.missing_role
+        return 503, body
