@@ -67,16 +67,23 @@ class PostgresReadinessProbe:
             applied = {}  # no schema (or no ledger function) yet: every migration is pending
         except pg_errors.InsufficientPrivilege:
             return ReadinessReport(database_reachable=True, missing_role=self._role or "")
-        except (psycopg.Error, PoolTimeout):
-            conninfo = self._pool.conninfo
-            if not isinstance(conninfo, str):
-                return ReadinessReport(database_reachable=False, error_code="PoolTimeout")
-            return await diagnose(
-                conninfo, self._role, connect_timeout=max(1, round(self._timeout))
-            )
+        except (psycopg.Error, PoolTimeout) as error:
+            return await self._diagnose(error)
         pending = tuple(
             f"{m.version:04d}_{m.name}"
             for m in self._migrations
             if applied.get(m.version) != m.checksum
         )
         return ReadinessReport(database_reachable=True, pending_migrations=pending)
+
+    async def _diagnose(self, error: Exception) -> ReadinessReport:
+        """Why the pool failed: the role, the server's answer, or else the pool itself."""
+        unreachable = ReadinessReport(
+            database_reachable=False,
+            error_code=getattr(error, "sqlstate", None) or type(error).__name__,
+        )
+        conninfo = self._pool.conninfo
+        if not isinstance(conninfo, str):
+            return unreachable
+        report = await diagnose(conninfo, self._role, connect_timeout=max(1, round(self._timeout)))
+        return unreachable if report.ready else report

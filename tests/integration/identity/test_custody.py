@@ -59,7 +59,6 @@ async def test_no_table_holds_a_code_a_token_or_a_password(api: Api) -> None:
     [
         "SELECT * FROM identity.find_account('alice@example.com')",
         "SELECT identity.hit_rate_limit(repeat('a', 64), now(), now() + interval '1 minute')",
-        "SELECT * FROM outbox_meta.applied_migrations()",
         "SELECT * FROM identity.password_credentials",
         "SELECT * FROM identity.challenges",
     ],

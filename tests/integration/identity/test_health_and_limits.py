@@ -16,7 +16,9 @@ pytestmark = pytest.mark.integration
 
 
 async def test_healthz_and_readyz_answer_when_migrated(api: Api) -> None:
-    assert {"status": "ok", "pendingMigrations": []} == (await api.client.get("/healthz")).json()
+    assert {"status": "ok", "pendingMigrations": [], "missingRole": None, "hint": None} == (
+        (await api.client.get("/healthz")).json()
+    )
     ready = await api.client.get("/readyz")
     assert 200 == ready.status_code
     assert "ready" == ready.json()["status"]
@@ -44,6 +46,7 @@ async def test_readyz_reports_an_unreachable_database(api: Api) -> None:
 
     assert 503 == response.status_code
     assert "database_unreachable" == response.json()["status"]
+    assert "check the database URL and that PostgreSQL is up" == response.json()["hint"]
 
 
 async def test_the_client_address_limit_is_a_429_with_retry_after(api: Api) -> None:
