@@ -15,6 +15,10 @@ class Purpose(enum.StrEnum):
     INVITATION = "invitation"
     MAGIC_LINK = "magic_link"
     NOTIFICATION = "notification"
+    # A notice that an account's security changed (a method added, a password reset, every
+    # session ended, the day's wrong codes used up): no secret, sent to every verified
+    # identifier of the account, and security traffic like the codes themselves (SPEC §14).
+    SECURITY_NOTICE = "security_notice"
 
     @property
     def is_one_time_code(self) -> bool:
@@ -29,6 +33,17 @@ class Purpose(enum.StrEnum):
     @property
     def carries_secret(self) -> bool:
         """Whether messages of this purpose must carry a sealed secret."""
+        return self not in (Purpose.NOTIFICATION, Purpose.SECURITY_NOTICE)
+
+    @property
+    def is_security(self) -> bool:
+        """Whether the purpose is security traffic (served first): all but plain notifications."""
+        return self is not Purpose.NOTIFICATION
+
+    @property
+    def names_subject(self) -> bool:
+        """Whether a message of this purpose names its subject (a challenge, link, invitation
+        or, for a security notice, the account)."""
         return self is not Purpose.NOTIFICATION
 
     @property

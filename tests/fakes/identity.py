@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from uuid import UUID
 
 import attrs
@@ -15,6 +15,7 @@ from application.outbox.errors import DuplicateMessage
 from application.ports import ReadinessReport
 from domain.channels import Channel
 from domain.identity.challenges import Challenge, ChallengeState
+from domain.identity.code_budgets import Audience, CodeBudget
 from domain.identity.identities import Account, Identity, LoginIdentifier
 from domain.identity.invitations import (
     Invitation,
@@ -47,6 +48,7 @@ class IdentityTables:
     invitations: dict[UUID, Invitation] = attrs.field(factory=dict)
     magic_links: dict[UUID, MagicLink] = attrs.field(factory=dict)
     messages: dict[UUID, Message] = attrs.field(factory=dict)
+    code_budgets: dict[tuple[UUID, Audience, date], CodeBudget] = attrs.field(factory=dict)
 
     def copy(self) -> IdentityTables:
         """A copy whose dicts can change independently (the rows are immutable)."""
@@ -200,6 +202,32 @@ class InMemoryIdentityStore:
                 self.tables.sessions[session.id] = attrs.evolve(session, revoked_at=now)
                 revoked += 1
         return revoked
+
+    async def revoke_session(self, *, session_id: UUID, now: datetime) -> int:
+        """Revoke the session if it is active."""
+        self.faults.check("revoke_session")
+        session = self.tables.sessions.get(session_id)
+        if session is None or not session.is_active(now):
+            return 0
+        self.tables.sessions[session_id] = attrs.evolve(session, revoked_at=now)
+        return 1
+
+    async def hold_code_budget(
+        self, *, identity_id: UUID, audience: Audience, day: date
+    ) -> CodeBudget:
+        """The day's budget, created if absent (the fake has nothing to lock)."""
+        self.faults.check("hold_code_budget")
+        key = (identity_id, audience, day)
+        budget = self.tables.code_budgets.get(key) or CodeBudget(
+            identity_id=identity_id, audience=audience, day=day
+        )
+        self.tables.code_budgets[key] = budget
+        return budget
+
+    async def save_code_budget(self, budget: CodeBudget) -> None:
+        """Upsert the budget."""
+        self.faults.check("save_code_budget")
+        self.tables.code_budgets[(budget.identity_id, budget.audience, budget.day)] = budget
 
     async def add_elevation(self, elevation: Elevation) -> None:
         """Insert an elevation."""

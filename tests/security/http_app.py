@@ -101,11 +101,9 @@ class App:
     async def signed_up(self, identifier: str) -> str:
         """Sign up, confirm with the sealed code, sign in; return the bearer token."""
         account = {"identifier": identifier, "password": PASSWORD}
-        assert 201 == (await self.post("/sign-ups", account)).status_code
+        assert 201 == (await self.post("/sign-ups", {"identifier": identifier})).status_code
         code = await self.code_for(identifier)
-        confirmed = await self.post(
-            "/sign-ups/confirmations", {"identifier": identifier, "code": code}
-        )
+        confirmed = await self.post("/sign-ups/confirmations", {**account, "code": code})
         assert 204 == confirmed.status_code, confirmed.text
         session = await self.post("/sessions", account)
         assert 201 == session.status_code, session.text

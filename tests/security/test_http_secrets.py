@@ -98,25 +98,34 @@ async def test_no_log_line_and_no_table_holds_a_secret_after_every_flow(
     secrets.append(token)
     # Failures first: a wrong password, a wrong code, a malformed body, a stranger's token.
     await app.post("/sessions", {"identifier": KNOWN_EMAIL, "password": "wrong-password-9"})
-    await app.post("/sign-ups", {"identifier": "newcomer@example.com", "password": PASSWORD})
+    await app.post("/sign-ups", {"identifier": "newcomer@example.com"})
     right = await app.code_for("newcomer@example.com")
     wrong = "000000" if right != "000000" else "111111"
-    await app.post("/sign-ups/confirmations", {"identifier": "newcomer@example.com", "code": wrong})
-    await app.post("/sign-ups", {"identifier": "bad@@example.com", "password": PASSWORD})
+    await app.post(
+        "/sign-ups/confirmations",
+        {"identifier": "newcomer@example.com", "code": wrong, "password": PASSWORD},
+    )
+    await app.post("/sign-ups", {"identifier": "bad@@example.com"})
     await app.post("/step-ups", token="not-a-real-token-but-long-enough-0123456789")
     secrets.append(right)
-    # A second sign-in method, step-up, an invitation accepted, a magic link redeemed.
-    await app.post("/sign-in-methods", {"identifier": "second@example.com"}, token=token)
+    # A step-up, a second sign-in method with it, an invitation accepted, a magic link redeemed.
+    await app.post("/step-ups", token=token)
+    step_code = await app.code_for(KNOWN_EMAIL)
+    elevation = await app.post("/step-ups/confirmations", {"code": step_code}, token=token)
+    elevation_token = elevation.json()["elevationToken"]
+    await app.post(
+        "/sign-in-methods",
+        {"identifier": "second@example.com"},
+        token=token,
+        **{"Elevation-Token": elevation_token},
+    )
     code = await app.code_for("second@example.com")
     await app.post(
         "/sign-in-methods/confirmations",
         {"identifier": "second@example.com", "code": code},
         token=token,
     )
-    await app.post("/step-ups", token=token)
-    step_code = await app.code_for(KNOWN_EMAIL)
-    elevation = await app.post("/step-ups/confirmations", {"code": step_code}, token=token)
-    secrets += [code, step_code, elevation.json()["elevationToken"]]
+    secrets += [code, step_code, elevation_token]
     organization = (await app.post("/organizations", {"name": "Acme"}, token=token)).json()["id"]
     await app.post(
         f"/organizations/{organization}/invitations", {"email": "guest@example.com"}, token=token

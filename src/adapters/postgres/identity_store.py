@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 from uuid import UUID
 
@@ -23,6 +23,7 @@ from adapters.postgres.identity_rows import (
 from application.identity.ports import MagicLinkTarget, RecoveryTarget
 from domain.channels import Channel
 from domain.identity.challenges import Challenge
+from domain.identity.code_budgets import Audience, CodeBudget
 from domain.identity.identities import Account, Identity, LoginIdentifier
 from domain.identity.invitations import Invitation, InvitationOutcome, InvitationRefusal
 from domain.identity.magic_links import MagicLink
@@ -62,6 +63,9 @@ FIND_SESSION = (
     " FROM identity.find_session(%s)"
 )
 REVOKE_SESSIONS = "SELECT identity.revoke_sessions(%s, %s)"
+REVOKE_SESSION = "SELECT identity.revoke_session(%s, %s)"
+HOLD_CODE_BUDGET = "SELECT wrong_codes, exhausted_at FROM identity.hold_code_budget(%s, %s, %s)"
+SAVE_CODE_BUDGET = "SELECT identity.save_code_budget(%s, %s, %s, %s, %s)"
 ADD_ELEVATION = "SELECT identity.add_elevation(%s, %s, %s, %s, %s, %s)"
 FIND_ELEVATION = (
     "SELECT id, session_id, identity_id, token_digest, created_at, expires_at"
@@ -215,6 +219,36 @@ class PostgresIdentityStore:
         """Revoke every active session of the identity; return how many."""
         row = await self._one(REVOKE_SESSIONS, (identity_id, now))
         return int(row[0]) if row is not None else 0
+
+    async def revoke_session(self, *, session_id: UUID, now: datetime) -> int:
+        """Revoke one session if it is active; return 1, or 0 if it had already ended."""
+        row = await self._one(REVOKE_SESSION, (session_id, now))
+        return int(row[0]) if row is not None else 0
+
+    async def hold_code_budget(
+        self, *, identity_id: UUID, audience: Audience, day: date
+    ) -> CodeBudget:
+        """The day's wrong-code budget (a fresh one if none), locked until the transaction ends."""
+        row = await self._one(HOLD_CODE_BUDGET, (identity_id, audience.value, day))
+        wrong_codes, exhausted_at = row if row is not None else (0, None)
+        return CodeBudget(
+            identity_id=identity_id,
+            audience=audience,
+            day=day,
+            wrong_codes=wrong_codes,
+            exhausted_at=exhausted_at,
+        )
+
+    async def save_code_budget(self, budget: CodeBudget) -> None:
+        """Insert or update the budget."""
+        params = (
+            budget.identity_id,
+            budget.audience.value,
+            budget.day,
+            budget.wrong_codes,
+            budget.exhausted_at,
+        )
+        await self._run(SAVE_CODE_BUDGET, params)
 
     async def add_elevation(self, elevation: Elevation) -> None:
         """Insert an elevation."""

@@ -1,4 +1,9 @@
-"""Checking a typed code against a challenge: consume, count a wrong try, or lock (SPEC §10)."""
+"""Checking a typed code against a challenge: consume, count a wrong try, or lock (SPEC §10).
+
+Every wrong code also spends the account's daily wrong-code budget (SPEC §14,
+domain/identity/code_budgets.py); once it is used up, every code of that audience is
+refused until the day ends and the owner is sent a security notice.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,11 @@ import attrs
 
 from application.identity.errors import InvalidCode
 from application.identity.ports import IdentityUnitOfWork
+from application.identity.security_notices import SecurityNotices
 from application.ports import SecretHasher, Telemetry
 from domain.identity.challenges import Challenge, ChallengePolicy
+from domain.identity.code_budgets import Audience, CodeBudget
+from domain.identity.security_changes import SecurityChange
 from domain.outbox.failures import FailureClass
 
 
@@ -20,6 +28,7 @@ class ChallengeAnswers:
 
     hasher: SecretHasher
     telemetry: Telemetry
+    notices: SecurityNotices
     policy: ChallengePolicy = attrs.field(factory=ChallengePolicy)
 
     async def consume(
@@ -28,25 +37,33 @@ class ChallengeAnswers:
         """Return the consumed challenge, its unsent messages cancelled (``challenge_consumed``).
 
         A wrong code is counted and committed before InvalidCode is raised; a missing,
-        expired, consumed or locked challenge raises the same InvalidCode after the same
-        hashing work, so the answer tells nothing about which it was.
+        expired, consumed or locked challenge, or an account whose wrong-code budget is used
+        up, raises the same InvalidCode after the same hashing work, so the answer tells
+        nothing about which it was. A challenge the wrong code locks withdraws its unsent
+        message (``challenge_locked``).
         """
         if challenge is None or not challenge.is_open(now):
             await asyncio.to_thread(self.hasher.hash, code)
+            raise InvalidCode
+        budget = await uow.identity.hold_code_budget(
+            identity_id=challenge.identity_id,
+            audience=Audience.of(challenge.purpose),
+            day=CodeBudget.day_of(now),
+        )
+        if budget.is_exhausted:
+            await asyncio.to_thread(self.hasher.hash, code)
+            self.telemetry.event(
+                "identity.challenge.budget_refused",
+                level="warning",
+                challenge_id=str(challenge.id),
+                purpose=challenge.purpose.value,
+            )
             raise InvalidCode
         correct = await asyncio.to_thread(self.hasher.verify, code, challenge.code_hash)
         answered = challenge.answer(correct=correct, now=now, policy=self.policy)
         await uow.identity.save_challenge(answered)
         if not answered.is_consumed:
-            await uow.commit()
-            self.telemetry.event(
-                "identity.challenge.code_rejected",
-                level="warning",
-                challenge_id=str(answered.id),
-                purpose=answered.purpose.value,
-                failed_attempts=answered.failed_attempts,
-                locked=not answered.is_open(now),
-            )
+            await self._wrong(uow, answered, budget, now)
             raise InvalidCode
         await uow.outbox.cancel_by_subject(
             subject_id=answered.id, reason=FailureClass.CHALLENGE_CONSUMED
@@ -57,3 +74,37 @@ class ChallengeAnswers:
             purpose=answered.purpose.value,
         )
         return answered
+
+    async def _wrong(
+        self, uow: IdentityUnitOfWork, answered: Challenge, budget: CodeBudget, now: datetime
+    ) -> None:
+        """Count a wrong code on the challenge and the budget, and commit."""
+        spent = budget.spend(now=now, limit=self.policy.wrong_codes_per_day)
+        await uow.identity.save_code_budget(spent)
+        if answered.is_locked:
+            await uow.outbox.cancel_by_subject(
+                subject_id=answered.id, reason=FailureClass.CHALLENGE_LOCKED
+            )
+        if spent.is_exhausted:
+            await self.notices.send(
+                uow,
+                identity_id=answered.identity_id,
+                change=SecurityChange.WRONG_CODE_BUDGET_EXHAUSTED,
+                now=now,
+            )
+        await uow.commit()
+        self.telemetry.event(
+            "identity.challenge.code_rejected",
+            level="warning",
+            challenge_id=str(answered.id),
+            purpose=answered.purpose.value,
+            failed_attempts=answered.failed_attempts,
+            locked=answered.is_locked,
+        )
+        if spent.is_exhausted:
+            self.telemetry.event(
+                "identity.challenge.budget_exhausted",
+                level="warning",
+                identity_id=str(answered.identity_id),
+                audience=spent.audience.value,
+            )

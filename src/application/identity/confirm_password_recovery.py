@@ -1,4 +1,5 @@
-"""Confirm a password recovery: the right code sets the new password and ends all sessions."""
+"""Confirm a password recovery: the right code sets the new password, ends all sessions and
+tells every verified identifier of the account (a security notice, SPEC §14)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from application.identity.challenge_answers import ChallengeAnswers
 from application.identity.inputs import parse_identifier, parse_password
 from application.identity.ports import IdentityTransactions
 from application.identity.request_limits import RequestLimits
+from application.identity.security_notices import SecurityNotices
 from application.ports import Clock, SecretHasher, Telemetry
+from domain.identity.security_changes import SecurityChange
 from domain.purposes import Purpose
 
 ROUTE = "password_recovery_confirmation"
@@ -35,6 +38,7 @@ class ConfirmPasswordRecovery:
 
     transactions: IdentityTransactions
     answers: ChallengeAnswers
+    notices: SecurityNotices
     hasher: SecretHasher
     limits: RequestLimits
     clock: Clock
@@ -56,6 +60,12 @@ class ConfirmPasswordRecovery:
                 identity_id=consumed.identity_id, password_hash=password_hash, now=now
             )
             revoked = await uow.identity.revoke_sessions(identity_id=consumed.identity_id, now=now)
+            await self.notices.send(
+                uow,
+                identity_id=consumed.identity_id,
+                change=SecurityChange.PASSWORD_RESET,
+                now=now,
+            )
             await uow.commit()
         self.telemetry.event(
             "identity.password_recovery.completed",

@@ -1,15 +1,22 @@
-"""Confirm a sign-up: the right code verifies the identifier and consumes the challenge."""
+"""Confirm a sign-up: the right code verifies the identifier and sets the chosen password.
+
+The password is chosen here, by whoever holds the code the address received, never at the
+sign-up request: a stranger who signs the same address up cannot choose the password the
+owner's account ends with (SPEC §14, the pre-hijacking attack).
+"""
 
 from __future__ import annotations
+
+import asyncio
 
 import attrs
 
 from application.identity.challenge_answers import ChallengeAnswers
 from application.identity.errors import IdentifierTaken
-from application.identity.inputs import parse_identifier
+from application.identity.inputs import parse_identifier, parse_password
 from application.identity.ports import IdentityTransactions
 from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Telemetry
+from application.ports import Clock, SecretHasher, Telemetry
 from domain.destinations import mask
 from domain.purposes import Purpose
 
@@ -18,19 +25,22 @@ ROUTE = "sign_up_confirmation"
 
 @attrs.frozen(kw_only=True)
 class ConfirmSignUpCommand:
-    """The identifier signed up with and the code it received."""
+    """The identifier signed up with, the code it received and the account's password."""
 
     identifier: str = attrs.field(repr=False)
     code: str = attrs.field(repr=False)
+    password: str = attrs.field(repr=False)
     client_address: str = attrs.field(repr=False)
 
 
 @attrs.frozen(kw_only=True)
 class ConfirmSignUp:
-    """Verifies the identifier; its unsent messages are cancelled (``challenge_consumed``)."""
+    """Verifies the identifier and sets its password; unsent messages are cancelled
+    (``challenge_consumed``)."""
 
     transactions: IdentityTransactions
     answers: ChallengeAnswers
+    hasher: SecretHasher
     limits: RequestLimits
     clock: Clock
     telemetry: Telemetry
@@ -38,8 +48,11 @@ class ConfirmSignUp:
     async def __call__(self, command: ConfirmSignUpCommand) -> None:
         """Confirm; raises InvalidField, InvalidCode, IdentifierTaken or RateLimited."""
         identifier = parse_identifier(command.identifier)
+        password = parse_password(command.password)
         now = self.clock.now()
         await self.limits.client(ROUTE, command.client_address, now)
+        # Hashed before the transaction, so no row lock is held through the Argon2id work.
+        password_hash = await asyncio.to_thread(self.hasher.hash, password)
         async with self.transactions.begin() as uow:
             challenge = await uow.identity.find_challenge(
                 purpose=Purpose.SIGN_UP, identity_id=None, identifier=identifier.value
@@ -49,6 +62,9 @@ class ConfirmSignUp:
             if account is None or account.identity_id != consumed.identity_id:
                 raise IdentifierTaken
             await uow.identity.save_login_identifier(account.identifier.verify(now))
+            await uow.identity.save_password(
+                identity_id=consumed.identity_id, password_hash=password_hash, now=now
+            )
             await uow.commit()
         self.telemetry.event(
             "identity.sign_up.confirmed",

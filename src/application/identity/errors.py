@@ -15,6 +15,10 @@ class Unauthenticated(ApplicationError):
     """No bearer token, or one that names no active session."""
 
 
+class StepUpRequired(ApplicationError):
+    """The action needs a fresh step-up: an active elevation token of the caller's session."""
+
+
 class InvalidCode(ApplicationError):
     """The code is wrong, or no open challenge matches (one answer for every reason)."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Protocol
 from uuid import UUID
 
@@ -16,6 +16,7 @@ import attrs
 
 from application.outbox.ports import OutboxWriter
 from domain.identity.challenges import Challenge
+from domain.identity.code_budgets import Audience, CodeBudget
 from domain.identity.identities import Account, Identity, LoginIdentifier
 from domain.identity.invitations import Invitation, InvitationOutcome
 from domain.identity.magic_links import MagicLink
@@ -91,6 +92,21 @@ class IdentityStore(Protocol):
 
     async def revoke_sessions(self, *, identity_id: UUID, now: datetime) -> int:
         """Revoke every active session of the identity; return how many."""
+        ...
+
+    async def revoke_session(self, *, session_id: UUID, now: datetime) -> int:
+        """Revoke one session if it is active; return 1, or 0 if it had already ended."""
+        ...
+
+    async def hold_code_budget(
+        self, *, identity_id: UUID, audience: Audience, day: date
+    ) -> CodeBudget:
+        """The day's wrong-code budget of the account and audience (a fresh one if none),
+        locked until the transaction ends."""
+        ...
+
+    async def save_code_budget(self, budget: CodeBudget) -> None:
+        """Insert or update the budget."""
         ...
 
     async def add_elevation(self, elevation: Elevation) -> None:

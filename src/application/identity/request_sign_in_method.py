@@ -1,15 +1,19 @@
-"""Add a sign-in method: a signed-in identity proves a new identifier with a code (SPEC §10)."""
+"""Add a sign-in method: a signed-in identity proves a new identifier with a code (SPEC §10).
+
+It needs a fresh step-up (SPEC §14): a bearer token alone, stolen, must not let its thief
+attach an address of their own and reset the password through it.
+"""
 
 from __future__ import annotations
-
-from uuid import UUID
 
 import attrs
 
 from application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
-from application.identity.errors import RateLimited
+from application.identity.elevations import is_elevated
+from application.identity.errors import RateLimited, StepUpRequired
 from application.identity.inputs import parse_identifier
 from application.identity.ports import IdentityTransactions
+from application.identity.principal import Principal
 from application.identity.request_limits import RequestLimits
 from application.ports import Clock, Telemetry
 from domain.destinations import mask
@@ -20,9 +24,10 @@ ROUTE = "sign_in_method"
 
 @attrs.frozen(kw_only=True)
 class RequestSignInMethodCommand:
-    """The signed-in identity and the identifier it wants to add."""
+    """The signed-in caller, its elevation token and the identifier it wants to add."""
 
-    identity_id: UUID
+    principal: Principal
+    elevation_token: str | None = attrs.field(repr=False)
     identifier: str = attrs.field(repr=False)
     client_address: str = attrs.field(repr=False)
 
@@ -42,10 +47,17 @@ class RequestSignInMethod:
     telemetry: Telemetry
 
     async def __call__(self, command: RequestSignInMethodCommand) -> ChallengeReceipt:
-        """Open or resend the challenge; raises InvalidField or RateLimited."""
+        """Open or resend the challenge; raises InvalidField, StepUpRequired or RateLimited."""
         identifier = parse_identifier(command.identifier)
         now = self.clock.now()
+        identity_id = command.principal.identity_id
         await self.limits.client(ROUTE, command.client_address, now)
+        async with self.transactions.begin() as uow:
+            elevated = await is_elevated(
+                uow.identity, command.principal, command.elevation_token, now
+            )
+        if not elevated:
+            raise StepUpRequired
         wait = await self.limits.destination(identifier, now)
         if wait is not None:
             raise RateLimited(wait)
@@ -58,14 +70,14 @@ class RequestSignInMethod:
                 self.telemetry.event(
                     "identity.sign_in_method.requested",
                     known=True,
-                    identity_id=str(command.identity_id),
+                    identity_id=str(identity_id),
                     destination=mask(identifier.value),
                 )
                 return ChallengeReceipt(challenge_expires_at=now + self.issuer.policy.lifetime)
             challenge = await self.issuer.issue(
                 uow,
                 purpose=Purpose.ADD_SIGN_IN_METHOD,
-                identity_id=command.identity_id,
+                identity_id=identity_id,
                 identifier=identifier,
                 now=now,
                 drawn=drawn,

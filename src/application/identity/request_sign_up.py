@@ -1,17 +1,20 @@
-"""Sign up: open a sign-up challenge and enqueue its code in one transaction (SPEC §10)."""
+"""Sign up: open a sign-up challenge and enqueue its code in one transaction (SPEC §10).
+
+No password is taken here: it is chosen at the confirmation, by whoever holds the code, so
+only someone who controls the address decides the password its account ends with (SPEC §14,
+the pre-hijacking attack).
+"""
 
 from __future__ import annotations
-
-import asyncio
 
 import attrs
 
 from application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
 from application.identity.errors import RateLimited
-from application.identity.inputs import parse_identifier, parse_password
+from application.identity.inputs import parse_identifier
 from application.identity.ports import IdentityTransactions
 from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Ids, SecretHasher, Telemetry
+from application.ports import Clock, Ids, Telemetry
 from domain.destinations import mask
 from domain.identity.identities import Identity, LoginIdentifier
 from domain.purposes import Purpose
@@ -21,10 +24,9 @@ ROUTE = "sign_up"
 
 @attrs.frozen(kw_only=True)
 class RequestSignUpCommand:
-    """An identifier (email or E.164 phone) and the password the new account will use."""
+    """An identifier (email or E.164 phone) to sign up."""
 
     identifier: str = attrs.field(repr=False)
-    password: str = attrs.field(repr=False)
     client_address: str = attrs.field(repr=False)
 
 
@@ -32,14 +34,14 @@ class RequestSignUpCommand:
 class RequestSignUp:
     """Registers an unverified identity and sends a code; again while open, it resends.
 
-    A resend keeps the challenge, with a new code, and withdraws the older unsent message.
-    An identifier that is already verified gets the same answer and no message, so the
-    route does not tell who has an account.
+    A resend keeps the challenge, with a new code, and withdraws the older unsent message;
+    whoever asks, nothing of theirs is kept on the pending account. An identifier that is
+    already verified gets the same answer and no message, so the route does not tell who has
+    an account.
     """
 
     transactions: IdentityTransactions
     issuer: ChallengeIssuer
-    hasher: SecretHasher
     limits: RequestLimits
     clock: Clock
     ids: Ids
@@ -48,13 +50,11 @@ class RequestSignUp:
     async def __call__(self, command: RequestSignUpCommand) -> ChallengeReceipt:
         """Open or resend the challenge; raises InvalidField or RateLimited."""
         identifier = parse_identifier(command.identifier)
-        parse_password(command.password)
         now = self.clock.now()
         await self.limits.client(ROUTE, command.client_address, now)
         wait = await self.limits.destination(identifier, now)
         if wait is not None:
             raise RateLimited(wait)
-        password_hash = await asyncio.to_thread(self.hasher.hash, command.password)
         # Drawn and hashed up front, so a taken identifier costs the same work (no timing tell).
         drawn = await self.issuer.new_code()
         async with self.transactions.begin() as uow:
@@ -80,9 +80,6 @@ class RequestSignUp:
                 identity_id = identity.id
             else:
                 identity_id = account.identity_id
-            await uow.identity.save_password(
-                identity_id=identity_id, password_hash=password_hash, now=now
-            )
             challenge = await self.issuer.issue(
                 uow,
                 purpose=Purpose.SIGN_UP,

@@ -20,7 +20,9 @@ from application.identity.request_sign_in_method import RequestSignInMethod
 from application.identity.request_sign_up import RequestSignUp
 from application.identity.request_step_up import RequestStepUp
 from application.identity.revoke_invitation import RevokeInvitation
+from application.identity.revoke_sessions import RevokeSessions
 from application.identity.sign_in import SignIn
+from application.identity.sign_out import SignOut
 from application.ports import Telemetry
 
 
@@ -32,6 +34,8 @@ class IdentityServices:
     confirm_sign_up: ConfirmSignUp
     sign_in: SignIn
     authenticate: AuthenticateBearer
+    sign_out: SignOut
+    revoke_sessions: RevokeSessions
     request_sign_in_method: RequestSignInMethod
     confirm_sign_in_method: ConfirmSignInMethod
     request_password_recovery: RequestPasswordRecovery

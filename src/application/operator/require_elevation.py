@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import attrs
 
+from application.identity.elevations import is_elevated
 from application.identity.ports import IdentityTransactions
 from application.identity.principal import Principal
 from application.operator.errors import StepUpRequired
@@ -37,15 +38,13 @@ class RequireElevation:
         other session's token."""
         if not check.elevation_token:
             raise StepUpRequired
-        digest = token_digest(check.elevation_token)
         async with self.transactions.begin() as uow:
-            elevation = await uow.identity.find_elevation(digest)
-        principal = check.principal
-        if (
-            elevation is None
-            or elevation.session_id != principal.session_id
-            or elevation.identity_id != principal.identity_id
-            or not elevation.is_active(self.clock.now())
-        ):
+            elevated = await is_elevated(
+                uow.identity, check.principal, check.elevation_token, self.clock.now()
+            )
+        if not elevated:
             raise StepUpRequired
-        return StaffActor(identity_id=principal.identity_id, elevation_digest=digest)
+        return StaffActor(
+            identity_id=check.principal.identity_id,
+            elevation_digest=token_digest(check.elevation_token),
+        )

@@ -29,6 +29,8 @@ class ChallengePolicy:
     lifetime: timedelta = timedelta(minutes=10)
     max_failed_attempts: int = 5
     code_digits: int = 6
+    # Wrong codes per account, audience and UTC day across challenges (code_budgets.py).
+    wrong_codes_per_day: int = 20
 
 
 @attrs.frozen(kw_only=True)
@@ -109,6 +111,11 @@ class Challenge:
     def is_consumed(self) -> bool:
         """Whether the right code was typed."""
         return self.state is ChallengeState.CONSUMED
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether too many wrong codes ended it."""
+        return self.state is ChallengeState.LOCKED
 
     def _require_open(self, now: datetime) -> None:
         if not self.is_open(now):

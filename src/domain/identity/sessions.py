@@ -79,3 +79,11 @@ class Elevation:
     def is_active(self, now: datetime) -> bool:
         """Whether the elevation still holds at ``now``."""
         return now < self.expires_at
+
+    def elevates(self, *, session_id: UUID, identity_id: UUID, now: datetime) -> bool:
+        """Whether it is a live step-up of exactly this session of this identity at ``now``."""
+        return (
+            self.session_id == session_id
+            and self.identity_id == identity_id
+            and self.is_active(now)
+        )

@@ -41,6 +41,7 @@ class FailureClass(enum.StrEnum):
     SUPERSEDED_BY_RESEND = "superseded_by_resend"
     CHALLENGE_CONSUMED = "challenge_consumed"
     INVITATION_REVOKED = "invitation_revoked"
+    CHALLENGE_LOCKED = "challenge_locked"  # too many wrong codes: its code is useless now
 
     @property
     def decision(self) -> Decision:
@@ -67,6 +68,7 @@ _DECISIONS = {
     FailureClass.SUPERSEDED_BY_RESEND: Decision.DEAD_LETTER,
     FailureClass.CHALLENGE_CONSUMED: Decision.DEAD_LETTER,
     FailureClass.INVITATION_REVOKED: Decision.DEAD_LETTER,
+    FailureClass.CHALLENGE_LOCKED: Decision.DEAD_LETTER,
 }
 
 

@@ -114,8 +114,8 @@ class Message:
         if purpose.carries_secret and sealed_secret is None:
             raise InvalidMessage(f"a {purpose} message needs a sealed secret")
         if not purpose.carries_secret and sealed_secret is not None:
-            raise InvalidMessage("a notification carries no secret")
-        if purpose is not Purpose.NOTIFICATION and subject_id is None:
+            raise InvalidMessage(f"a {purpose} message carries no secret")
+        if purpose.names_subject and subject_id is None:
             raise InvalidMessage(f"a {purpose} message names its subject")
         if expires_at is not None and expires_at <= now:
             raise InvalidMessage("the message would be born expired")

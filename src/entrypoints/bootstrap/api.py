@@ -31,8 +31,11 @@ from application.identity.request_sign_in_method import RequestSignInMethod
 from application.identity.request_sign_up import RequestSignUp
 from application.identity.request_step_up import RequestStepUp
 from application.identity.revoke_invitation import RevokeInvitation
+from application.identity.revoke_sessions import RevokeSessions
+from application.identity.security_notices import SecurityNotices
 from application.identity.services import IdentityServices
 from application.identity.sign_in import SessionStarter, SignIn
+from application.identity.sign_out import SignOut
 from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
 from entrypoints.bootstrap.database import DatabaseAccess, readiness_role
 from entrypoints.bootstrap.parts import ProcessParts
@@ -80,21 +83,26 @@ def build_identity_services(
         ids=ids,
         policy=identity.challenges,
     )
-    answers = ChallengeAnswers(hasher=hasher, telemetry=telemetry, policy=identity.challenges)
+    notices = SecurityNotices(ids=ids)
+    answers = ChallengeAnswers(
+        hasher=hasher, telemetry=telemetry, notices=notices, policy=identity.challenges
+    )
     sessions = SessionStarter(secrets=secret_source, ids=ids, lifetime=identity.session_lifetime)
     common = _Common(transactions=transactions, clock=clock, telemetry=telemetry)
     return IdentityServices(
-        request_sign_up=RequestSignUp(
-            issuer=issuer, hasher=hasher, limits=limits, ids=ids, **common
-        ),
-        confirm_sign_up=ConfirmSignUp(answers=answers, limits=limits, **common),
+        request_sign_up=RequestSignUp(issuer=issuer, limits=limits, ids=ids, **common),
+        confirm_sign_up=ConfirmSignUp(answers=answers, hasher=hasher, limits=limits, **common),
         sign_in=SignIn(sessions=sessions, hasher=hasher, limits=limits, **common),
         authenticate=AuthenticateBearer(transactions=transactions, clock=clock),
+        sign_out=SignOut(**common),
+        revoke_sessions=RevokeSessions(notices=notices, **common),
         request_sign_in_method=RequestSignInMethod(issuer=issuer, limits=limits, **common),
-        confirm_sign_in_method=ConfirmSignInMethod(answers=answers, limits=limits, **common),
+        confirm_sign_in_method=ConfirmSignInMethod(
+            answers=answers, notices=notices, limits=limits, **common
+        ),
         request_password_recovery=RequestPasswordRecovery(issuer=issuer, limits=limits, **common),
         confirm_password_recovery=ConfirmPasswordRecovery(
-            answers=answers, hasher=hasher, limits=limits, **common
+            answers=answers, notices=notices, hasher=hasher, limits=limits, **common
         ),
         request_step_up=RequestStepUp(issuer=issuer, limits=limits, **common),
         confirm_step_up=ConfirmStepUp(

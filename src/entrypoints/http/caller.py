@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Request
 from litestar.datastructures import State
 from litestar.di import NamedDependency
+from litestar.params import HeaderParameter
 
 from application.identity.errors import Unauthenticated
 from application.identity.principal import Principal
@@ -36,3 +37,11 @@ SECURITY: list[dict[str, list[str]]] = [{SECURITY_SCHEME: []}]
 Services = NamedDependency[IdentityServices]
 Caller = NamedDependency[Principal]
 ClientAddress = NamedDependency[str]
+ElevationToken = Annotated[
+    str | None,
+    HeaderParameter(
+        name="Elevation-Token",
+        required=False,
+        description="The token of a fresh step-up of this session (POST /step-ups/confirmations).",
+    ),
+]

@@ -26,6 +26,7 @@ from application.identity.errors import (
     MissingPermission,
     NotFound,
     RateLimited,
+    StepUpRequired,
     Unauthenticated,
 )
 from application.ports import Telemetry
@@ -65,6 +66,7 @@ PROBLEMS: dict[str, tuple[int, str]] = {
         403,
         "The invitation was sent to an address this account has not verified",
     ),
+    "step-up-required": (403, "A fresh step-up is required: send a valid Elevation-Token"),
     "not-found": (404, "No such resource"),
     "method-not-allowed": (405, "The method is not allowed here"),
     "identifier-taken": (409, "Another account holds this identifier"),
@@ -162,6 +164,7 @@ EXCEPTION_MAP: dict[type[Exception], Callable[[Any], ProblemDetailsException]] =
         "unauthenticated", headers={"WWW-Authenticate": 'Bearer realm="outbox"'}
     ),
     InvalidCredentials: lambda _: problem("invalid-credentials"),
+    StepUpRequired: lambda _: problem("step-up-required"),
     MissingPermission: lambda e: problem("permission-required", extra={"permission": e.permission}),
     InvitationForAnotherAddress: lambda _: problem("invitation-for-another-address"),
     NotFound: lambda _: problem("not-found"),

@@ -33,9 +33,16 @@ class Body(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="came
 
 
 class SignUpRequest(Body, frozen=True):
-    """Sign up with an identifier and a password."""
+    """Sign up an identifier; the password is chosen at the confirmation."""
 
     identifier: Identifier
+
+
+class SignUpConfirmationRequest(Body, frozen=True):
+    """Confirm a sign-up with the code the identifier received, and choose the password."""
+
+    identifier: Identifier
+    code: Code
     password: Password
 
 

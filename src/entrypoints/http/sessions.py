@@ -1,13 +1,14 @@
-"""POST /sessions: sign in with a password, get a bearer token."""
+"""Sessions: sign in with a password for a bearer token (POST /sessions), sign out
+(DELETE /sessions/current), and end every session of the account (DELETE /sessions)."""
 
 from __future__ import annotations
 
-from litestar import Controller, post
+from litestar import Controller, delete, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
 from application.identity.sign_in import SignInCommand
-from entrypoints.http.caller import ClientAddress, Services
+from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import SessionCreated, SignInRequest
 
@@ -34,3 +35,28 @@ class SessionController(Controller):
             SignInCommand(identifier=data.identifier, password=data.password, client_address=client)
         )
         return SessionCreated(token=grant.token, expires_at=grant.expires_at)
+
+    @delete(
+        "/current",
+        summary="Sign out: end this session",
+        description="The bearer token (and any elevation of its session) stops working.",
+        security=SECURITY,
+        responses=responses("unauthenticated", "service-unavailable"),
+    )
+    async def sign_out(self, services: Services, principal: Caller) -> None:
+        """End the caller's session."""
+        await services.sign_out(principal)
+
+    @delete(
+        "/",
+        summary="End every session of the account, this one too",
+        description=(
+            "For an owner who fears a stolen token; no step-up is needed, since it only takes"
+            " access away. Every verified identifier of the account gets a security notice."
+        ),
+        security=SECURITY,
+        responses=responses("unauthenticated", "service-unavailable"),
+    )
+    async def revoke_all(self, services: Services, principal: Caller) -> None:
+        """End every session of the caller's account."""
+        await services.revoke_sessions(principal)

@@ -8,7 +8,7 @@ from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
 from application.identity.request_sign_in_method import RequestSignInMethodCommand
-from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
+from entrypoints.http.caller import SECURITY, Caller, ClientAddress, ElevationToken, Services
 from entrypoints.http.problems import responses
 from entrypoints.http.schemas import ChallengeAccepted, ConfirmationRequest, SignInMethodRequest
 
@@ -24,8 +24,18 @@ class SignInMethodController(Controller):
         "/",
         status_code=HTTP_201_CREATED,
         summary="Add a sign-in method; a code is queued for it",
+        description=(
+            "Needs a fresh step-up of this session (Elevation-Token), so a stolen bearer token"
+            " alone cannot attach its thief's address. Once confirmed, every identifier the"
+            " account had verified gets a security notice."
+        ),
         responses=responses(
-            "validation-error", "unauthenticated", "rate-limited", "conflict", "service-unavailable"
+            "validation-error",
+            "unauthenticated",
+            "step-up-required",
+            "rate-limited",
+            "conflict",
+            "service-unavailable",
         ),
     )
     async def request(
@@ -34,11 +44,13 @@ class SignInMethodController(Controller):
         services: Services,
         client: ClientAddress,
         principal: Caller,
+        elevation_token: ElevationToken = None,
     ) -> ChallengeAccepted:
         """Open or resend the challenge."""
         receipt = await services.request_sign_in_method(
             RequestSignInMethodCommand(
-                identity_id=principal.identity_id,
+                principal=principal,
+                elevation_token=elevation_token,
                 identifier=data.identifier,
                 client_address=client,
             )

@@ -10,7 +10,7 @@ from application.identity.confirm_sign_up import ConfirmSignUpCommand
 from application.identity.request_sign_up import RequestSignUpCommand
 from entrypoints.http.caller import ClientAddress, Services
 from entrypoints.http.problems import responses
-from entrypoints.http.schemas import ChallengeAccepted, ConfirmationRequest, SignUpRequest
+from entrypoints.http.schemas import ChallengeAccepted, SignUpConfirmationRequest, SignUpRequest
 
 
 class SignUpController(Controller):
@@ -26,7 +26,9 @@ class SignUpController(Controller):
         description=(
             "Answers 201 with the challenge expiry only (never whether anything was sent or"
             " whether the identifier exists). Again while the challenge is open: the same"
-            " challenge with a new code; the older unsent message is withdrawn."
+            " challenge with a new code; the older unsent message is withdrawn. No password"
+            " here: it is chosen at the confirmation, by whoever holds the code, so a stranger"
+            " who signs the same address up cannot choose the owner's password."
         ),
         responses=responses("validation-error", "rate-limited", "conflict", "service-unavailable"),
     )
@@ -35,17 +37,20 @@ class SignUpController(Controller):
     ) -> ChallengeAccepted:
         """Open or resend the sign-up challenge."""
         receipt = await services.request_sign_up(
-            RequestSignUpCommand(
-                identifier=data.identifier, password=data.password, client_address=client
-            )
+            RequestSignUpCommand(identifier=data.identifier, client_address=client)
         )
         return ChallengeAccepted(challenge_expires_at=receipt.challenge_expires_at)
 
     @post(
         "/confirmations",
         status_code=HTTP_204_NO_CONTENT,
-        summary="Confirm a sign-up with its code",
-        description="Five wrong codes lock the challenge; a new sign-up request opens another.",
+        summary="Confirm a sign-up with its code and choose the password",
+        description=(
+            "The right code verifies the identifier and sets the password given here. Five"
+            " wrong codes lock the challenge (its unsent message is withdrawn); a new sign-up"
+            " request opens another. A daily budget of wrong codes per account across"
+            " challenges: once it is used up every code is refused until the day ends (UTC)."
+        ),
         responses=responses(
             "validation-error",
             "invalid-code",
@@ -56,9 +61,17 @@ class SignUpController(Controller):
         ),
     )
     async def confirm(
-        self, data: JSONBody[ConfirmationRequest], services: Services, client: ClientAddress
+        self,
+        data: JSONBody[SignUpConfirmationRequest],
+        services: Services,
+        client: ClientAddress,
     ) -> None:
-        """Verify the identifier."""
+        """Verify the identifier and set its password."""
         await services.confirm_sign_up(
-            ConfirmSignUpCommand(identifier=data.identifier, code=data.code, client_address=client)
+            ConfirmSignUpCommand(
+                identifier=data.identifier,
+                code=data.code,
+                password=data.password,
+                client_address=client,
+            )
         )

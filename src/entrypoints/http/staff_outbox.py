@@ -20,7 +20,7 @@ from application.operator.reissue_dead_letter import ReissueCommand
 from application.operator.require_elevation import ElevationCheck
 from application.operator.services import OperatorServices
 from application.operator.show_backlog import BacklogQuery
-from entrypoints.http.caller import SECURITY, Caller
+from entrypoints.http.caller import SECURITY, Caller, ElevationToken
 from entrypoints.http.staff_problems import staff_responses
 from entrypoints.http.staff_schemas import BacklogView, DeadLetterPageView, ReissueView
 
@@ -42,14 +42,6 @@ IdempotencyKey = Annotated[
             "Names this request: a retry with the same key answers the first result and"
             " enqueues nothing; the same key for another request is refused (422)."
         ),
-    ),
-]
-ElevationToken = Annotated[
-    str | None,
-    HeaderParameter(
-        name="Elevation-Token",
-        required=False,
-        description="The token of a fresh step-up of this session (POST /step-ups/confirmations).",
     ),
 ]
 MessageId = Annotated[UUID, Parameter(description="The dead letter's id.")]

@@ -27,7 +27,6 @@ from entrypoints.http.problems import (
 
 STAFF_PROBLEMS: dict[str, tuple[int, str]] = {
     "staff-required": (403, "The caller is not an active staff member"),
-    "step-up-required": (403, "A fresh step-up is required: send a valid Elevation-Token"),
     "reissue-refused": (409, "The dead letter cannot be sent again; reason says why"),
     "request-in-progress": (409, "A request with this Idempotency-Key is running; retry later"),
     "idempotency-key-reused": (422, "The Idempotency-Key was already used for another request"),
@@ -44,7 +43,7 @@ def staff_problem(name: str, *, extra: dict[str, Any] | None = None) -> ProblemD
 
 STAFF_EXCEPTION_MAP: dict[type[Exception], Callable[[Any], ProblemDetailsException]] = {
     StaffRequired: lambda _: staff_problem("staff-required"),
-    StepUpRequired: lambda _: staff_problem("step-up-required"),
+    StepUpRequired: lambda _: problem("step-up-required"),
     DeadLetterRefused: lambda e: staff_problem(
         "reissue-refused", extra={"reason": e.refusal.value}
     ),

@@ -121,10 +121,16 @@ class Api:
                 policy = attrs.evolve(current.policy, **limits)
                 object.__setattr__(use_case, "limits", attrs.evolve(current, policy=policy))
 
-    async def post(self, path: str, body: Any = None, token: str | None = None) -> Any:
-        """POST ``body`` as JSON (with a bearer token if given)."""
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return await self.client.post(path, json=body, headers=headers)
+    async def post(
+        self,
+        path: str,
+        body: Any = None,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        """POST ``body`` as JSON (with a bearer token and other headers if given)."""
+        sent = {"Authorization": f"Bearer {token}"} if token else {}
+        return await self.client.post(path, json=body, headers=sent | (headers or {}))
 
     async def deliver(self) -> list[Delivery]:
         """Run the worker until nothing is due; return what reached the provider."""
@@ -173,14 +179,24 @@ class Api:
 
     async def signed_up(self, identifier: str = "alice@example.com") -> str:
         """Sign up, confirm with the delivered code, sign in; return the bearer token."""
-        response = await self.post("/sign-ups", {"identifier": identifier, "password": PASSWORD})
+        response = await self.post("/sign-ups", {"identifier": identifier})
         assert 201 == response.status_code, response.text
         code = (await self.deliver_one()).content.text
         response = await self.post(
-            "/sign-ups/confirmations", {"identifier": identifier, "code": code}
+            "/sign-ups/confirmations",
+            {"identifier": identifier, "code": code, "password": PASSWORD},
         )
         assert 204 == response.status_code, response.text
         return await self.sign_in(identifier)
+
+    async def elevated(self, token: str) -> str:
+        """Step the session of ``token`` up with the delivered code; return the elevation token."""
+        response = await self.post("/step-ups", token=token)
+        assert 201 == response.status_code, response.text
+        code = (await self.deliver_one()).content.text
+        response = await self.post("/step-ups/confirmations", {"code": code}, token=token)
+        assert 201 == response.status_code, response.text
+        return str(response.json()["elevationToken"])
 
     async def sign_in(self, identifier: str, password: str = PASSWORD) -> str:
         """Sign in; return the bearer token."""

@@ -19,6 +19,7 @@ class Flow:
 
     purpose: Purpose
     token: str | None = None
+    elevation: str | None = None
 
     @property
     def destination(self) -> str:
@@ -39,14 +40,21 @@ class Flow:
         """Everything but sign-up needs an account (signed in, except for recovery)."""
         if self.purpose is not Purpose.SIGN_UP:
             self.token = await api.signed_up(ALICE)
+        if self.purpose is Purpose.ADD_SIGN_IN_METHOD:
+            self.elevation = await api.elevated(self.token)
 
     async def request(self, api: Api) -> Any:
         """Ask for a code (again, for a resend)."""
         match self.purpose:
             case Purpose.SIGN_UP:
-                return await api.post("/sign-ups", {"identifier": ALICE, "password": PASSWORD})
+                return await api.post("/sign-ups", {"identifier": ALICE})
             case Purpose.ADD_SIGN_IN_METHOD:
-                return await api.post("/sign-in-methods", {"identifier": PHONE}, token=self.token)
+                return await api.post(
+                    "/sign-in-methods",
+                    {"identifier": PHONE},
+                    token=self.token,
+                    headers={"Elevation-Token": self.elevation or ""},
+                )
             case Purpose.PASSWORD_RECOVERY:
                 return await api.post("/password-recoveries", {"identifier": ALICE})
             case _:
@@ -56,7 +64,7 @@ class Flow:
         """Type a code."""
         match self.purpose:
             case Purpose.SIGN_UP:
-                body: dict[str, str] = {"identifier": ALICE, "code": code}
+                body: dict[str, str] = {"identifier": ALICE, "code": code, "password": PASSWORD}
                 return await api.post("/sign-ups/confirmations", body)
             case Purpose.ADD_SIGN_IN_METHOD:
                 body = {"identifier": PHONE, "code": code}

@@ -48,7 +48,6 @@ from tests.fakes.telemetry import RecordingTelemetry
 from tests.integration.identity.api import (
     INVITATION_BASE,
     MAGIC_LINK_BASE,
-    PASSWORD,
     SEALER,
     Api,
     ApiSettings,
@@ -143,9 +142,7 @@ class StaffWorld:
 
     async def dead_code(self, identifier: str = "bob@example.com") -> DeadCode:
         """Sign ``identifier`` up while the provider rejects it: a REJECTED dead letter."""
-        response = await self.api.post(
-            "/sign-ups", {"identifier": identifier, "password": PASSWORD}
-        )
+        response = await self.api.post("/sign-ups", {"identifier": identifier})
         assert 201 == response.status_code, response.text
         [(message_id, challenge_id)] = await self.api.rows(
             "SELECT id, subject_id FROM outbox.messages WHERE destination = %s"

@@ -10,6 +10,7 @@ from psycopg.conninfo import make_conninfo
 
 from domain.outbox.failures import FailureClass
 from entrypoints.cli.exit_codes import ExitCode
+from tests.integration.identity.api import PASSWORD
 from tests.integration.operator.staff_world import STAFF, StaffWorld
 
 pytestmark = pytest.mark.integration
@@ -29,7 +30,8 @@ async def test_a_code_reissued_from_the_cli_confirms(world: StaffWorld):
     delivery = await world.api.deliver_one()
     assert str(delivery.message_id) == json.loads(result.stdout)["messageId"]
     confirm = await world.api.post(
-        "/sign-ups/confirmations", {"identifier": BOB, "code": delivery.content.text}
+        "/sign-ups/confirmations",
+        {"identifier": BOB, "code": delivery.content.text, "password": PASSWORD},
     )
     assert 204 == confirm.status_code
     assert delivery.content.text not in result.stdout + result.stderr

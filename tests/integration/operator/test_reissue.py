@@ -26,7 +26,9 @@ async def _audit(world: StaffWorld) -> list[tuple[object, ...]]:
 
 
 async def _confirm(world: StaffWorld, code: str):
-    return await world.api.post("/sign-ups/confirmations", {"identifier": BOB, "code": code})
+    return await world.api.post(
+        "/sign-ups/confirmations", {"identifier": BOB, "code": code, "password": PASSWORD}
+    )
 
 
 async def test_a_reissued_code_replaces_the_old_one_and_confirms(world: StaffWorld):
@@ -136,9 +138,9 @@ async def test_two_concurrent_replays_of_one_key_enqueue_exactly_one_message(wor
 
 async def _superseded(world: StaffWorld):
     """A sign-up message withdrawn by a resend (``superseded_by_resend``)."""
-    await world.api.post("/sign-ups", {"identifier": BOB, "password": PASSWORD})
+    await world.api.post("/sign-ups", {"identifier": BOB})
     [(first,)] = await world.api.rows("SELECT id FROM outbox.messages WHERE destination = %s", BOB)
-    await world.api.post("/sign-ups", {"identifier": BOB, "password": PASSWORD})
+    await world.api.post("/sign-ups", {"identifier": BOB})
     return first
 
 
@@ -166,7 +168,7 @@ async def _expired(world: StaffWorld):
 
 async def _newer_message(world: StaffWorld):
     dead = await world.dead_code(BOB)
-    await world.api.post("/sign-ups", {"identifier": BOB, "password": PASSWORD})  # a resend
+    await world.api.post("/sign-ups", {"identifier": BOB})  # a resend
     return dead.message_id
 
 

@@ -151,6 +151,16 @@ FUNCTION_GRANTS.update(
         ): EXECUTE_BY_WORKER,
     }
 )
+# Account security (0010_account_security.sql): signing out one session and the wrong-code
+# budget, for the API role only.
+FUNCTION_GRANTS.update(
+    (signature, EXECUTE_BY_RUNTIME)
+    for signature in (
+        "identity.revoke_session(uuid,timestamp with time zone)",
+        "identity.hold_code_budget(uuid,text,date)",
+        "identity.save_code_budget(uuid,text,date,integer,timestamp with time zone)",
+    )
+)
 # Tables, sequences and views; column grants count too (as table.column).
 RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.messages": set(),
@@ -178,6 +188,7 @@ RELATION_GRANTS.update(
         "magic_links",
         "staff_members",
         "rate_limit_counters",
+        "code_budgets",  # 0010_account_security.sql
         # 0011_identifiers_and_outsider_limits.sql
         "case_duplicate_identifiers",
         "destination_paces",

@@ -139,6 +139,11 @@ def _new_up_to(version: int) -> list[Migration]:
     return [migration for migration in load_migrations() if migration.version <= version]
 
 
+def _after_legacy() -> list[Migration]:
+    """The files a legacy database (0001-0007) still has to apply: 0008 and every later one."""
+    return [migration for migration in load_migrations() if migration.version > 7]
+
+
 @pytest.fixture
 def second_empty_database_url(postgres_server: TestServer) -> Iterator[str]:
     """Another fresh database with no migration applied, dropped after the test."""

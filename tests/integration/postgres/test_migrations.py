@@ -39,6 +39,7 @@ EXPECTED_TABLES = {
             "magic_links",
             "staff_members",
             "rate_limit_counters",
+            "code_budgets",  # 0010_account_security.sql
             # 0011_identifiers_and_outsider_limits.sql
             "case_duplicate_identifiers",
             "destination_paces",

@@ -17,6 +17,7 @@ def test_the_purposes_and_their_stored_names_are_the_specified_ones() -> None:
         "invitation",
         "magic_link",
         "notification",
+        "security_notice",
     } == {str(p) for p in Purpose}
 
 
@@ -28,8 +29,17 @@ def test_invitations_and_magic_links_render_a_link() -> None:
     assert {Purpose.INVITATION, Purpose.MAGIC_LINK} == {p for p in Purpose if p.renders_link}
 
 
-def test_every_purpose_but_notification_carries_a_secret() -> None:
-    assert set(Purpose) - {Purpose.NOTIFICATION} == {p for p in Purpose if p.carries_secret}
+def test_every_purpose_but_the_two_notices_carries_a_secret() -> None:
+    notices = {Purpose.NOTIFICATION, Purpose.SECURITY_NOTICE}
+
+    assert set(Purpose) - notices == {p for p in Purpose if p.carries_secret}
+
+
+def test_every_purpose_but_plain_notifications_is_security_traffic_and_names_a_subject() -> None:
+    others = set(Purpose) - {Purpose.NOTIFICATION}
+
+    assert others == {p for p in Purpose if p.is_security}
+    assert others == {p for p in Purpose if p.names_subject}
 
 
 def test_codes_and_magic_links_are_superseded_but_invitations_never() -> None:

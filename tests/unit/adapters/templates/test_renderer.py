@@ -10,6 +10,7 @@ from adapters.templates.renderer import BUILTIN_DIR, JinjaRenderer
 from application.outbox.errors import TemplateNotFound, TemplateRenderFailed
 from application.outbox.ports import RenderedMessage
 from domain.channels import Channel
+from domain.identity.security_changes import SecurityChange
 from domain.purposes import Purpose
 
 CODE = "482913"
@@ -25,10 +26,24 @@ def _inputs(purpose: Purpose) -> dict[str, object]:
         return {"params": {"organization_name": "Acme"}, "secret": None, "link": LINK}
     if purpose is Purpose.MAGIC_LINK:
         return {"params": {}, "secret": None, "link": LINK}
+    if purpose is Purpose.SECURITY_NOTICE:
+        return {
+            "params": _notice(SecurityChange.SIGN_IN_METHOD_ADDED),
+            "secret": None,
+            "link": None,
+        }
     return {
         "params": {"subject": "Invoice ready", "body": "Your invoice is ready."},
         "secret": None,
         "link": None,
+    }
+
+
+def _notice(change: SecurityChange) -> dict[str, str]:
+    return {
+        "change": change.value,
+        "occurred_at": "2026-12-01T10:00:00+00:00",
+        "identifier": "+34***78",
     }
 
 
@@ -87,6 +102,27 @@ def test_spanish_templates_differ_from_english(
 
     assert english.text != spanish.text
     assert english.subject != spanish.subject or channel is not Channel.EMAIL
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+@pytest.mark.parametrize("channel", list(Channel))
+def test_each_security_change_has_its_own_wording_on_every_channel(
+    renderer: JinjaRenderer, channel: Channel, locale: str
+) -> None:
+    texts = {
+        change: renderer.render(
+            template=Purpose.SECURITY_NOTICE.value,
+            channel=channel,
+            locale=locale,
+            params=_notice(change),
+            secret=None,
+            link=None,
+        ).text
+        for change in SecurityChange
+    }
+
+    assert len(SecurityChange) == len(set(texts.values()))
+    assert "+34***78" in texts[SecurityChange.SIGN_IN_METHOD_ADDED]
 
 
 @pytest.mark.parametrize("locale", ["fr", "de-DE", "", "../../etc", "en-US", "x" * 200])

@@ -50,7 +50,7 @@ async def test_wrong_passwords_and_unknown_identifiers_get_one_answer(
 
 async def test_an_unverified_sign_up_cannot_sign_in(world: World) -> None:
     await world.request_sign_up(
-        RequestSignUpCommand(identifier="bob@example.com", password=PASSWORD, client_address=CLIENT)
+        RequestSignUpCommand(identifier="bob@example.com", client_address=CLIENT)
     )
 
     with pytest.raises(InvalidCredentials):
@@ -74,7 +74,10 @@ async def test_adding_a_phone_number_verifies_it_for_the_caller(world: World) ->
 
     receipt = await world.request_sign_in_method(
         RequestSignInMethodCommand(
-            identity_id=principal.identity_id, identifier=phone, client_address=CLIENT
+            principal=principal,
+            elevation_token=await world.elevated(principal),
+            identifier=phone,
+            client_address=CLIENT,
         )
     )
     [message] = world.messages(Purpose.ADD_SIGN_IN_METHOD)
@@ -102,7 +105,8 @@ async def test_adding_someone_elses_identifier_sends_nothing(world: World) -> No
 
     await world.request_sign_in_method(
         RequestSignInMethodCommand(
-            identity_id=principal.identity_id,
+            principal=principal,
+            elevation_token=await world.elevated(principal),
             identifier="bob@example.com",
             client_address=CLIENT,
         )

@@ -18,7 +18,7 @@ from application.identity.challenge_issuer import ChallengeIssuer
 from application.identity.confirm_password_recovery import ConfirmPasswordRecovery
 from application.identity.confirm_sign_in_method import ConfirmSignInMethod
 from application.identity.confirm_sign_up import ConfirmSignUp, ConfirmSignUpCommand
-from application.identity.confirm_step_up import ConfirmStepUp
+from application.identity.confirm_step_up import ConfirmStepUp, ConfirmStepUpCommand
 from application.identity.create_organization import CreateOrganization, CreateOrganizationCommand
 from application.identity.invite_member import InviteMember
 from application.identity.principal import Principal
@@ -28,10 +28,13 @@ from application.identity.request_magic_link import RequestMagicLink
 from application.identity.request_password_recovery import RequestPasswordRecovery
 from application.identity.request_sign_in_method import RequestSignInMethod
 from application.identity.request_sign_up import RequestSignUp, RequestSignUpCommand
-from application.identity.request_step_up import RequestStepUp
+from application.identity.request_step_up import RequestStepUp, RequestStepUpCommand
 from application.identity.revoke_invitation import RevokeInvitation
+from application.identity.revoke_sessions import RevokeSessions
+from application.identity.security_notices import SecurityNotices
 from application.identity.services import IdentityServices
 from application.identity.sign_in import SessionStarter, SignIn, SignInCommand
+from application.identity.sign_out import SignOut
 from domain.identity.rate_limits import Backoff
 from domain.outbox.messages import Message
 from domain.purposes import Purpose
@@ -86,8 +89,12 @@ class World:
         )
 
     @property
+    def notices(self) -> SecurityNotices:
+        return SecurityNotices(ids=self.ids)
+
+    @property
     def answers(self) -> ChallengeAnswers:
-        return ChallengeAnswers(hasher=self.hasher, telemetry=self.telemetry)
+        return ChallengeAnswers(hasher=self.hasher, telemetry=self.telemetry, notices=self.notices)
 
     @property
     def sessions(self) -> SessionStarter:
@@ -100,17 +107,13 @@ class World:
 
     @property
     def request_sign_up(self) -> RequestSignUp:
-        return RequestSignUp(
-            issuer=self.issuer,
-            hasher=self.hasher,
-            limits=self.limits,
-            ids=self.ids,
-            **self._common(),
-        )
+        return RequestSignUp(issuer=self.issuer, limits=self.limits, ids=self.ids, **self._common())
 
     @property
     def confirm_sign_up(self) -> ConfirmSignUp:
-        return ConfirmSignUp(answers=self.answers, limits=self.limits, **self._common())
+        return ConfirmSignUp(
+            answers=self.answers, hasher=self.hasher, limits=self.limits, **self._common()
+        )
 
     @property
     def sign_in(self) -> SignIn:
@@ -126,12 +129,22 @@ class World:
         return AuthenticateBearer(transactions=self.db, clock=self.clock)
 
     @property
+    def sign_out(self) -> SignOut:
+        return SignOut(**self._common())
+
+    @property
+    def revoke_sessions(self) -> RevokeSessions:
+        return RevokeSessions(notices=self.notices, **self._common())
+
+    @property
     def request_sign_in_method(self) -> RequestSignInMethod:
         return RequestSignInMethod(issuer=self.issuer, limits=self.limits, **self._common())
 
     @property
     def confirm_sign_in_method(self) -> ConfirmSignInMethod:
-        return ConfirmSignInMethod(answers=self.answers, limits=self.limits, **self._common())
+        return ConfirmSignInMethod(
+            answers=self.answers, notices=self.notices, limits=self.limits, **self._common()
+        )
 
     @property
     def request_password_recovery(self) -> RequestPasswordRecovery:
@@ -141,6 +154,7 @@ class World:
     def confirm_password_recovery(self) -> ConfirmPasswordRecovery:
         return ConfirmPasswordRecovery(
             answers=self.answers,
+            notices=self.notices,
             hasher=self.hasher,
             limits=self.limits,
             **self._common(),
@@ -203,6 +217,8 @@ class World:
             confirm_sign_up=self.confirm_sign_up,
             sign_in=self.sign_in,
             authenticate=self.authenticate,
+            sign_out=self.sign_out,
+            revoke_sessions=self.revoke_sessions,
             request_sign_in_method=self.request_sign_in_method,
             confirm_sign_in_method=self.confirm_sign_in_method,
             request_password_recovery=self.request_password_recovery,
@@ -242,12 +258,13 @@ class World:
     async def signed_up(self, identifier: str = "alice@example.com") -> Principal:
         """An account with a verified identifier, signed in."""
         await self.request_sign_up(
-            RequestSignUpCommand(identifier=identifier, password=PASSWORD, client_address=CLIENT)
+            RequestSignUpCommand(identifier=identifier, client_address=CLIENT)
         )
         await self.confirm_sign_up(
             ConfirmSignUpCommand(
                 identifier=identifier,
                 code=self.last_secret(Purpose.SIGN_UP),
+                password=PASSWORD,
                 client_address=CLIENT,
             )
         )
@@ -255,6 +272,18 @@ class World:
             SignInCommand(identifier=identifier, password=PASSWORD, client_address=CLIENT)
         )
         return await self.authenticate(grant.token)
+
+    async def elevated(self, principal: Principal) -> str:
+        """Step ``principal``'s session up; return the elevation token."""
+        await self.request_step_up(RequestStepUpCommand(principal=principal, client_address=CLIENT))
+        grant = await self.confirm_step_up(
+            ConfirmStepUpCommand(
+                principal=principal,
+                code=self.last_secret(Purpose.STEP_UP),
+                client_address=CLIENT,
+            )
+        )
+        return grant.token
 
     async def organization(self, founder: Principal, name: str = "Acme") -> UUID:
         """A new organization founded by ``founder``."""

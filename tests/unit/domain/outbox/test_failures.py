@@ -24,6 +24,7 @@ DECISIONS = {
     FailureClass.SUPERSEDED_BY_RESEND: Decision.DEAD_LETTER,
     FailureClass.CHALLENGE_CONSUMED: Decision.DEAD_LETTER,
     FailureClass.INVITATION_REVOKED: Decision.DEAD_LETTER,
+    FailureClass.CHALLENGE_LOCKED: Decision.DEAD_LETTER,
 }
 
 
@@ -52,6 +53,7 @@ def test_each_class_leads_to_its_decision(failure_class: FailureClass, decision:
         (FailureClass.SUPERSEDED_BY_RESEND, "superseded_by_resend"),
         (FailureClass.CHALLENGE_CONSUMED, "challenge_consumed"),
         (FailureClass.INVITATION_REVOKED, "invitation_revoked"),
+        (FailureClass.CHALLENGE_LOCKED, "challenge_locked"),
     ],
 )
 def test_each_class_stores_the_name_the_spec_gives_it(

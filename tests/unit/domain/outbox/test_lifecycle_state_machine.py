@@ -39,6 +39,8 @@ from tests.fakes.clock import EPOCH
 LEASE = timedelta(seconds=60)
 WORKERS = ("worker-1", "worker-2", "worker-3")
 SUBJECTS = (UUID(int=0xA1), UUID(int=0xA2))
+# Purposes whose messages carry no sealed secret (and are never superseded).
+NO_SECRET = (Purpose.NOTIFICATION, Purpose.SECURITY_NOTICE)
 RETRYABLE = (
     FailureClass.THROTTLED,
     FailureClass.UNAVAILABLE,
@@ -155,7 +157,7 @@ class Lifecycle(RuleBasedStateMachine):
             subject=message.subject_id,
             expires_at=message.expires_at,
             available_at=self.now,
-            has_secret=message.purpose is not Purpose.NOTIFICATION,
+            has_secret=message.purpose not in NO_SECRET,
         )
         return message.id
 
@@ -212,7 +214,7 @@ class Lifecycle(RuleBasedStateMachine):
                 subject_id=None if notification else subject,
                 template=str(purpose),
                 now=self.now,
-                sealed_secret=None if notification else f"v1.secret-{new_id.int}",
+                sealed_secret=None if purpose in NO_SECRET else f"v1.secret-{new_id.int}",
                 expires_at=None if lifetime is None else self.now + timedelta(seconds=lifetime),
             )
         )
@@ -380,7 +382,7 @@ class Lifecycle(RuleBasedStateMachine):
     @rule(message_id=ids)
     def supersede(self, message_id: UUID) -> None:
         message, expected = self.store[message_id], self.model[message_id]
-        if expected.live and expected.purpose not in (Purpose.INVITATION, Purpose.NOTIFICATION):
+        if expected.live and expected.purpose not in (Purpose.INVITATION, *NO_SECRET):
             self.store[message_id] = message.supersede(self.now)
             expected.finish(State.DEAD_LETTERED, FailureClass.SUPERSEDED_BY_RESEND)
         else:

@@ -1,0 +1,21 @@
+"""A fresh step-up: an elevation token that belongs to the caller's very session."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from application.identity.ports import IdentityStore
+from application.identity.principal import Principal
+from domain.identity.tokens import token_digest
+
+
+async def is_elevated(
+    store: IdentityStore, principal: Principal, elevation_token: str | None, now: datetime
+) -> bool:
+    """Whether ``elevation_token`` names a live elevation of ``principal``'s session."""
+    if not elevation_token:
+        return False
+    elevation = await store.find_elevation(token_digest(elevation_token))
+    return elevation is not None and elevation.elevates(
+        session_id=principal.session_id, identity_id=principal.identity_id, now=now
+    )

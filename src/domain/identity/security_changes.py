@@ -1,0 +1,14 @@
+"""The changes to an account's security that its owner is told about (SPEC §14)."""
+
+from __future__ import annotations
+
+import enum
+
+
+class SecurityChange(enum.StrEnum):
+    """What happened; the value is the ``change`` parameter of the security_notice template."""
+
+    SIGN_IN_METHOD_ADDED = "sign_in_method_added"
+    PASSWORD_RESET = "password_reset"  # noqa: S105 - a kind of change, not a password
+    SESSIONS_REVOKED = "sessions_revoked"
+    WRONG_CODE_BUDGET_EXHAUSTED = "wrong_code_budget_exhausted"
