@@ -28,8 +28,9 @@ class Priority(enum.IntEnum):
 
     @classmethod
     def default_for(cls, purpose: Purpose) -> Priority:
-        """Every purpose that carries a secret is security traffic; notifications are normal."""
-        return cls.HIGH if purpose.carries_secret else cls.NORMAL
+        """Security purposes (codes, links, invitations, security notices) are high; plain
+        notifications are normal."""
+        return cls.HIGH if purpose.is_security else cls.NORMAL
 
 
 FAIR_SHARE = 10  # one slot in this many goes to the oldest due messages

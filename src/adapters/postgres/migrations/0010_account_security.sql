@@ -5,8 +5,10 @@
 SET LOCAL ROLE outbox_owner;
 
 -- Purposes and withdrawal reasons ------------------------------------------------------------
--- A security notice carries no secret and names the account it is about as its subject. A
--- challenge locked by wrong codes withdraws its unsent message (challenge_locked). The new
+-- A security notice carries no secret and names the account it is about as its subject
+-- (outbox.enqueue_message, replaced after this file by 0013 and 0014, accepts it from
+-- 0014_trace_context.sql on; a later replacement must keep it). A challenge locked by wrong codes withdraws its unsent message
+-- (challenge_locked). The new
 -- constraints are added NOT VALID and then validated, so existing rows are checked without
 -- holding the table's strongest lock for the scan.
 
@@ -25,91 +27,6 @@ ALTER TABLE outbox.messages
     )) NOT VALID;
 ALTER TABLE outbox.messages VALIDATE CONSTRAINT messages_purpose_known;
 ALTER TABLE outbox.messages VALIDATE CONSTRAINT messages_reason_known;
-
--- The producer contract of 0003, now knowing security_notice (no secret, like a
--- notification). Same signature, so the grants of 0003 stay as they are.
-CREATE OR REPLACE FUNCTION outbox.enqueue_message(
-    p_id uuid,
-    p_purpose text,
-    p_channel text,
-    p_destination text,
-    p_subject_id uuid,
-    p_template text,
-    p_params jsonb DEFAULT '{}',
-    p_locale text DEFAULT 'en',
-    p_sealed_secret text DEFAULT NULL,
-    p_expires_at timestamptz DEFAULT NULL
-) RETURNS integer
-LANGUAGE plpgsql
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_now timestamptz := pg_catalog.statement_timestamp();
-    v_superseded integer := 0;
-BEGIN
-    IF p_purpose IS NULL OR p_purpose NOT IN (
-        'sign_up', 'add_sign_in_method', 'password_recovery', 'step_up',
-        'invitation', 'magic_link', 'notification', 'security_notice'
-    ) THEN
-        RAISE EXCEPTION 'p_purpose: unknown purpose %', p_purpose
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF p_purpose IN ('notification', 'security_notice') AND p_sealed_secret IS NOT NULL THEN
-        RAISE EXCEPTION 'p_sealed_secret: a % message carries no secret', p_purpose
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF p_purpose NOT IN ('notification', 'security_notice') AND p_sealed_secret IS NULL THEN
-        RAISE EXCEPTION 'p_sealed_secret: a % message needs a sealed secret', p_purpose
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF p_expires_at IS NOT NULL AND p_expires_at <= v_now THEN
-        RAISE EXCEPTION 'p_expires_at: the message would be born expired'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-
-    INSERT INTO outbox.messages (
-        id, purpose, channel, destination, subject_id, template, params, locale,
-        available_at, expires_at, created_at
-    ) VALUES (
-        p_id, p_purpose, p_channel, p_destination, p_subject_id, p_template,
-        COALESCE(p_params, '{}'), COALESCE(p_locale, 'en'), v_now, p_expires_at, v_now
-    );
-    IF p_sealed_secret IS NOT NULL THEN
-        INSERT INTO outbox.envelopes (message_id, sealed) VALUES (p_id, p_sealed_secret);
-    END IF;
-
-    -- OB7: a newer message of a supersedable purpose withdraws every older live one of its
-    -- subject. The UPDATE re-checks the state on the locked row, so a worker that records
-    -- first wins and a worker that records later finds its lease gone (OX-S8). Security
-    -- notices never supersede each other: every change is told.
-    IF p_subject_id IS NOT NULL AND p_purpose IN (
-        'sign_up', 'add_sign_in_method', 'password_recovery', 'step_up', 'magic_link'
-    ) THEN
-        WITH superseded AS (
-            UPDATE outbox.messages AS m
-            SET state = 'dead_lettered',
-                lease_owner = NULL,
-                lease_token = NULL,
-                lease_expires_at = NULL,
-                dead_lettered_at = v_now,
-                dead_letter_reason = 'superseded_by_resend'
-            WHERE m.subject_id = p_subject_id
-              AND m.purpose = p_purpose
-              AND m.state IN ('pending', 'leased')
-              AND m.id <> p_id
-            RETURNING m.id
-        ), dropped AS (
-            DELETE FROM outbox.envelopes AS e USING superseded AS s WHERE e.message_id = s.id
-        )
-        SELECT pg_catalog.count(*) INTO v_superseded FROM superseded;
-    END IF;
-
-    -- A payload-free wake-up hint; identical notifications fold into one per transaction.
-    PERFORM pg_catalog.pg_notify('outbox_work', '');
-    RETURN v_superseded;
-END
-$$;
 
 -- Withdraw every live message of a subject that was consumed, revoked or locked (0003, now
 -- with challenge_locked); fences leases. Same signature: the grants of 0003 stay.

@@ -67,16 +67,17 @@ DECLARE
 BEGIN
     IF p_purpose IS NULL OR p_purpose NOT IN (
         'sign_up', 'add_sign_in_method', 'password_recovery', 'step_up',
-        'invitation', 'magic_link', 'notification'
+        'invitation', 'magic_link', 'notification', 'security_notice'
     ) THEN
         RAISE EXCEPTION 'p_purpose: unknown purpose %', p_purpose
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_purpose = 'notification' AND p_sealed_secret IS NOT NULL THEN
-        RAISE EXCEPTION 'p_sealed_secret: a notification carries no secret'
+    -- Notifications and security notices (0010_account_security.sql) carry no secret.
+    IF p_purpose IN ('notification', 'security_notice') AND p_sealed_secret IS NOT NULL THEN
+        RAISE EXCEPTION 'p_sealed_secret: a % message carries no secret', p_purpose
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_purpose <> 'notification' AND p_sealed_secret IS NULL THEN
+    IF p_purpose NOT IN ('notification', 'security_notice') AND p_sealed_secret IS NULL THEN
         RAISE EXCEPTION 'p_sealed_secret: a % message needs a sealed secret', p_purpose
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
