@@ -154,7 +154,7 @@ FUNCTION_GRANTS.update(
 # Account security (0010_account_security.sql): signing out one session and the wrong-code
 # budget, for the API role only.
 FUNCTION_GRANTS.update(
-    (signature, EXECUTE_BY_RUNTIME)
+    (signature, EXECUTE_BY_IDENTITY)
     for signature in (
         "identity.revoke_session(uuid,timestamp with time zone)",
         "identity.hold_code_budget(uuid,text,date)",

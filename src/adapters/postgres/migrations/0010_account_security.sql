@@ -130,12 +130,12 @@ AS $$
     SET wrong_codes = excluded.wrong_codes, exhausted_at = excluded.exhausted_at
 $$;
 
--- Grants: the new identity functions for the API role only, like those of 0005.
+-- Grants: the new identity functions for the API role (identity_service, 0009) only.
 REVOKE ALL ON FUNCTION identity.revoke_session(uuid, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION identity.hold_code_budget(uuid, text, date) FROM PUBLIC;
 REVOKE ALL ON FUNCTION identity.save_code_budget(uuid, text, date, integer, timestamptz)
     FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION identity.revoke_session(uuid, timestamptz) TO outbox_runtime;
-GRANT EXECUTE ON FUNCTION identity.hold_code_budget(uuid, text, date) TO outbox_runtime;
+GRANT EXECUTE ON FUNCTION identity.revoke_session(uuid, timestamptz) TO identity_service;
+GRANT EXECUTE ON FUNCTION identity.hold_code_budget(uuid, text, date) TO identity_service;
 GRANT EXECUTE ON FUNCTION identity.save_code_budget(uuid, text, date, integer, timestamptz)
-    TO outbox_runtime;
+    TO identity_service;
