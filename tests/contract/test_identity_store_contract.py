@@ -15,6 +15,7 @@ from application.identity.errors import IdentifierTaken
 from application.identity.ports import MagicLinkTarget, RecoveryTarget
 from domain.channels import Channel
 from domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
+from domain.identity.code_budgets import Audience, CodeBudget
 from domain.identity.identities import Identity, LoginIdentifier
 from domain.identity.invitations import (
     Invitation,
@@ -26,6 +27,7 @@ from domain.identity.magic_links import MagicLink
 from domain.identity.organizations import Membership, Permission, found_organization
 from domain.identity.rate_limits import Backoff, RateLimit
 from domain.identity.sessions import Elevation, Session
+from domain.outbox.failures import FailureClass
 from domain.outbox.messages import Message
 from domain.purposes import Purpose
 from tests.contract.identity_harness import (
@@ -527,3 +529,85 @@ async def test_a_challenge_answer_round_trips(harness: IdentityHarness) -> None:
 
     assert found is not None
     assert (1, ChallengeState.OPEN) == (found.failed_attempts, found.state)
+
+
+async def test_signing_out_revokes_that_session_only_and_once(harness: IdentityHarness) -> None:
+    identity_id = await account(harness)
+    now = harness.now()
+    first, second = (
+        Session.start(
+            id=uuid7(),
+            identity_id=identity_id,
+            token_digest=digest(n),
+            now=now,
+            lifetime=timedelta(hours=1),
+        )
+        for n in (31, 32)
+    )
+    async with harness.transactions.begin() as uow:
+        await uow.identity.add_session(first)
+        await uow.identity.add_session(second)
+        await uow.commit()
+
+    async with harness.transactions.begin() as uow:
+        assert 1 == await uow.identity.revoke_session(session_id=first.id, now=now)
+        assert 0 == await uow.identity.revoke_session(session_id=first.id, now=now)
+        assert 0 == await uow.identity.revoke_session(session_id=uuid7(), now=now)
+        await uow.commit()
+
+    async with harness.transactions.begin() as uow:
+        ended = await uow.identity.find_session(digest(31))
+        kept = await uow.identity.find_session(digest(32))
+    assert ended is not None
+    assert now == ended.revoked_at
+    assert kept is not None
+    assert kept.is_active(now)
+
+
+async def test_a_code_budget_starts_empty_and_round_trips_per_audience_and_day(
+    harness: IdentityHarness,
+) -> None:
+    identity_id = await account(harness)
+    now = harness.now()
+    today = CodeBudget.day_of(now)
+
+    async with harness.transactions.begin() as uow:
+        fresh = await uow.identity.hold_code_budget(
+            identity_id=identity_id, audience=Audience.ANYONE, day=today
+        )
+        await uow.identity.save_code_budget(fresh.spend(now=now, limit=1))
+        await uow.commit()
+
+    async with harness.transactions.begin() as uow:
+        spent = await uow.identity.hold_code_budget(
+            identity_id=identity_id, audience=Audience.ANYONE, day=today
+        )
+        other_audience = await uow.identity.hold_code_budget(
+            identity_id=identity_id, audience=Audience.SESSION, day=today
+        )
+        tomorrow = await uow.identity.hold_code_budget(
+            identity_id=identity_id, audience=Audience.ANYONE, day=today + timedelta(days=1)
+        )
+    assert (0, None) == (fresh.wrong_codes, fresh.exhausted_at)
+    assert (1, now) == (spent.wrong_codes, spent.exhausted_at)
+    assert (0, None) == (other_audience.wrong_codes, other_audience.exhausted_at)
+    assert (0, None) == (tomorrow.wrong_codes, tomorrow.exhausted_at)
+
+
+async def test_a_locked_challenge_withdraws_its_messages(harness: IdentityHarness) -> None:
+    """cancel_by_subject takes challenge_locked as it takes challenge_consumed."""
+    identity_id = await account(harness)
+    opened = challenge(harness, identity_id)
+    async with harness.transactions.begin() as uow:
+        await uow.identity.save_challenge(opened)
+        await uow.outbox.enqueue(message_for(harness, opened.purpose, opened.id))
+        await uow.commit()
+
+    async with harness.transactions.begin() as uow:
+        cancelled = await uow.outbox.cancel_by_subject(
+            subject_id=opened.id, reason=FailureClass.CHALLENGE_LOCKED
+        )
+        await uow.commit()
+
+    assert 1 == cancelled
+    assert [("dead_lettered", "challenge_locked")] == await harness.messages(opened.id)

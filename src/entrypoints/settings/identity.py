@@ -84,6 +84,7 @@ def read_identity_settings(read: EnvironmentReader, *, development: bool) -> Ide
                 minimum=_MIN_CODE_DIGITS,
                 maximum=_MAX_CODE_DIGITS,
             ),
+            wrong_codes_per_day=read.integer("WRONG_CODES_PER_DAY", challenges.wrong_codes_per_day),
         ),
         session_lifetime=read.seconds("SESSION_LIFETIME_SECONDS", timedelta(hours=12), minimum=1),
         elevation_lifetime=read.seconds(

@@ -198,6 +198,16 @@ class Api:
         assert 201 == response.status_code, response.text
         return str(response.json()["elevationToken"])
 
+    async def add_sign_in_method(self, token: str, identifier: str) -> Any:
+        """Step up, then ask for a code to add ``identifier``; return the response."""
+        elevation = await self.elevated(token)
+        return await self.post(
+            "/sign-in-methods",
+            {"identifier": identifier},
+            token=token,
+            headers={"Elevation-Token": elevation},
+        )
+
     async def sign_in(self, identifier: str, password: str = PASSWORD) -> str:
         """Sign in; return the bearer token."""
         response = await self.post("/sessions", {"identifier": identifier, "password": password})

@@ -84,14 +84,8 @@ async def test_a_stolen_bearer_token_alone_cannot_add_a_sign_in_method(api: Api)
 
 async def test_an_added_sign_in_method_notifies_the_existing_address(api: Api) -> None:
     token = await api.signed_up(ALICE)
-    elevation = await api.elevated(token)
 
-    await api.post(
-        "/sign-in-methods",
-        {"identifier": "+34612345678"},
-        token=token,
-        headers={"Elevation-Token": elevation},
-    )
+    await api.add_sign_in_method(token, "+34612345678")
     code = (await api.deliver_one()).content.text
     confirmed = await api.post(
         "/sign-in-methods/confirmations",

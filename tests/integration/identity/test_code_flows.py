@@ -177,13 +177,7 @@ async def test_a_recovery_ends_old_sessions_and_sets_the_new_password(api: Api) 
 
 async def test_a_new_phone_number_signs_in(api: Api) -> None:
     token = await api.signed_up(ALICE)
-    elevation = await api.elevated(token)
-    await api.post(
-        "/sign-in-methods",
-        {"identifier": "+34612345678"},
-        token=token,
-        headers={"Elevation-Token": elevation},
-    )
+    await api.add_sign_in_method(token, "+34612345678")
     delivery = await api.deliver_one()
     assert "sms" == delivery.channel
 

@@ -23,6 +23,7 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert timedelta(minutes=10) == settings.challenges.lifetime
     assert 5 == settings.challenges.max_failed_attempts
     assert 6 == settings.challenges.code_digits
+    assert 20 == settings.challenges.wrong_codes_per_day
     assert timedelta(hours=12) == settings.session_lifetime
     assert timedelta(minutes=5) == settings.elevation_lifetime
     assert timedelta(minutes=15) == settings.magic_link_lifetime
@@ -68,8 +69,11 @@ def test_variables_override_the_defaults() -> None:
             "OUTBOX_RATE_LIMIT_INVITATIONS_PER_ADDRESS": "2",
             "OUTBOX_CODE_DIGITS": "8",
             "OUTBOX_CHALLENGE_LIFETIME_SECONDS": "300",
+            "OUTBOX_WRONG_CODES_PER_DAY": "30",
         }
     )
+
+    assert 30 == settings.challenges.wrong_codes_per_day
 
     assert RateLimit(limit=3, window=timedelta(seconds=10)) == settings.rate_limits.per_client
     assert 2 == settings.rate_limits.invitations_per_address.limit
@@ -87,6 +91,7 @@ def test_variables_override_the_defaults() -> None:
         ("OUTBOX_SMS_HOURLY_BUDGET_PER_PREFIX", "0", "at least 1"),
         ("OUTBOX_CODE_DIGITS", "4", "at least 6"),
         ("OUTBOX_CODE_DIGITS", "20", "at most 12"),
+        ("OUTBOX_WRONG_CODES_PER_DAY", "0", "at least 1"),
     ],
 )
 def test_a_bad_value_names_its_variable(variable: str, value: str, problem: str) -> None:
