@@ -8,13 +8,13 @@ from datetime import timedelta
 import pytest
 
 from domain.identity.rate_limits import RateLimit
-from tests.integration.identity.api import PASSWORD, Api, problem_type
+from tests.integration.identity.api import Api, problem_type
 
 pytestmark = pytest.mark.integration
 
 
 async def _sign_up(api: Api, number: str) -> object:
-    return await api.post("/sign-ups", {"identifier": number, "password": PASSWORD})
+    return await api.post("/sign-ups", {"identifier": number})
 
 
 async def test_a_number_no_country_has_is_refused(api: Api) -> None:
