@@ -26,7 +26,6 @@ from tests.integration.deploy.artifacts import (
     outboxctl_command,
     unread_variables,
 )
-from tests.integration.deploy.test_systemd_units import AWAITED
 
 DOCKERFILE = DEPLOY / "docker" / "Dockerfile"
 IGNORE = DEPLOY / "docker" / "Dockerfile.dockerignore"
@@ -164,4 +163,4 @@ def test_the_image_variables_are_read_by_the_settings() -> None:
     outbox = {name for name in environ if name.startswith("OUTBOX_")}
     assert outbox
     processes = [Process(name=c, command=c, environ=environ) for c in ("serve", "worker")]
-    assert set() == unread_variables(outbox, processes) - AWAITED
+    assert set() == unread_variables(outbox, processes)
