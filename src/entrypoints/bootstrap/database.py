@@ -8,6 +8,7 @@ import enum
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import structlog
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
@@ -28,6 +29,9 @@ DEPRECATED_PRODUCER_ROLE = "outbox_runtime"  # the old name of the producer's ro
 GROUP_ROLES = (OWNER_ROLE, PRODUCER_ROLE, IDENTITY_ROLE, WORKER_ROLE, DEPRECATED_PRODUCER_ROLE)
 
 
+_ANNOUNCED: set[Path] = set()  # embedded servers this process has said it uses
+
+
 def embedded_data_dir(settings: Settings) -> Path:
     """Where the embedded PostgreSQL keeps its data when no database URL is configured."""
     return settings.data_dir / "postgres"
@@ -40,7 +44,15 @@ def resolve_database_url(settings: Settings) -> str:
     """
     if settings.database.url is not None:
         return settings.database.url
-    return EmbeddedPostgres.start(embedded_data_dir(settings)).ensure_database()
+    data_dir = embedded_data_dir(settings)
+    url = EmbeddedPostgres.start(data_dir).ensure_database()
+    if data_dir not in _ANNOUNCED:
+        # The one line the embedded server gets at info (the wheel's own stay below it).
+        _ANNOUNCED.add(data_dir)
+        structlog.get_logger().info(
+            "embedded_postgres.ready", logger="outbox", data_dir=str(data_dir)
+        )
+    return url
 
 
 def resolve_worker_database_url(settings: Settings) -> str:

@@ -6,6 +6,15 @@ This runs in CI even though CI points the rest of the suite at the machine's ser
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -16,6 +25,23 @@ from entrypoints.cli.app import app
 from entrypoints.cli.exit_codes import ExitCode
 
 pytestmark = pytest.mark.integration
+
+OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A data directory outside pytest's own temporary root.
+
+    Run as root, the server runs as the ``embedded_postgres`` OS user, which must traverse
+    the directory's parents; pytest keeps its root private (0700) and resets it when another
+    session starts, so a directory under it is not reliably reachable.
+    """
+    path = Path(tempfile.mkdtemp(prefix="outbox-embedded-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_db_migrate_without_a_url_migrates_an_embedded_server_in_the_data_dir(tmp_path):
@@ -36,3 +62,95 @@ def test_db_migrate_without_a_url_migrates_an_embedded_server_in_the_data_dir(tm
             assert ("outbox.expire_messages(integer)",) == tuple(map(str, row.fetchone() or ()))
     finally:
         EmbeddedPostgres.start(tmp_path / "postgres").stop()
+
+
+def _postmaster_pid(data_dir: Path) -> int | None:
+    pid_file = data_dir / "postmaster.pid"
+    if not pid_file.exists():
+        return None
+    return int(pid_file.read_text().split()[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _outboxctl(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+        "OUTBOX_DATA_DIR": str(tmp_path),
+        "OUTBOX_LOG_FORMAT": "json",
+    }
+    return subprocess.run(
+        [OUTBOXCTL, *command],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_embedded_server_says_one_line_at_info(tmp_path: Path) -> None:
+    try:
+        result = _outboxctl(tmp_path, "db", "migrate", "--json")  # no progress bar
+    finally:
+        EmbeddedPostgres.start(tmp_path / "postgres").stop()
+
+    assert 0 == result.returncode, result.stderr
+    lines = [json.loads(line) for line in result.stderr.splitlines()]
+    assert ["embedded_postgres.ready"] == [line["event"] for line in lines]
+
+
+# A process that starts the embedded server and stays until killed.
+HOLDER = (
+    "import sys, time; from pathlib import Path;"
+    " from adapters.postgres.embedded import EmbeddedPostgres;"
+    " EmbeddedPostgres.start(Path(sys.argv[1])); print('up', flush=True); time.sleep(600)"
+)
+
+
+def test_a_server_orphaned_by_kill_9_is_adopted_and_stopped_by_the_next_clean_exit(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "postgres"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            HOLDER,
+            str(data_dir),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert "up\n" == holder.stdout.readline()
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+        orphan = _postmaster_pid(data_dir)
+        assert orphan is not None
+        assert _alive(orphan)  # nobody stopped it: the killed process never ran its clean-up
+
+        status = _outboxctl(tmp_path, "db", "status", "--json")  # adopts it, exits cleanly
+
+        assert 0 == status.returncode, status.stderr
+        for _ in range(100):
+            if not _alive(orphan):
+                break
+            time.sleep(0.1)
+        assert not _alive(orphan)
+        assert _postmaster_pid(data_dir) is None
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.wait(timeout=10)
+        if holder.stdout is not None:
+            holder.stdout.close()
+        if _postmaster_pid(data_dir) is not None:
+            EmbeddedPostgres.start(data_dir).stop()
