@@ -1,0 +1,142 @@
+"""A real PgBouncer 1.18 (before 1.21) in transaction mode, in front of the test database.
+
+PgBouncer before 1.21 does not track prepared statements: a server connection keeps the
+statements one client prepared and hands them to the next, so psycopg's ``_pg3_0`` already
+exists (42P05) or is missing (26000). ``outboxctl`` names the setting to change instead of a
+traceback, and with ``OUTBOX_DB_PREPARED_STATEMENTS=false`` the same commands work.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from entrypoints.cli.exit_codes import ExitCode
+from tests.integration.providers.network import free_port
+
+pytestmark = pytest.mark.integration
+
+OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
+PASSWORD = "pooler-secret-7f3a"
+COMMANDS = [("backlog",), ("dead-letters", "list"), ("db", "status")]
+
+
+def _pgbouncer_binary() -> str:
+    binary = shutil.which("pgbouncer") or (
+        "/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None
+    )
+    if binary is None:
+        pytest.fail("pgbouncer is not installed: apt-get install pgbouncer")
+    return binary
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"pgbouncer exited {process.returncode}: {log.read_text()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        except OSError:
+            time.sleep(0.1)
+        else:
+            return
+    pytest.fail(f"pgbouncer did not listen on {port}: {log.read_text()}")
+
+
+@pytest.fixture
+def pgbouncer_url(database_url: str) -> Iterator[str]:
+    """``database_url`` through a private PgBouncer (transaction pooling, one server link)."""
+    binary = _pgbouncer_binary()
+    target = conninfo_to_dict(database_url)
+    database, user = str(target["dbname"]), str(target.get("user", "root"))
+    host, server_port = target.get("host", "127.0.0.1"), target.get("port", 5432)
+    # Outside pytest's private (0700) temporary root: PgBouncer refuses to run as root and
+    # runs as ``nobody``, which must read the ini and the auth file here (it writes nothing).
+    directory = Path(tempfile.mkdtemp(prefix="outbox-pgbouncer-"))
+    directory.chmod(0o755)
+    port = free_port()
+    (directory / "users.txt").write_text(f'"{user}" ""\n')
+    ini = directory / "pgbouncer.ini"
+    ini.write_text(
+        "[databases]\n"
+        f"{database} = host={host} port={server_port} dbname={database}\n"
+        "[pgbouncer]\n"
+        "listen_addr = 127.0.0.1\n"
+        f"listen_port = {port}\n"
+        'unix_socket_dir = ""\n'
+        "auth_type = trust\n"
+        f"auth_file = {directory / 'users.txt'}\n"
+        "pool_mode = transaction\n"
+        "default_pool_size = 1\n"
+        "max_client_conn = 50\n"
+    )
+    for path in directory.iterdir():
+        path.chmod(0o644)
+    log = directory / "pgbouncer.err"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            [binary, "-u", "nobody", str(ini)] if os.geteuid() == 0 else [binary, str(ini)],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        _wait_for_port(port, process, log)
+        # PgBouncer trusts the login, so the password is never asked for, only carried.
+        yield f"postgresql://{user}:{PASSWORD}@127.0.0.1:{port}/{database}"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _run(url: str, data_dir: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+        "OUTBOX_DATABASE_URL": url,
+        "OUTBOX_DATA_DIR": str(data_dir),
+        **extra,
+    }
+    return subprocess.run(
+        [OUTBOXCTL, *command],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_pgbouncer_before_1_21_is_reported_as_the_prepared_statements_setting(
+    pgbouncer_url: str, tmp_path: Path
+) -> None:
+    """The first process prepares ``_pg3_0`` on the one server connection; the next collides."""
+    first = _run(pgbouncer_url, tmp_path, "backlog")
+    second = _run(pgbouncer_url, tmp_path, "backlog")
+
+    assert ExitCode.OK == first.returncode, first.stderr
+    assert ExitCode.CONFIGURATION == second.returncode, second.stderr
+    assert "prepared statement lost (42P05)" in second.stderr
+    assert "OUTBOX_DB_PREPARED_STATEMENTS=false" in second.stderr
+    assert "Traceback" not in second.stderr
+    assert "╭" not in second.stderr
+    assert PASSWORD not in second.stderr + second.stdout
+
+
+def test_without_prepared_statements_the_same_commands_work_through_pgbouncer(
+    pgbouncer_url: str, tmp_path: Path
+) -> None:
+    for command in COMMANDS * 2:
+        result = _run(pgbouncer_url, tmp_path, *command, OUTBOX_DB_PREPARED_STATEMENTS="false")
+
+        assert ExitCode.OK == result.returncode, (command, result.stderr)
