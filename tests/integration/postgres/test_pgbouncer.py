@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 
 OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
 PASSWORD = "pooler-secret-7f3a"
-COMMANDS = [("backlog",), ("dead-letters", "list"), ("db", "status")]
+COMMANDS = [("backlog",), ("dead-letters", "list"), ("worker", "--drain"), ("sweep", "expiry")]
 
 
 def _pgbouncer_binary() -> str:
@@ -117,12 +117,13 @@ def _run(url: str, data_dir: Path, *command: str, **extra: str) -> subprocess.Co
     )
 
 
+@pytest.mark.parametrize("command", COMMANDS)
 def test_pgbouncer_before_1_21_is_reported_as_the_prepared_statements_setting(
-    pgbouncer_url: str, tmp_path: Path
+    pgbouncer_url: str, tmp_path: Path, command: tuple[str, ...]
 ) -> None:
     """The first process prepares ``_pg3_0`` on the one server connection; the next collides."""
     first = _run(pgbouncer_url, tmp_path, "backlog")
-    second = _run(pgbouncer_url, tmp_path, "backlog")
+    second = _run(pgbouncer_url, tmp_path, *command)
 
     assert ExitCode.OK == first.returncode, first.stderr
     assert ExitCode.CONFIGURATION == second.returncode, second.stderr
