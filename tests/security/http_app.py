@@ -98,6 +98,14 @@ class App:
         message_id, purpose, sealed = row
         return SEALER.open(message_id=message_id, purpose=Purpose(purpose), envelope=sealed)
 
+    async def elevated(self, token: str, identifier: str) -> str:
+        """Step the session of ``token`` up with the code sent to ``identifier``."""
+        assert 201 == (await self.post("/step-ups", token=token)).status_code
+        code = await self.code_for(identifier)
+        confirmed = await self.post("/step-ups/confirmations", {"code": code}, token=token)
+        assert 201 == confirmed.status_code, confirmed.text
+        return str(confirmed.json()["elevationToken"])
+
     async def signed_up(self, identifier: str) -> str:
         """Sign up, confirm with the sealed code, sign in; return the bearer token."""
         account = {"identifier": identifier, "password": PASSWORD}

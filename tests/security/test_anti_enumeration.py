@@ -19,35 +19,35 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx
 import pytest
 
-from tests.integration.identity.api import PASSWORD
 from tests.security.http_app import App, Counters, serving
 
 pytestmark = pytest.mark.integration
 
 KNOWN = "alice@example.com"
 UNKNOWN = "nobody@example.com"
+PROBER = "prober@example.com"  # a second account, probing as itself
 
-Probe = Callable[[App, str, str], Awaitable[httpx.Response]]
+Probe = Callable[[App, str, dict[str, str]], Awaitable[httpx.Response]]
 
 
-async def _recovery(app: App, address: str, _token: str) -> httpx.Response:
+async def _recovery(app: App, address: str, _caller: dict[str, str]) -> httpx.Response:
     return await app.post("/password-recoveries", {"identifier": address})
 
 
-async def _magic_link(app: App, address: str, _token: str) -> httpx.Response:
+async def _magic_link(app: App, address: str, _caller: dict[str, str]) -> httpx.Response:
     return await app.post("/magic-links", {"email": address})
 
 
-async def _sign_up(app: App, address: str, _token: str) -> httpx.Response:
-    return await app.post("/sign-ups", {"identifier": address, "password": PASSWORD})
+async def _sign_up(app: App, address: str, _caller: dict[str, str]) -> httpx.Response:
+    return await app.post("/sign-ups", {"identifier": address})
 
 
-async def _sign_in(app: App, address: str, _token: str) -> httpx.Response:
+async def _sign_in(app: App, address: str, _caller: dict[str, str]) -> httpx.Response:
     return await app.post("/sessions", {"identifier": address, "password": "not the password"})
 
 
-async def _add_method(app: App, address: str, token: str) -> httpx.Response:
-    return await app.post("/sign-in-methods", {"identifier": address}, token=token)
+async def _add_method(app: App, address: str, caller: dict[str, str]) -> httpx.Response:
+    return await app.post("/sign-in-methods", {"identifier": address}, **caller)
 
 
 PROBES: dict[str, Probe] = {
@@ -79,13 +79,13 @@ def _delta(before: Counters, after: Counters) -> Counters:
 
 
 async def _observe(
-    app: App, probe: Probe, address: str, token: str
+    app: App, probe: Probe, address: str, caller: dict[str, str]
 ) -> tuple[httpx.Response, Counters, list[str]]:
     before = await app.counters()
     app.statements.statements.clear()
     app.statements.recording = True
     try:
-        response = await probe(app, address, token)
+        response = await probe(app, address, caller)
     finally:
         app.statements.recording = False
     return response, _delta(before, await app.counters()), list(app.statements.statements)
@@ -98,10 +98,15 @@ def _wire(response: httpx.Response) -> tuple[int, list[tuple[str, str]], bytes]:
 @pytest.mark.parametrize("route", list(PROBES))
 async def test_known_and_unknown_look_alike_on_both_listeners(app: App, route: str) -> None:
     probe = PROBES[route]
-    token = await app.signed_up("prober@example.com")
+    token = await app.signed_up(PROBER)
+    # Adding a method needs a fresh step-up; both requests carry the same one.
+    caller = {
+        "Authorization": f"Bearer {token}",
+        "Elevation-Token": await app.elevated(token, PROBER),
+    }
 
-    known, known_counters, known_statements = await _observe(app, probe, KNOWN, token)
-    unknown, unknown_counters, unknown_statements = await _observe(app, probe, UNKNOWN, token)
+    known, known_counters, known_statements = await _observe(app, probe, KNOWN, caller)
+    unknown, unknown_counters, unknown_statements = await _observe(app, probe, UNKNOWN, caller)
 
     assert known.status_code < 500, known.text
     assert _wire(known) == _wire(unknown)
