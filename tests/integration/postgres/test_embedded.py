@@ -23,10 +23,9 @@ from typer.testing import CliRunner
 from adapters.postgres.embedded import EmbeddedPostgres
 from entrypoints.cli.app import app
 from entrypoints.cli.exit_codes import ExitCode
+from tests.outboxctl import run_outboxctl
 
 pytestmark = pytest.mark.integration
-
-OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
 
 
 @pytest.fixture
@@ -80,19 +79,8 @@ def _alive(pid: int) -> bool:
 
 
 def _outboxctl(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
-        "OUTBOX_DATA_DIR": str(tmp_path),
-        "OUTBOX_LOG_FORMAT": "json",
-    }
-    return subprocess.run(
-        [OUTBOXCTL, *command],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    variables = {"OUTBOX_DATA_DIR": str(tmp_path), "OUTBOX_LOG_FORMAT": "json"}
+    return run_outboxctl(*command, variables=variables, timeout=120)
 
 
 def test_the_embedded_server_says_one_line_at_info(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -23,10 +22,10 @@ from psycopg.conninfo import conninfo_to_dict
 
 from entrypoints.cli.exit_codes import ExitCode
 from tests.integration.providers.network import free_port
+from tests.outboxctl import run_outboxctl
 
 pytestmark = pytest.mark.integration
 
-OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
 PASSWORD = "pooler-secret-7f3a"
 COMMANDS = [("backlog",), ("dead-letters", "list"), ("worker", "--drain"), ("sweep", "expiry")]
 
@@ -101,20 +100,8 @@ def pgbouncer_url(database_url: str) -> Iterator[str]:
 
 
 def _run(url: str, data_dir: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
-        "OUTBOX_DATABASE_URL": url,
-        "OUTBOX_DATA_DIR": str(data_dir),
-        **extra,
-    }
-    return subprocess.run(
-        [OUTBOXCTL, *command],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    variables = {"OUTBOX_DATABASE_URL": url, "OUTBOX_DATA_DIR": str(data_dir), **extra}
+    return run_outboxctl(*command, variables=variables)
 
 
 @pytest.mark.parametrize("command", COMMANDS)

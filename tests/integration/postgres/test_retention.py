@@ -10,9 +10,7 @@ a wrong comparison fails here; the lock is held from outside to show the sweep y
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -23,10 +21,10 @@ from adapters.postgres.dispatch_store import PostgresDispatchStore
 from application.outbox.purge_retained_messages import PurgeRetainedMessages
 from domain.outbox.retention import RetentionPolicy
 from tests.fakes.telemetry import RecordingTelemetry
+from tests.outboxctl import run_outboxctl
 
 pytestmark = pytest.mark.integration
 
-OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
 ENQUEUE = (
     "SELECT outbox.enqueue_message(%s, 'notification', 'email', 'person@example.com', NULL,"
     " 'hello')"
@@ -105,20 +103,12 @@ async def _remaining(connect_as) -> tuple[set[uuid.UUID], set[uuid.UUID]]:
 
 
 def _sweep_retention(database_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+    variables = {
         "OUTBOX_DATABASE_URL": database_url,
         "OUTBOX_WORKER_DB_ROLE": "outbox_worker",
         "OUTBOX_DATA_DIR": str(tmp_path),
     }
-    return subprocess.run(
-        [OUTBOXCTL, "sweep", "retention"],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_outboxctl("sweep", "retention", variables=variables)
 
 
 async def test_the_default_windows_are_30_days_published_and_90_days_dead_lettered(

@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,28 +25,19 @@ from adapters.postgres.readiness import PostgresReadinessProbe
 from application.errors import PreparedStatementsUnsupported
 from entrypoints.cli.exit_codes import ExitCode
 from tests.integration.providers.network import free_port
+from tests.outboxctl import OUTBOXCTL, run_outboxctl
 
 pytestmark = pytest.mark.integration
 
-OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
-
 
 def _run(url: str, tmp_path: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+    variables = {
         "OUTBOX_DATABASE_URL": url,
         "OUTBOX_DATA_DIR": str(tmp_path),
         "OUTBOX_LOG_FORMAT": "json",
         **extra,
     }
-    return subprocess.run(
-        [OUTBOXCTL, *command],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_outboxctl(*command, variables=variables)
 
 
 @pytest.mark.parametrize(

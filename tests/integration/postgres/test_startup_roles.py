@@ -7,12 +7,8 @@ a warning. A role without its own job's functions is refused everywhere.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -24,10 +20,10 @@ from entrypoints.bootstrap.database import DatabaseAccess, database_pool
 from entrypoints.bootstrap.database_roles import DatabaseRoleRefused
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.settings.tree import Settings, load_settings
+from tests.outboxctl import run_outboxctl
 
 pytestmark = pytest.mark.integration
 
-OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
 Login = Callable[..., str]
 
 
@@ -164,8 +160,7 @@ async def test_development_starts_as_a_superuser_with_a_warning(database_url):
 
 
 def test_serve_in_production_as_a_superuser_exits_3_naming_the_fix(database_url, tmp_path):
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+    variables = {
         "OUTBOX_ENV": "production",
         "OUTBOX_DATABASE_URL": database_url,
         "OUTBOX_DATA_DIR": str(tmp_path),
@@ -173,14 +168,7 @@ def test_serve_in_production_as_a_superuser_exits_3_naming_the_fix(database_url,
         "OUTBOX_SEAL_KEYS": f"test:{encode(bytes(range(32)))}",
     }
 
-    result = subprocess.run(
-        [OUTBOXCTL, "serve"],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_outboxctl("serve", variables=variables)
 
     assert ExitCode.CONFIGURATION == result.returncode, result.stderr
     assert "refused to start" in result.stderr
