@@ -59,6 +59,12 @@ VIOLATIONS = {
     "outbox uses identity": Violation(
         "contexts", "application.outbox.links", "application.identity.ports"
     ),
+    "outbox uses events": Violation(
+        "contexts", "domain.outbox.retention", "domain.events.domain_events"
+    ),
+    "events' use cases use the identity domain": Violation(
+        "events-below-identity", "application.events.ports", "domain.identity.tokens"
+    ),
     "identity uses operator": Violation(
         "contexts", "domain.identity.tokens", "domain.operator.dead_letters"
     ),

@@ -1,0 +1,17 @@
+"""Errors of the events outbox a producer or an operator can act on."""
+
+from __future__ import annotations
+
+from application.errors import ApplicationError
+
+
+class IdempotencyConflict(ApplicationError):
+    """The idempotency key was used before, for an event with other content (SQLSTATE OXE01)."""
+
+
+class EventTypeRetired(ApplicationError):
+    """The event type is retired: it takes no new events (SQLSTATE OXE02)."""
+
+
+class ContractVersionUnpublished(ApplicationError):
+    """The event type is unknown, or the contract version is not published (SQLSTATE OXE03)."""
