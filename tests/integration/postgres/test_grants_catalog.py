@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.events_sql import BILLING, SALES, onboard
+
 pytestmark = pytest.mark.integration
 
 PRODUCER = "outbox_producer"
@@ -159,6 +161,35 @@ FUNCTION_GRANTS.update(
         "identity.save_code_budget(uuid,text,date,integer,timestamp with time zone)",
     )
 )
+# The tenant events outbox (0019_events_functions.sql): the worker claims and records; the
+# registration functions and the producer's append are the owner's until map_producer_role
+# grants append to a producer role (none is mapped in a fresh database).
+FUNCTION_GRANTS.update(
+    {
+        "events.claim_outbox_batch(text,integer,double precision)": EXECUTE_BY_WORKER,
+        (
+            "events.record_publication_attempt(uuid[],uuid[],integer[],text[],text[],text[],"
+            "text[],timestamp with time zone[])"
+        ): EXECUTE_BY_WORKER,
+        (
+            "events.append_domain_event(uuid,text,integer,text,text,text,jsonb,"
+            "timestamp with time zone,text)"
+        ): set(),
+        "events.register_module(text)": set(),
+        "events.register_event_type(text,text,text)": set(),
+        "events.publish_contract_version(text,integer)": set(),
+        "events.retire_event_type(text)": set(),
+        "events.map_producer_role(name,text)": set(),
+        "events.aggregate_lock_key(uuid,text,text)": set(),
+        "events.promote_head(uuid,text,text)": set(),
+        "events.reopen_aggregate(uuid,text,text)": set(),
+        # Trigger functions (0018, 0019).
+        "events.refuse_final_update()": set(),
+        "events.require_one_outbox_record()": set(),
+        "events.validate_publication_attempt_insert()": set(),
+        "events.refuse_past_retry()": set(),
+    }
+)
 # Tables, sequences and views; column grants count too (as table.column).
 RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.messages": set(),
@@ -192,12 +223,33 @@ RELATION_GRANTS.update(
         "destination_paces",
     )
 )
+# The tenant events tables (0018_events_tables.sql, 0019): reached only through functions.
+RELATION_GRANTS.update(
+    (f"events.{relation}", set())
+    for relation in (
+        "modules",
+        "producer_roles",
+        "event_types",
+        "event_type_versions",
+        "domain_events",
+        "domain_events_append_sequence_seq",
+        "outbox_records",
+        "publication_attempts",
+        "publication_attempts_id_seq",
+        "dead_letters",
+        "domain_event_publications",
+        "domain_event_publications_publication_sequence_seq",
+        "head_vacancies",
+    )
+)
 SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox": {(PRODUCER, "USAGE"), (WORKER, "USAGE")},
     "identity": {(IDENTITY, "USAGE")},
     # The ledger's schema: the owner role reads the ledger for applied_migrations(), which the
     # API role and the worker call (0008_readiness_function.sql, 0015_worker_readiness.sql).
     "outbox_meta": {("outbox_owner", "USAGE"), (IDENTITY, "USAGE"), (WORKER, "USAGE")},
+    # The worker's; a producer role gets USAGE when map_producer_role maps it.
+    "events": {(WORKER, "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
 
@@ -358,3 +410,25 @@ async def test_functions_the_owner_creates_start_without_public_execute(connect_
         await conn.execute("CREATE FUNCTION outbox.fresh() RETURNS int LANGUAGE sql AS 'SELECT 1'")
         grants = await _grants(conn, FUNCTIONS)
     assert set() == grants["outbox.fresh()"]
+
+
+async def test_a_mapped_producer_role_may_append_and_nothing_else(connect_as):
+    """map_producer_role grants the role USAGE on events and EXECUTE on the append only."""
+    async with connect_as() as conn:
+        await onboard(conn)
+        functions = await _grants(conn, FUNCTIONS)
+        schemas = await _grants(conn, NAMESPACES)
+        cursor = await conn.execute(
+            EFFECTIVE_FUNCTIONS, {"schemas": list(SCHEMAS), "roles": [SALES]}
+        )
+        effective = {name for name, _ in await cursor.fetchall()}
+        cursor = await conn.execute(EFFECTIVE_TABLES, {"schemas": list(SCHEMAS), "roles": [SALES]})
+        tables = await cursor.fetchall()
+    append = (
+        "events.append_domain_event(uuid,text,integer,text,text,text,jsonb,"
+        "timestamp with time zone,text)"
+    )
+    assert {(SALES, "EXECUTE"), (BILLING, "EXECUTE")} == functions[append]
+    assert {append} == effective
+    assert {(WORKER, "USAGE"), (SALES, "USAGE"), (BILLING, "USAGE")} == schemas["events"]
+    assert [] == tables
