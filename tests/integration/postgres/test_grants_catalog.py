@@ -190,6 +190,37 @@ FUNCTION_GRANTS.update(
         "events.refuse_past_retry()": set(),
     }
 )
+# Operating the tenant events outbox (0020_events_operator.sql): the retention sweep for the
+# worker; the elevation-checked staff functions and the metrics counts for the API role; the
+# reads and repairs that take a staff member's id on trust, and their internals, for nobody
+# (the database operator reaches them as a member of outbox_owner).
+FUNCTION_GRANTS.update(
+    {
+        "events.purge_events(interval,interval,integer)": EXECUTE_BY_WORKER,
+        "events.backlog_metrics()": EXECUTE_BY_IDENTITY,
+        "events.staff_backlog(uuid,text,integer)": EXECUTE_BY_IDENTITY,
+        "events.staff_list_dead_letters(uuid,text,uuid,boolean,uuid,uuid,integer)": (
+            EXECUTE_BY_IDENTITY
+        ),
+        "events.staff_parked_aggregates(uuid,text,uuid,uuid,uuid,integer)": EXECUTE_BY_IDENTITY,
+        "events.staff_event_detail(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
+        "events.staff_event_records(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
+        "events.staff_event_attempts(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
+        "events.staff_republish_dead_letter(uuid,text,uuid,uuid,text,text)": EXECUTE_BY_IDENTITY,
+        "events.staff_release_dead_letter(uuid,text,uuid,text,text)": EXECUTE_BY_IDENTITY,
+        "events.count_backlog()": set(),
+        "events.backlog(uuid,integer)": set(),
+        "events.list_dead_letters(uuid,uuid,boolean,uuid,uuid,integer)": set(),
+        "events.parked_aggregates(uuid,uuid,uuid,uuid,integer)": set(),
+        "events.event_detail(uuid,uuid)": set(),
+        "events.event_records(uuid,uuid)": set(),
+        "events.event_attempts(uuid,uuid)": set(),
+        "events.operator_request_replay(uuid,text,text,uuid)": set(),
+        "events.open_repair(uuid,text,uuid,text,text)": set(),
+        "events.republish_dead_letter(uuid,uuid,uuid,text,text)": set(),
+        "events.release_dead_letter(uuid,uuid,text,text)": set(),
+    }
+)
 # Tables, sequences and views; column grants count too (as table.column).
 RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.messages": set(),
@@ -240,6 +271,9 @@ RELATION_GRANTS.update(
         "domain_event_publications",
         "domain_event_publications_publication_sequence_seq",
         "head_vacancies",
+        # The audit of republish and release (0020_events_operator.sql).
+        "operator_audit",
+        "operator_audit_id_seq",
     )
 )
 SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
@@ -248,8 +282,9 @@ SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     # The ledger's schema: the owner role reads the ledger for applied_migrations(), which the
     # API role and the worker call (0008_readiness_function.sql, 0015_worker_readiness.sql).
     "outbox_meta": {("outbox_owner", "USAGE"), (IDENTITY, "USAGE"), (WORKER, "USAGE")},
-    # The worker's; a producer role gets USAGE when map_producer_role maps it.
-    "events": {(WORKER, "USAGE")},
+    # The worker's and the API's (the staff functions and metrics counts of 0020); a producer
+    # role gets USAGE when map_producer_role maps it.
+    "events": {(WORKER, "USAGE"), (IDENTITY, "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
 
@@ -430,5 +465,7 @@ async def test_a_mapped_producer_role_may_append_and_nothing_else(connect_as):
     )
     assert {(SALES, "EXECUTE"), (BILLING, "EXECUTE")} == functions[append]
     assert {append} == effective
-    assert {(WORKER, "USAGE"), (SALES, "USAGE"), (BILLING, "USAGE")} == schemas["events"]
+    assert {(WORKER, "USAGE"), (IDENTITY, "USAGE"), (SALES, "USAGE"), (BILLING, "USAGE")} == (
+        schemas["events"]
+    )
     assert [] == tables
