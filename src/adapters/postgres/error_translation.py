@@ -16,7 +16,19 @@ from application.errors import (
     StoreNotMigrated,
     StoreUnavailable,
 )
+from application.events.errors import (
+    ContractVersionUnpublished,
+    EventTypeRetired,
+    IdempotencyConflict,
+)
 from application.outbox.errors import DuplicateMessage
+
+# The SQLSTATEs our own functions raise for a refusal a caller can act on (docs/sql-api.md).
+_BY_SQLSTATE: dict[str, type[ApplicationError]] = {
+    "OXE01": IdempotencyConflict,
+    "OXE02": EventTypeRetired,
+    "OXE03": ContractVersionUnpublished,
+}
 
 # Errors whose meaning is their class alone, translated to the error carrying the SQLSTATE.
 _BY_CLASS: tuple[tuple[tuple[type[psycopg.Error], ...], type[ApplicationError]], ...] = (
@@ -41,6 +53,8 @@ def translate(error: psycopg.Error) -> ApplicationError | None:
     for errors our own functions and constraints raise.
     """
     sqlstate = error.sqlstate or ""
+    if sqlstate in _BY_SQLSTATE:
+        return _BY_SQLSTATE[sqlstate](error.diag.message_primary or sqlstate)
     for classes, translated in _BY_CLASS:
         if isinstance(error, classes):
             return translated(sqlstate)

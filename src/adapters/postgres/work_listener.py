@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Literal, LiteralString
 
 import psycopg
 
-CHANNEL = "outbox_work"
-LISTEN = "LISTEN outbox_work"
+Channel = Literal["outbox_work", "events_work"]
+CHANNEL: Channel = "outbox_work"  # the security outbox's producers notify here
+EVENTS_CHANNEL: Channel = "events_work"  # the tenant events' (events.append_domain_event)
+_LISTEN: dict[Channel, LiteralString] = {
+    "outbox_work": "LISTEN outbox_work",
+    "events_work": "LISTEN events_work",
+}
 # Opening the listening connection may take this long even when ``within`` is shorter, so
 # that ``wait(0)`` can start listening without waiting for anything.
 CONNECT_TIMEOUT = 2.0
 
 
 class WorkListener:
-    """Waits for a notification on ``outbox_work``; a hint only, the table is the truth.
+    """Waits for a notification on ``channel``; a hint only, the table is the truth.
 
     The connection is opened on first use and reopened after a failure; while the database
     is unreachable ``wait`` simply sleeps, and the caller's next claim reports the outage.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, channel: Channel = CHANNEL) -> None:
         self._url = url
+        self._channel = channel
         self._conn: psycopg.AsyncConnection | None = None
 
     async def wait(self, within: float) -> None:
@@ -58,6 +65,6 @@ class WorkListener:
     async def _connection(self) -> psycopg.AsyncConnection:
         if self._conn is None or self._conn.closed:
             conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
-            await conn.execute(LISTEN)
+            await conn.execute(_LISTEN[self._channel])
             self._conn = conn
         return self._conn

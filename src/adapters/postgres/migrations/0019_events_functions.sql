@@ -624,11 +624,23 @@ BEGIN
            OR r.outcome NOT IN ('published', 'retry', 'release', 'dead_letter')
            OR (r.outcome = 'published') <> (r.failure_class IS NULL)
            OR (r.outcome IN ('retry', 'release')) <> (r.retry_at IS NOT NULL)
-           OR (r.outcome = 'dead_letter' AND r.failure_class = 'PROVIDER_SUSPENDED')
     ) THEN
         RAISE EXCEPTION 'p_outcomes: a published outcome has no failure class, every other has '
-            'one (a dead letter not PROVIDER_SUSPENDED); retry and release name their retry '
-            'time, no other outcome does'
+            'one; retry and release name their retry time, no other outcome does'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (
+        SELECT 1
+        FROM ROWS FROM (pg_catalog.unnest(p_outcomes), pg_catalog.unnest(p_failure_classes))
+            AS r (outcome, failure_class)
+        WHERE r.failure_class NOT IN (
+                'REJECTED', 'THROTTLED', 'UNAVAILABLE', 'INDETERMINATE', 'PROVIDER_SUSPENDED',
+                'unexpected_worker_error'
+            )
+           OR (r.outcome = 'dead_letter' AND r.failure_class = 'PROVIDER_SUSPENDED')
+    ) THEN
+        RAISE EXCEPTION 'p_failure_classes: REJECTED, THROTTLED, UNAVAILABLE, INDETERMINATE, '
+            'PROVIDER_SUSPENDED (not for a dead letter) or unexpected_worker_error'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
