@@ -49,7 +49,7 @@ class WorkerConfig:
 
     batch_size: int = 100
     concurrency: int = 32
-    lanes: int = 2  # the product default, OUTBOX_WORKER_LANES
+    lanes: int = 2  # batches in flight: the product default, OUTBOX_WORKER_PARALLEL_BATCHES
     lease: timedelta = timedelta(seconds=60)
     poll_interval: timedelta = timedelta(seconds=1)
 
@@ -80,12 +80,13 @@ class Worker:
     async def drain(self) -> DispatchResult:
         """Run the real worker loop in drain mode: until nothing is due."""
         loop = WorkerLoop(
+            totals=DispatchResult(),
             dispatch=self.dispatch,
             wait_for_work=self.store.wait_for_work,
             telemetry=self.dispatch.telemetry,
             poll_interval=timedelta(seconds=1),
             drain=True,
-            lanes=self.lanes,
+            parallel_batches=self.lanes,
         )
         return await loop.run()
 
@@ -117,7 +118,7 @@ async def running_worker(
             "OUTBOX_SEAL_KEYS": keyring,
             "OUTBOX_WORKER_BATCH_SIZE": str(config.batch_size),
             "OUTBOX_WORKER_CONCURRENCY": str(config.concurrency),
-            "OUTBOX_WORKER_LANES": str(config.lanes),
+            "OUTBOX_WORKER_PARALLEL_BATCHES": str(config.lanes),
             "OUTBOX_WORKER_LEASE_SECONDS": str(config.lease.total_seconds()),
             "OUTBOX_DATA_DIR": tempfile.gettempdir(),
         }
@@ -130,7 +131,7 @@ async def running_worker(
             dispatch=services.dispatch,
             store=services.store,
             provider=provider,
-            lanes=settings.worker.lanes,
+            lanes=settings.worker.security.parallel_batches,
         )
 
 

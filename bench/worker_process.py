@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from uuid import UUID
 
+from application.outbox.dispatch_due_messages import DispatchResult
 from bench.worker import WorkerConfig, running_worker
 from entrypoints.worker.loop import WorkerLoop
 
@@ -41,11 +42,12 @@ async def serve(conninfo: str, config: WorkerConfig) -> dict[str, float]:
     ) as worker:
         await worker.store.wait_for_work(0.2)  # opens the LISTEN connection before "ready"
         loop = WorkerLoop(
+            totals=DispatchResult(),
             dispatch=worker.dispatch,
             wait_for_work=worker.store.wait_for_work,
             telemetry=worker.dispatch.telemetry,
             poll_interval=config.poll_interval,
-            lanes=config.lanes,
+            parallel_batches=config.lanes,
         )
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, loop.stop)
         print(READY, flush=True)

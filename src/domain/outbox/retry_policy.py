@@ -90,38 +90,47 @@ class RetryPolicy:
         failure of the last allowed attempt, a permanent failure, or a retry time after
         the message's expiry dead-letters now.
         """
+        outcome = self.next_attempt(failure, attempt=attempt, now=now)
+        match outcome:
+            case Retry(available_at=at) | Release(available_at=at) if (
+                expires_at is not None and at >= expires_at
+            ):
+                return DeadLetter(
+                    reason=expiry_reason(purpose),
+                    code=failure.code,
+                    detail=failure.detail,
+                    attempted=isinstance(outcome, Retry),
+                )
+            case _:
+                return outcome
+
+    def next_attempt(self, failure: DeliveryFailure, *, attempt: int, now: datetime) -> Outcome:
+        """Decide a failed attempt number ``attempt`` (1-based) of something that never expires.
+
+        What ``decide`` does before expiry is considered: a permanent failure or a failure
+        of the last allowed attempt dead-letters, a suspension releases until the probe, and
+        otherwise the retry waits the later of the schedule and the Retry-After hint. A
+        tenant event (SPEC §16) has no expiry, so its worker asks this directly.
+        """
         decision = failure.failure_class.decision
-        if decision is Decision.DEAD_LETTER:
+        if decision is Decision.DEAD_LETTER or (
+            decision is Decision.RETRY and attempt >= self.max_attempts
+        ):
             return DeadLetter(
                 reason=failure.failure_class, code=failure.code, detail=failure.detail
             )
         if decision is Decision.RELEASE:
             probe = now + self.suspension_probe
             at = max(probe, failure.retry_after) if failure.retry_after else probe
-            if expires_at is not None and at >= expires_at:
-                return DeadLetter(
-                    reason=expiry_reason(purpose),
-                    code=failure.code,
-                    detail=failure.detail,
-                    attempted=False,
-                )
             return Release(
                 available_at=at,
                 failure_class=failure.failure_class,
                 code=failure.code,
                 detail=failure.detail,
             )
-        if attempt >= self.max_attempts:
-            return DeadLetter(
-                reason=failure.failure_class, code=failure.code, detail=failure.detail
-            )
         at = now + self.backoff(attempt)
         if failure.retry_after is not None and failure.retry_after > at:
             at = failure.retry_after
-        if expires_at is not None and at >= expires_at:
-            return DeadLetter(
-                reason=expiry_reason(purpose), code=failure.code, detail=failure.detail
-            )
         return Retry(
             available_at=at,
             failure_class=failure.failure_class,

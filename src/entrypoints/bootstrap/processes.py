@@ -15,7 +15,6 @@ from psycopg_pool import AsyncConnectionPool
 from adapters.postgres.migrations import apply_migrations
 from adapters.postgres.readiness import PostgresReadinessProbe
 from application.check_readiness import CheckReadiness
-from application.outbox.dispatch_due_messages import DispatchResult
 from entrypoints.bootstrap.api import api_identity_services
 from entrypoints.bootstrap.database import (
     DatabaseAccess,
@@ -23,6 +22,7 @@ from entrypoints.bootstrap.database import (
     readiness_role,
     resolve_database_url,
 )
+from entrypoints.bootstrap.lanes import LaneRequest, open_lanes
 from entrypoints.bootstrap.operator import staff_operator_services
 from entrypoints.bootstrap.parts import (
     ProcessParts,
@@ -30,19 +30,21 @@ from entrypoints.bootstrap.parts import (
     http_middleware,
     stop_tracing,
 )
-from entrypoints.bootstrap.worker import sweep_schedule, worker_services
+from entrypoints.bootstrap.worker import worker_owner
 from entrypoints.http.app import create_admin_app, create_app
 from entrypoints.http.server import Listener, ServerOptions, bind, serve
 from entrypoints.settings.reader import PREFIX, SettingsError
 from entrypoints.settings.tree import Settings
-from entrypoints.worker.loop import WorkerLoop
+from entrypoints.worker.loop import BatchResult
 from entrypoints.worker.process import run_worker_process
 
 # --- outboxctl up: the all-in-one development stack -----------------------------------------
 
 
-async def run_stack(settings: Settings, *, announce: Callable[[str, str], None]) -> DispatchResult:
-    """``outboxctl up``: migrate, then the API, the worker and its sweeps in one process.
+async def run_stack(
+    settings: Settings, *, announce: Callable[[str, str], None]
+) -> dict[str, BatchResult]:
+    """``outboxctl up``: migrate, then the API, the worker's lanes and sweeps in one process.
 
     With no OUTBOX_DATABASE_URL the embedded PostgreSQL in the data directory is used.
     ``announce`` is told where the public and the admin listener are once they accept
@@ -57,7 +59,10 @@ async def run_stack(settings: Settings, *, announce: Callable[[str, str], None])
     async with (
         stop_tracing(parts),
         database_pool(settings, DatabaseAccess.API) as api_pool,
-        worker_services(settings, parts=parts) as worker,
+        open_lanes(
+            LaneRequest(settings=settings, parts=parts, owner=worker_owner()),
+            settings.worker.lanes,
+        ) as lanes,
     ):
         public, admin = api_listeners(settings, parts, api_pool, sockets)
         stop = asyncio.Event()
@@ -65,21 +70,16 @@ async def run_stack(settings: Settings, *, announce: Callable[[str, str], None])
             serve([public, admin], options=server_options(settings), stop=stop), name="api"
         )
         try:
-            await worker.store.wait_for_work(0)
+            for lane in lanes:
+                await lane.start_listening()
             (host, port), (admin_host, admin_port) = public.address, admin.address
             telemetry.event(
                 "stack.started", host=host, port=port, admin_host=admin_host, admin_port=admin_port
             )
             announce(f"http://{host}:{port}", f"http://{admin_host}:{admin_port}")
-            loop = WorkerLoop(
-                dispatch=worker.dispatch,
-                wait_for_work=worker.store.wait_for_work,
-                telemetry=telemetry,
-                poll_interval=settings.worker.poll_interval,
-            )
             return await run_worker_process(
-                loop=loop,
-                sweeps=sweep_schedule(worker, settings),
+                lanes={lane.name: lane.loop for lane in lanes},
+                sweeps=[every for lane in lanes for every in lane.sweeps],
                 grace=settings.worker.shutdown_grace,
                 telemetry=telemetry,
             )

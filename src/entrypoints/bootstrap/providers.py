@@ -46,9 +46,10 @@ def build_providers(
     if config is None:
         raise RuntimeError("the settings were loaded without the providers (providers=True)")
     seconds = (timeout or settings.worker.provider_timeout).total_seconds()
-    # Every lane sends up to `concurrency` messages at once: a send queued for a connection
-    # would spend its timeout waiting and end INDETERMINATE without having left.
-    pool = settings.worker.concurrency * settings.worker.lanes
+    # Every batch in flight sends up to `concurrency` messages at once: a send queued for a
+    # connection would spend its timeout waiting and end INDETERMINATE without having left.
+    security = settings.worker.security
+    pool = security.concurrency * security.parallel_batches
     built: dict[str, ClosableProvider] = {}
     for name in set(config.channels.values()):
         built[name] = _build(name, config, clock=clock, seconds=seconds, pool=pool, stream=stream)

@@ -1,14 +1,13 @@
-"""The worker process: dispatch, sweeps, the listener and provider clients, wired from settings."""
+"""The security lane of the worker: dispatch, sweeps, the listener and provider clients."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import random
 import secrets
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import attrs
 from prometheus_client import CollectorRegistry
@@ -17,7 +16,7 @@ from adapters.postgres.dispatch_store import PostgresDispatchStore
 from adapters.postgres.readiness import PostgresReadinessProbe
 from adapters.postgres.work_listener import WorkListener
 from adapters.templates.renderer import JinjaRenderer
-from application.outbox.dispatch_due_messages import DispatchDueMessages, DispatchResult
+from application.outbox.dispatch_due_messages import DispatchDueMessages
 from application.outbox.links import LinkBases
 from application.outbox.ports import DeliveryProvider, DispatchStore
 from application.outbox.provider_breaker import ProviderBreaker
@@ -35,11 +34,8 @@ from entrypoints.bootstrap.database import (
 )
 from entrypoints.bootstrap.parts import ProcessParts, build_process_parts, stop_tracing
 from entrypoints.bootstrap.providers import build_providers, build_rate_limits, close_providers
-from entrypoints.observability import MetricsServer, serve_metrics
+from entrypoints.settings.lanes import SECURITY
 from entrypoints.settings.tree import Settings
-from entrypoints.worker.health import WorkerReadiness
-from entrypoints.worker.loop import WorkerLoop
-from entrypoints.worker.process import run_worker_process
 from entrypoints.worker.schedule import Every
 
 
@@ -65,11 +61,14 @@ async def worker_services(
     concurrency: int | None = None,
     providers: Mapping[Channel, DeliveryProvider] | None = None,
     parts: ProcessParts | None = None,
+    owner: str | None = None,
 ) -> AsyncIterator[WorkerServices]:
-    """Open the worker's pool, listener and provider clients; close them all on exit.
+    """Open the security lane's pool, listener and provider clients; close them all on exit.
 
-    ``providers`` replaces the configured ones (tests and benchmarks use it); ``parts`` are
-    the process's shared parts when the API runs in the same process (built here otherwise).
+    ``batch_size`` and ``concurrency`` replace the security lane's configured ones;
+    ``providers`` replaces the configured providers (tests and benchmarks use it); ``parts``
+    are the process's shared parts when other lanes or the API run in the same process
+    (built here otherwise); ``owner`` is the process's lease owner name (made here otherwise).
     Raises SettingsError naming a bad variable, StoreUnavailable if the database is down.
     """
     owns_parts = parts is None
@@ -82,10 +81,14 @@ async def worker_services(
     async with contextlib.AsyncExitStack() as stack:
         if owns_parts:
             await stack.enter_async_context(stop_tracing(parts))
-        concurrency = concurrency or worker.concurrency
+        sizing = attrs.evolve(
+            worker.security,
+            batch_size=batch_size or worker.security.batch_size,
+            concurrency=concurrency or worker.security.concurrency,
+        )
         if providers is None:
             # Provider clients are sized for the sends this worker makes (--concurrency wins).
-            sized = attrs.evolve(settings, worker=attrs.evolve(worker, concurrency=concurrency))
+            sized = attrs.evolve(settings, worker=worker.resized(SECURITY, sizing))
             built = build_providers(sized, clock=clock)
             stack.push_async_callback(close_providers, built)
             providers = built
@@ -122,9 +125,9 @@ async def worker_services(
                     invitation=settings.invitation_link_base_url,
                     magic_link=settings.magic_link_base_url,
                 ),
-                owner=worker_owner(),
-                batch_size=batch_size or worker.batch_size,
-                concurrency=concurrency,
+                owner=owner or worker_owner(),
+                batch_size=sizing.batch_size,
+                concurrency=sizing.concurrency,
                 lease=worker.lease,
                 provider_timeout=worker.provider_timeout,
                 rate_limits=build_rate_limits(settings),
@@ -175,81 +178,3 @@ def sweep_schedule(services: WorkerServices, settings: Settings) -> list[Every]:
             telemetry=services.telemetry,
         ),
     ]
-
-
-async def run_worker(
-    settings: Settings,
-    *,
-    drain: bool = False,
-    batch_size: int | None = None,
-    concurrency: int | None = None,
-) -> DispatchResult:
-    """``outboxctl worker``: dispatch until stopped (or drained); serve /metrics if configured."""
-    async with worker_services(
-        settings, batch_size=batch_size, concurrency=concurrency
-    ) as services:
-        metrics = (
-            _serve_listener(services, settings.worker.metrics_host, settings.worker.metrics_port)
-            if settings.worker.metrics_port
-            else None
-        )
-        try:
-            services.telemetry.event(
-                "worker.started",
-                owner=services.dispatch.owner,
-                batch_size=services.dispatch.batch_size,
-                concurrency=services.dispatch.concurrency,
-                lanes=settings.worker.lanes,
-                drain=drain,
-                metrics_port=metrics.port if metrics else None,
-            )
-            await services.store.wait_for_work(0)  # LISTEN before the first claim: no lost hint
-            loop = WorkerLoop(
-                dispatch=services.dispatch,
-                wait_for_work=services.store.wait_for_work,
-                telemetry=services.telemetry,
-                poll_interval=settings.worker.poll_interval,
-                drain=drain,
-                lanes=settings.worker.lanes,
-            )
-            return await run_worker_process(
-                loop=loop,
-                sweeps=[] if drain else sweep_schedule(services, settings),
-                grace=settings.worker.shutdown_grace,
-                telemetry=services.telemetry,
-            )
-        finally:
-            if metrics is not None:
-                metrics.close()
-
-
-def _serve_listener(services: WorkerServices, host: str, port: int) -> MetricsServer:
-    """The worker's listener: /metrics, /healthz and /readyz (checked on the worker's loop)."""
-    dispatch = services.dispatch
-    readiness = WorkerReadiness(
-        probe=services.probe,
-        listening=services.listening,
-        providers=lambda: frozenset(p.name for p in dispatch.providers.values()),
-        suspended=lambda: frozenset(dispatch.breaker.paused()),
-        loop=asyncio.get_running_loop(),
-    )
-    return serve_metrics(
-        services.registry,
-        host=host,
-        port=port,
-        probes={"/healthz": readiness.healthz, "/readyz": readiness.readyz},
-    )
-
-
-async def run_sweeps(settings: Settings, *, which: str, loop: bool) -> dict[str, int]:
-    """``outboxctl sweep``: run the expiry and/or retention sweep once, or forever with ``loop``."""
-    async with worker_services(settings, providers={}) as services:
-        jobs: dict[str, Callable[[], Awaitable[int]]] = {
-            "expiry": services.expire,
-            "retention": services.purge,
-        }
-        chosen = {name: job for name, job in jobs.items() if which in (name, "all")}
-        if loop:
-            schedule = [e for e in sweep_schedule(services, settings) if e.name in chosen]
-            await asyncio.gather(*(every.run() for every in schedule))
-        return {name: await job() for name, job in chosen.items()}

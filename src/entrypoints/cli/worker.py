@@ -6,12 +6,15 @@ import asyncio
 import enum
 from typing import Annotated
 
+import attrs
 import typer
 
-from entrypoints.bootstrap.worker import run_sweeps, run_worker
-from entrypoints.cli.guard import run_guarded
+from entrypoints.bootstrap.worker_process import run_sweeps, run_worker
+from entrypoints.cli.exit_codes import ExitCode
+from entrypoints.cli.guard import fail, run_guarded
 from entrypoints.cli.output import print_json
 from entrypoints.cli.startup import start
+from entrypoints.settings.lanes import LANES, parse_lanes
 from entrypoints.settings.tree import Settings
 
 
@@ -39,16 +42,33 @@ def worker(
         int | None,
         typer.Option(min=1, help="Messages claimed per batch (default OUTBOX_WORKER_BATCH_SIZE)."),
     ] = None,
+    lanes: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Comma-separated lanes to run, of {', '.join(LANES)}"
+            " (default OUTBOX_WORKER_LANES: all)."
+        ),
+    ] = None,
 ) -> None:
-    """Claim due messages, send them through their providers and record the outcomes.
+    """Claim due work lane by lane, publish or send it, and record the outcomes.
 
-    With --drain, prints the totals as JSON (claimed, published, retried, released,
-    deadLettered, leaseLost, unrecorded) when nothing is left due.
+    Each lane is one outbox with its own batches, pool and wake-up: security (one-time
+    codes, links, notifications through their providers) and events (tenant business
+    events). --concurrency and --batch-size size the security lane.
 
-    SIGTERM or SIGINT stops claiming, lets the batch in flight finish within
-    OUTBOX_WORKER_SHUTDOWN_GRACE_SECONDS, records it and exits 0.
+    With --drain, prints each lane's totals as JSON ({"security": {claimed, published,
+    retried, released, deadLettered, leaseLost, unrecorded}, …}) when nothing is left due.
+
+    SIGTERM or SIGINT stops claiming, lets the batches in flight finish within
+    OUTBOX_WORKER_SHUTDOWN_GRACE_SECONDS, records them and exits 0.
     """
     settings = _settings(providers=True)
+    if lanes is not None:
+        try:
+            chosen = parse_lanes(lanes)
+        except ValueError as error:
+            raise fail(f"--lanes: {error}", ExitCode.CONFIGURATION) from None
+        settings = attrs.evolve(settings, worker=attrs.evolve(settings.worker, lanes=chosen))
     totals = run_guarded(
         lambda: asyncio.run(
             run_worker(settings, drain=drain, batch_size=batch_size, concurrency=concurrency)
@@ -57,13 +77,8 @@ def worker(
     if drain:
         print_json(
             {
-                "claimed": totals.claimed,
-                "published": totals.published,
-                "retried": totals.retried,
-                "released": totals.released,
-                "deadLettered": totals.dead_lettered,
-                "leaseLost": totals.lease_lost,
-                "unrecorded": totals.unrecorded,
+                lane: {_camel(name): value for name, value in attrs.asdict(result).items()}
+                for lane, result in totals.items()
             }
         )
 
@@ -76,8 +91,15 @@ def sweep(
 ) -> None:
     """Expire unsent messages whose secret can no longer be used, and/or delete old final rows.
 
-    Prints the counts as JSON.
+    Retention covers the tenant events too. Prints the counts as JSON (expiry, retention,
+    eventsRetention).
     """
     settings = _settings(providers=False)
     counts = run_guarded(lambda: asyncio.run(run_sweeps(settings, which=kind.value, loop=loop)))
-    print_json(counts)
+    print_json({_camel(name): count for name, count in counts.items()})
+
+
+def _camel(name: str) -> str:
+    """``dead_lettered`` → ``deadLettered``: the CLI's JSON casing, as the API's."""
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)

@@ -17,6 +17,7 @@ from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict
 
 from entrypoints.settings.identity import IdentitySettings, read_identity_settings
+from entrypoints.settings.lanes import SECURITY, LaneSettings, read_lanes
 from entrypoints.settings.providers import ProviderSettings, read_provider_settings
 from entrypoints.settings.reader import EnvironmentReader
 
@@ -67,11 +68,10 @@ class DatabaseSettings:
 
 @attrs.frozen(kw_only=True)
 class WorkerSettings:
-    """How the worker claims and sends (SPEC §7)."""
+    """How the worker claims and sends (SPEC §7), lane by lane (SPEC §16)."""
 
-    batch_size: int
-    concurrency: int
-    lanes: int  # batches in flight at once, so database round trips overlap sending
+    lanes: tuple[str, ...]  # the lanes this worker runs (settings/lanes.py)
+    lane_sizing: Mapping[str, LaneSettings]  # every lane's, selected or not
     lease: timedelta
     poll_interval: timedelta
     provider_timeout: timedelta
@@ -81,6 +81,15 @@ class WorkerSettings:
     retry_schedule: tuple[timedelta, ...]
     max_attempts: int
     suspension_probe: timedelta  # how long a suspended provider rests before one probe send
+
+    @property
+    def security(self) -> LaneSettings:
+        """The security lane's sizing: one-time codes, links and notifications."""
+        return self.lane_sizing[SECURITY]
+
+    def resized(self, lane: str, sizing: LaneSettings) -> WorkerSettings:
+        """These settings with ``lane`` sized as ``sizing`` (a command-line override)."""
+        return attrs.evolve(self, lane_sizing={**self.lane_sizing, lane: sizing})
 
 
 @attrs.frozen(kw_only=True)
@@ -149,6 +158,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
     development = environment is Environment.DEVELOPMENT
     read.strict = not development
     metrics_port = read.port("WORKER_METRICS_PORT", 0, allow_zero=True)
+    lanes = read_lanes(read)
     settings = Settings(
         environment=environment,
         data_dir=read.path("DATA_DIR") or Path(platformdirs.user_data_dir("outbox")),
@@ -156,9 +166,8 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
         seal_keys=read.raw("SEAL_KEYS"),
         seal_keys_file=read.path("SEAL_KEYS_FILE"),
         worker=WorkerSettings(
-            batch_size=read.integer("WORKER_BATCH_SIZE", 100),
-            concurrency=read.integer("WORKER_CONCURRENCY", 32),
-            lanes=read.integer("WORKER_LANES", 2),
+            lanes=lanes.lanes,
+            lane_sizing=lanes.sizing,
             lease=read.seconds("WORKER_LEASE_SECONDS", 60, minimum=1),
             poll_interval=read.seconds("WORKER_POLL_SECONDS", 1.0),
             provider_timeout=read.seconds("PROVIDER_TIMEOUT_SECONDS", 10),
@@ -207,7 +216,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
     )
     _check_together(read, settings)
     read.raise_problems()
-    return attrs.evolve(settings, warnings=_warnings(settings))
+    return attrs.evolve(settings, warnings=lanes.warnings + _warnings(settings))
 
 
 _DEFAULT_IDENTITY = read_identity_settings(EnvironmentReader({}), development=True)

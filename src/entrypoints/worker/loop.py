@@ -6,36 +6,51 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Generic, Protocol, TypeVar
 
 import attrs
 
 from application.errors import StoreUnavailable
-from application.outbox.dispatch_due_messages import DispatchResult
 from application.ports import Telemetry
 
 MAX_BACKOFF = 10.0
 
 
+class BatchResult(attrs.AttrsInstance, Protocol):
+    """What one batch of any lane did: counts only, ``claimed`` among them."""
+
+    @property
+    def claimed(self) -> int:
+        """How many rows the batch claimed; 0 means nothing was due."""
+        ...
+
+
+ResultT = TypeVar("ResultT", bound=BatchResult)
+
+
 @attrs.define(kw_only=True)
-class WorkerLoop:
+class WorkerLoop(Generic[ResultT]):
     """Runs dispatch batches back to back while there is work, and waits when there is none.
 
     ``stop()`` stops claiming; the batch in flight finishes and is recorded. A lost
     database is retried with capped, jittered backoff; no state is kept between batches,
     so nothing is half-done after a reconnect.
 
-    ``lanes`` batches run at once, each claiming its own rows (SKIP LOCKED keeps them
-    disjoint), so one batch's round trips to the database overlap another's rendering
-    and sending. Idle lanes share one wait for work.
+    ``parallel_batches`` batches run at once, each claiming its own rows (SKIP LOCKED keeps
+    them disjoint), so one batch's round trips to the database overlap another's rendering
+    and sending. Idle batches share one wait for work.
+
+    One loop serves one lane of the worker (the security outbox, the events outbox, SPEC
+    §16): ``dispatch`` is that lane's use case and ``totals`` starts at its empty result.
     """
 
-    dispatch: Callable[[], Awaitable[DispatchResult]]
+    dispatch: Callable[[], Awaitable[ResultT]]
     wait_for_work: Callable[[float], Awaitable[None]]
     telemetry: Telemetry
     poll_interval: timedelta
     drain: bool = False
-    lanes: int = attrs.field(default=1, validator=attrs.validators.ge(1))
-    totals: DispatchResult = attrs.field(factory=DispatchResult)
+    parallel_batches: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+    totals: ResultT  # the lane's empty result at first (``DispatchResult()``), then the sums
     _stopping: asyncio.Event = attrs.field(factory=asyncio.Event, alias="_stopping")
     _idling: asyncio.Future[None] | None = attrs.field(default=None, alias="_idling")
 
@@ -48,22 +63,25 @@ class WorkerLoop:
         """Whether ``stop()`` was called."""
         return self._stopping.is_set()
 
-    async def run(self) -> DispatchResult:
+    async def run(self) -> ResultT:
         """Dispatch until stopped (or, with ``drain``, until nothing is due); return the totals."""
-        if self.lanes == 1:
-            await self._lane(self._idle)
+        if self.parallel_batches == 1:
+            await self._batches(self._idle)
             return self.totals
-        lanes = [asyncio.ensure_future(self._lane(self._shared_idle)) for _ in range(self.lanes)]
+        runs = [
+            asyncio.ensure_future(self._batches(self._shared_idle))
+            for _ in range(self.parallel_batches)
+        ]
         try:
-            await asyncio.gather(*lanes)
+            await asyncio.gather(*runs)
         finally:
             waits = [self._idling] if self._idling is not None else []
-            for task in [*lanes, *waits]:
+            for task in [*runs, *waits]:
                 task.cancel()
-            await asyncio.gather(*lanes, *waits, return_exceptions=True)
+            await asyncio.gather(*runs, *waits, return_exceptions=True)
         return self.totals
 
-    async def _lane(self, idle: Callable[[], Awaitable[None]]) -> None:
+    async def _batches(self, idle: Callable[[], Awaitable[None]]) -> None:
         failures = 0
         while not self.stopping:
             try:
@@ -93,7 +111,7 @@ class WorkerLoop:
             await idle()
 
     async def _shared_idle(self) -> None:
-        """Idle lanes wait together: one wait for work (one listener), all wake with it."""
+        """Idle batches wait together: one wait for work (one listener), all wake with it."""
         if self._idling is None or self._idling.done():
             self._idling = asyncio.ensure_future(self._idle())
         await asyncio.shield(self._idling)
@@ -118,10 +136,10 @@ class WorkerLoop:
             return
 
 
-def _add(total: DispatchResult, batch: DispatchResult) -> DispatchResult:
-    return DispatchResult(
+def _add(total: ResultT, batch: ResultT) -> ResultT:
+    return type(total)(
         **{
             field.name: getattr(total, field.name) + getattr(batch, field.name)
-            for field in attrs.fields(DispatchResult)
+            for field in attrs.fields(type(total))
         }
     )

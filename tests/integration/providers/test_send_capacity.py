@@ -1,7 +1,8 @@
-"""A configured provider can carry every send a worker makes at once: concurrency x lanes.
+"""A configured provider can carry every send a worker makes at once: concurrency x batches.
 
-Each of a worker's lanes sends up to OUTBOX_WORKER_CONCURRENCY messages at a time; a
-provider client with fewer connections makes the rest queue for one, and the wait counts
+Each of a worker's batches in flight (OUTBOX_WORKER_PARALLEL_BATCHES) sends up to
+OUTBOX_WORKER_CONCURRENCY messages at a time; a provider client with fewer connections
+makes the rest queue for one, and the wait counts
 against the send's timeout, so a slow provider turns sends that never left into
 INDETERMINATE timeouts (and spends their attempts).
 """
@@ -56,7 +57,7 @@ def _settings(server: HttpStandIn, **extra: str) -> Settings:
             "OUTBOX_BREVO_API_KEY": BREVO_KEY,
             "OUTBOX_BREVO_BASE_URL": f"{server.url}/v3",
             "OUTBOX_BREVO_SENDER_EMAIL": "no-reply@example.com",
-            "OUTBOX_WORKER_LANES": str(LANES),
+            "OUTBOX_WORKER_PARALLEL_BATCHES": str(LANES),
             **extra,
         },
         providers=True,

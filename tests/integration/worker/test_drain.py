@@ -12,6 +12,7 @@ import psycopg
 import pytest
 import structlog
 
+from application.outbox.dispatch_due_messages import DispatchResult
 from application.outbox.ports import Delivery
 from domain.channels import Channel
 from domain.outbox.failures import FailureClass
@@ -32,6 +33,7 @@ async def _drain(env: dict[str, str], provider: RecordingProvider, *, batch_size
         settings, batch_size=batch_size, providers={Channel.EMAIL: provider}
     ) as services:
         loop = WorkerLoop(
+            totals=DispatchResult(),
             dispatch=services.dispatch,
             wait_for_work=services.store.wait_for_work,
             telemetry=RecordingTelemetry(),
@@ -166,6 +168,7 @@ async def _drain_with_real_telemetry(env: dict[str, str], provider: RecordingPro
     settings = load_settings(env)
     async with worker_services(settings, providers={Channel.EMAIL: provider}) as services:
         loop = WorkerLoop(
+            totals=DispatchResult(),
             dispatch=services.dispatch,
             wait_for_work=services.store.wait_for_work,
             telemetry=services.telemetry,

@@ -18,6 +18,7 @@ import httpx
 import pytest
 from prometheus_client.exposition import choose_encoder
 
+from entrypoints.settings.lanes import LANES
 from tests.integration.providers.network import free_port
 
 pytestmark = pytest.mark.integration
@@ -67,12 +68,12 @@ def _ready_within(url: str, seconds: float = 20) -> httpx.Response:
     return answer
 
 
-def test_a_running_worker_is_healthy_and_ready(worker: str) -> None:
-    assert {"status": "ok"} == httpx.get(f"{worker}/healthz").json()
+def test_a_running_worker_is_healthy_and_ready_and_names_its_lanes(worker: str) -> None:
+    assert {"status": "ok", "lanes": list(LANES)} == httpx.get(f"{worker}/healthz").json()
     ready = _ready_within(f"{worker}/readyz")
 
     assert 200 == ready.status_code
-    assert {"status": "ready"} == ready.json()
+    assert {"status": "ready", "lanes": list(LANES)} == ready.json()
 
 
 def test_metrics_carry_the_prometheus_clients_own_content_type(worker: str) -> None:

@@ -144,7 +144,7 @@ async def test_sigkill_mid_batch_then_a_new_worker_loses_nothing(
     )
     assert 0 == survivor.returncode, survivor.stderr.decode()[-2000:]
     assert {"published": 6} == await _states(database_url)
-    report = json.loads(survivor.stdout)  # --drain's totals, in the CLI's one casing
+    report = json.loads(survivor.stdout)["security"]  # --drain's totals, per lane, camelCase
     assert (6, 6, 0, 0) == (
         report["claimed"],
         report["published"],

@@ -379,3 +379,20 @@ def test_jitter_outside_zero_to_one_is_refused(jitter: float) -> None:
 def test_jitter_without_a_draw_is_refused() -> None:
     with pytest.raises(ValueError, match="draw"):
         RetryPolicy(jitter=0.2)
+
+
+@given(
+    failure_class=st.sampled_from(FailureClass),
+    attempt=st.integers(min_value=1, max_value=8),
+    hint=st.none() | st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=1)),
+)
+def test_what_never_expires_is_decided_as_a_message_without_expiry(
+    failure_class: FailureClass, attempt: int, hint: timedelta | None
+) -> None:
+    """``next_attempt`` (a tenant event's decision) is ``decide`` with no expiry to apply."""
+    retry_after = EPOCH + hint if hint is not None else None
+    failure = DeliveryFailure(failure_class=failure_class, code="c-1", retry_after=retry_after)
+
+    assert decide(failure_class, attempt=attempt, retry_after=retry_after) == (
+        POLICY.next_attempt(failure, attempt=attempt, now=EPOCH)
+    )

@@ -138,3 +138,17 @@ def test_a_secret_variable_is_never_quoted_back(tmp_path: Path) -> None:
     )
 
     _assert_refused(result, "OUTBOX_BREVO_BASE_URL", "OUTBOX_BREVO_SENDER_EMAIL")
+
+
+def test_an_unknown_lane_exits_3_naming_the_variable(tmp_path: Path) -> None:
+    result = _run(tmp_path, OUTBOX_WORKER_LANES="security,bogus")
+
+    _assert_refused(result, "OUTBOX_WORKER_LANES")
+    assert "unknown lane 'bogus'" in result.stderr
+
+
+def test_an_unknown_lane_on_the_command_line_exits_3_naming_the_option(tmp_path: Path) -> None:
+    result = _run(tmp_path, "worker", "--drain", "--lanes", "bogus")
+
+    _assert_refused(result, "--lanes")
+    assert "unknown lane 'bogus'" in result.stderr

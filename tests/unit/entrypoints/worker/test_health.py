@@ -19,7 +19,7 @@ async def _readyz(
     """Ask as the listener does: from another thread, the check running on this loop."""
     readiness = WorkerReadiness(
         probe=StaticReadiness(report or ReadinessReport(database_reachable=True)),
-        listening=lambda: listening,
+        listening={"security": lambda: True, "events": lambda: listening},
         providers=lambda: frozenset({"smtp", "brevo"}),
         suspended=lambda: suspended,
         loop=asyncio.get_running_loop(),
@@ -27,8 +27,8 @@ async def _readyz(
     return await asyncio.to_thread(readiness.readyz)
 
 
-async def test_ready_when_every_check_passes() -> None:
-    assert (200, {"status": "ready"}) == await _readyz()
+async def test_ready_when_every_check_passes_and_the_answer_names_the_lanes() -> None:
+    assert (200, {"status": "ready", "lanes": ["security", "events"]}) == await _readyz()
 
 
 async def test_a_missing_role_is_named() -> None:
@@ -39,10 +39,11 @@ async def test_a_missing_role_is_named() -> None:
     assert {"status": "role_missing", "missingRole": "outbox_worker"}.items() <= body.items()
 
 
-async def test_a_down_listen_connection_makes_the_worker_unready() -> None:
+async def test_a_down_listen_connection_of_any_lane_makes_the_worker_unready() -> None:
     status, body = await _readyz(listening=False)
 
     assert (503, "listener_down") == (status, body["status"])
+    assert "the LISTEN connection of the events lane is reconnecting" == body["hint"]
 
 
 async def test_unready_only_when_every_provider_in_use_is_suspended() -> None:

@@ -45,6 +45,7 @@ class Wakeups:
 
 def _loop(dispatch: ScriptedDispatch, wakeups: Wakeups, *, drain: bool) -> WorkerLoop:
     return WorkerLoop(
+        totals=DispatchResult(),
         dispatch=dispatch,
         wait_for_work=wakeups,
         telemetry=RecordingTelemetry(),
@@ -79,6 +80,7 @@ async def test_stop_interrupts_an_idle_wait_at_once() -> None:
             await asyncio.sleep(3600)
 
     loop = WorkerLoop(
+        totals=DispatchResult(),
         dispatch=ScriptedDispatch(deque()),
         wait_for_work=Forever(),
         telemetry=RecordingTelemetry(),
@@ -97,6 +99,7 @@ async def test_a_lost_database_is_retried_and_reported_then_recovery_is_reported
         deque([StoreUnavailable("08006"), StoreUnavailable("08006"), DispatchResult(claimed=1)])
     )
     loop = WorkerLoop(
+        totals=DispatchResult(),
         dispatch=dispatch,
         wait_for_work=Wakeups(),
         telemetry=telemetry,
@@ -121,6 +124,7 @@ async def test_a_failing_wakeup_listener_does_not_stop_the_loop() -> None:
 
     broken = Broken()
     loop = WorkerLoop(
+        totals=DispatchResult(),
         dispatch=ScriptedDispatch(deque()),
         wait_for_work=broken,
         telemetry=RecordingTelemetry(),
@@ -140,6 +144,7 @@ async def test_cancelling_the_loop_propagates_cancellation() -> None:
             return DispatchResult()
 
     loop = WorkerLoop(
+        totals=DispatchResult(),
         dispatch=Slow(),
         wait_for_work=Wakeups(),
         telemetry=RecordingTelemetry(),

@@ -54,12 +54,13 @@ def _loop(
     dispatch: CountingDispatch, wakeups: SharedWakeups, *, lanes: int, drain: bool
 ) -> WorkerLoop:
     return WorkerLoop(
+        totals=DispatchResult(),
         dispatch=dispatch,
         wait_for_work=wakeups,
         telemetry=RecordingTelemetry(),
         poll_interval=timedelta(seconds=0.05),
         drain=drain,
-        lanes=lanes,
+        parallel_batches=lanes,
     )
 
 
@@ -100,5 +101,5 @@ async def test_cancelling_a_multi_lane_loop_cancels_its_lanes_and_wait() -> None
 
 
 def test_a_loop_needs_at_least_one_lane() -> None:
-    with pytest.raises(ValueError, match="lanes"):
+    with pytest.raises(ValueError, match="parallel_batches"):
         _loop(CountingDispatch(batches=0), SharedWakeups(), lanes=0, drain=True)
