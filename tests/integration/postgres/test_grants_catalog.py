@@ -19,10 +19,12 @@ PRODUCER = "outbox_producer"
 IDENTITY = "identity_service"
 WORKER = "outbox_worker"
 DEPRECATED = "outbox_runtime"  # the old producer role: a member of outbox_producer, no grants
-JOB_ROLES = (PRODUCER, IDENTITY, WORKER, DEPRECATED)
+CONSUMER = "events_consumer"  # a module's role that runs its consumers is made a member
+JOB_ROLES = (PRODUCER, IDENTITY, WORKER, DEPRECATED, CONSUMER)
 EXECUTE_BY_PRODUCER = {(PRODUCER, "EXECUTE")}
 EXECUTE_BY_IDENTITY = {(IDENTITY, "EXECUTE")}
 EXECUTE_BY_WORKER = {(WORKER, "EXECUTE")}
+EXECUTE_BY_CONSUMER = {(CONSUMER, "EXECUTE")}
 # Who is a member of whom among the outbox's roles (the migrator's own login aside).
 MEMBERSHIPS = {(IDENTITY, PRODUCER), (DEPRECATED, PRODUCER)}
 
@@ -221,6 +223,33 @@ FUNCTION_GRANTS.update(
         "events.release_dead_letter(uuid,uuid,text,text)": set(),
     }
 )
+# The consumers of tenant events (0021_consumers.sql): the claim and the record for the
+# consumers' group role (each checks the caller's module), the lag for the worker's metrics,
+# the rest for the database operator only.
+FUNCTION_GRANTS.update(
+    {
+        "events.refuse_final_delivery_update()": set(),
+        "events.check_processing_attempt()": set(),
+        "events.fan_out_publication()": set(),
+        "events.calling_module()": set(),
+        "events.own_consumer(text)": set(),
+        "events.consumer_lock_key(uuid)": set(),
+        "events.consumer_aggregate_lock_key(uuid,uuid,text,text)": set(),
+        "events.register_consumer(text,text,integer,boolean)": set(),
+        "events.subscribe(text,text,integer,integer)": set(),
+        "events.replay_consumer(text,bigint,timestamp with time zone)": set(),
+        "events.set_consumer_active(text,boolean)": set(),
+        "events.consumer_dead_letters(text,bigint,integer)": set(),
+        "events.consumer_lag()": EXECUTE_BY_WORKER,
+        "events.claim_consumer_deliveries(text,text,integer,double precision)": (
+            EXECUTE_BY_CONSUMER
+        ),
+        (
+            "events.record_consumer_processing_attempt(uuid,uuid,integer,text,text,text,"
+            "timestamp with time zone)"
+        ): EXECUTE_BY_CONSUMER,
+    }
+)
 # Tables, sequences and views; column grants count too (as table.column).
 RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.messages": set(),
@@ -274,6 +303,13 @@ RELATION_GRANTS.update(
         # The audit of republish and release (0020_events_operator.sql).
         "operator_audit",
         "operator_audit_id_seq",
+        # Consumers (0021_consumers.sql).
+        "consumers",
+        "consumer_subscriptions",
+        "consumer_deliveries",
+        "consumer_deliveries_delivery_sequence_seq",
+        "consumer_processing_attempts",
+        "consumer_processing_attempts_id_seq",
     )
 )
 SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
@@ -283,8 +319,8 @@ SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     # API role and the worker call (0008_readiness_function.sql, 0015_worker_readiness.sql).
     "outbox_meta": {("outbox_owner", "USAGE"), (IDENTITY, "USAGE"), (WORKER, "USAGE")},
     # The worker's and the API's (the staff functions and metrics counts of 0020); a producer
-    # role gets USAGE when map_producer_role maps it.
-    "events": {(WORKER, "USAGE"), (IDENTITY, "USAGE")},
+    # role gets USAGE when map_producer_role maps it; the consumers' group role (0021).
+    "events": {(WORKER, "USAGE"), (IDENTITY, "USAGE"), (CONSUMER, "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
 
@@ -354,7 +390,9 @@ SELECT member.rolname, group_role.rolname
 FROM pg_auth_members AS m
 JOIN pg_roles AS member ON member.oid = m.member
 JOIN pg_roles AS group_role ON group_role.oid = m.roleid
-WHERE member.rolname = ANY(%(roles)s) OR group_role.rolname = ANY(%(roles)s)
+WHERE (member.rolname = ANY(%(roles)s) OR group_role.rolname = ANY(%(roles)s))
+  -- Roles the tests create for a while (the cluster is shared by concurrent test sessions).
+  AND member.rolname NOT LIKE 'outbox\\_test\\_%%'
 """
 EFFECTIVE_ROLES = ["public", *JOB_ROLES]
 

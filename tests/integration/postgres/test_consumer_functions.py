@@ -1,0 +1,391 @@
+"""The consumers' SQL (0021_consumers.sql): fan-out, claim, record, replay, pause, lag, roles."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from tests.event_rows import consumer_role, define_type, publish
+
+pytestmark = pytest.mark.integration
+
+ORG_A = uuid.UUID("00000000-0000-4000-8000-00000000000a")
+ORG_B = uuid.UUID("00000000-0000-4000-8000-00000000000b")
+CLAIM = "SELECT * FROM events.claim_consumer_deliveries(%s, 'test', %s, %s)"
+RECORD = "SELECT events.record_consumer_processing_attempt(%s, %s, %s, %s, %s, %s, %s)"
+
+
+@pytest.fixture
+async def owner(connect_as) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A superuser connection with the shop module's types and consumer in place."""
+    async with connect_as() as conn:
+        await define_type(conn, "sales.order_placed", versions=(1, 2, 3))
+        await define_type(conn, "sales.order_paid")
+        await conn.execute("INSERT INTO events.modules (code) VALUES ('shop')")
+        await conn.execute("SELECT events.register_consumer('shop.fulfilment', 'shop')")
+        await conn.execute("SELECT events.subscribe('shop.fulfilment', 'sales.order_placed', 1, 2)")
+        yield conn
+
+
+@pytest.fixture
+async def shop(owner) -> AsyncIterator[str]:
+    """The role that runs the shop module's consumers."""
+    async with consumer_role(owner, "shop") as role:
+        yield role
+
+
+async def _claim(conn, consumer="shop.fulfilment", limit=10, lease=60.0):
+    cursor = await conn.execute(CLAIM, (consumer, limit, lease))
+    columns = [c.name for c in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in await cursor.fetchall()]
+
+
+async def _record(conn, row, outcome="completed", *, attempt=None, code="", retry_at=None):
+    cursor = await conn.execute(
+        RECORD,
+        (
+            row["delivery_id"],
+            row["lease_token"],
+            row["attempt_count"] + 1 if attempt is None else attempt,
+            outcome,
+            None if outcome == "completed" else "ValueError",
+            code,
+            retry_at,
+        ),
+    )
+    result = await cursor.fetchone()
+    return result[0]
+
+
+async def _states(conn) -> list[tuple[int, str, int]]:
+    cursor = await conn.execute(
+        "SELECT publication_sequence, state, replay_round FROM events.consumer_deliveries"
+        " ORDER BY delivery_sequence"
+    )
+    return await cursor.fetchall()
+
+
+async def test_a_publication_fans_out_to_the_subscribed_versions_only(owner):
+    one = await publish(owner, organization_id=ORG_A, event_type="sales.order_placed", version=1)
+    two = await publish(owner, organization_id=ORG_A, event_type="sales.order_placed", version=2)
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed", version=3)
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_paid")
+
+    cursor = await owner.execute(
+        "SELECT domain_event_id, state FROM events.consumer_deliveries ORDER BY delivery_sequence"
+    )
+    # One aggregate, an ordered consumer: the second waits behind the first.
+    assert [(one.event_id, "pending"), (two.event_id, "waiting")] == await cursor.fetchall()
+
+
+async def test_a_retired_type_is_still_delivered(owner):
+    await owner.execute(
+        "UPDATE events.event_types SET retired_at = now() WHERE code = 'sales.order_placed'"
+    )
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+
+    assert [(1, "pending", 0)] == await _states(owner)
+
+
+@pytest.mark.parametrize(
+    ("statement", "parameter"),
+    [
+        ("SELECT events.subscribe('shop.fulfilment', 'sales.nothing', 1, 2)", "p_event_type"),
+        ("SELECT events.subscribe('shop.fulfilment', 'sales.order_paid', 3, 2)", "p_max_version"),
+        ("SELECT events.subscribe('shop.fulfilment', 'sales.order_paid', 0, 2)", "p_min_version"),
+        ("SELECT events.subscribe('shop.nobody', 'sales.order_paid', 1, 1)", "p_consumer"),
+        ("SELECT events.register_consumer('shop.x', 'nowhere')", "p_owner_module"),
+        ("SELECT events.register_consumer('sales.x', 'shop')", "p_code"),
+        ("SELECT events.register_consumer('shop.x', 'shop', 0)", "p_max_attempts"),
+        ("SELECT events.replay_consumer('shop.fulfilment')", "p_from_sequence"),
+    ],
+)
+async def test_bad_arguments_are_refused_naming_the_parameter(owner, statement, parameter):
+    with pytest.raises(errors.InvalidParameterValue) as caught:
+        await owner.execute(statement)
+    assert str(caught.value).startswith(parameter)
+
+
+async def test_registration_is_idempotent(owner):
+    cursor = await owner.execute("SELECT events.register_consumer('shop.fulfilment', 'shop', 3)")
+    again = await cursor.fetchone()
+    cursor = await owner.execute("SELECT id, max_attempts FROM events.consumers")
+    assert [(again[0], 3)] == await cursor.fetchall()
+
+
+async def test_a_completion_ends_the_delivery_and_frees_its_aggregate(owner, shop, connect_as):
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        [first] = await _claim(conn)
+        assert [] == await _claim(conn)  # the aggregate's second event waits
+        assert "recorded" == await _record(conn, first)
+        [second] = await _claim(conn)
+
+    assert 2 == second["publication_sequence"]
+    assert {"n": 1} == first["payload"]
+    assert [(1, "completed", 0), (2, "leased", 0)] == await _states(owner)
+
+
+async def test_an_unordered_consumer_takes_an_aggregate_s_events_together(owner, shop, connect_as):
+    await owner.execute("SELECT events.register_consumer('shop.fulfilment', 'shop', 5, false)")
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        assert 2 == len(await _claim(conn))
+
+
+async def test_stale_tokens_expired_leases_and_wrong_attempts_lose_the_lease(
+    owner, shop, connect_as
+):
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        [row] = await _claim(conn, lease=0.05)
+        await conn.execute("SELECT pg_sleep(0.1)")
+        assert "lease_lost" == await _record(conn, row)  # expired
+        [again] = await _claim(conn)
+        assert "lease_lost" == await _record(conn, row)  # the first token is stale now
+        assert "lease_lost" == await _record(conn, again, attempt=2)
+        assert "recorded" == await _record(conn, again)
+
+    cursor = await owner.execute(
+        "SELECT attempt, outcome, lease_token FROM events.consumer_processing_attempts"
+    )
+    assert [(1, "completed", again["lease_token"])] == await cursor.fetchall()
+
+
+async def test_a_retry_waits_and_the_last_attempt_dead_letters(owner, shop, connect_as):
+    await owner.execute("SELECT events.register_consumer('shop.fulfilment', 'shop', 2)")
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        [row] = await _claim(conn)
+        soon = "now() + interval '50 milliseconds'"
+        cursor = await conn.execute(f"SELECT {soon}")
+        (retry_at,) = await cursor.fetchone()
+        assert "recorded" == await _record(conn, row, "retry", retry_at=retry_at)
+        assert [] == await _claim(conn)
+        await conn.execute("SELECT pg_sleep(0.1)")
+        [row] = await _claim(conn)
+        assert 1 == row["attempt_count"]
+        cursor = await conn.execute("SELECT now() + interval '1 minute'")
+        (later,) = await cursor.fetchone()
+        assert "recorded" == await _record(conn, row, "retry", retry_at=later)
+        [after] = await _claim(conn)  # a dead letter frees its aggregate
+
+    assert 2 == after["publication_sequence"]
+    cursor = await owner.execute(
+        "SELECT state, dead_letter_reason, dead_letter_code FROM events.consumer_deliveries"
+        " ORDER BY delivery_sequence LIMIT 1"
+    )
+    assert ("dead_lettered", "attempts_exhausted", "ValueError") == await cursor.fetchone()
+
+
+async def test_a_rejection_dead_letters_now_and_final_rows_never_change(owner, shop, connect_as):
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        [row] = await _claim(conn)
+        assert "recorded" == await _record(conn, row, "dead_letter", code="bad_order")
+    cursor = await owner.execute(
+        "SELECT dead_letter_reason, dead_letter_code FROM events.consumer_deliveries"
+    )
+    assert ("rejected", "bad_order") == await cursor.fetchone()
+
+    with pytest.raises(errors.IntegrityConstraintViolation):
+        await owner.execute("UPDATE events.consumer_deliveries SET state = 'pending'")
+
+
+async def test_an_attempt_out_of_sequence_is_refused_even_for_the_owner(owner, shop, connect_as):
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        [row] = await _claim(conn)
+    with pytest.raises(errors.IntegrityConstraintViolation):
+        await owner.execute(
+            "INSERT INTO events.consumer_processing_attempts"
+            " (delivery_id, attempt, outcome, recorded_at, lease_token)"
+            " VALUES (%s, 2, 'completed', now(), %s)",
+            (row["delivery_id"], row["lease_token"]),
+        )
+
+
+async def test_a_paused_consumer_claims_nothing_and_cannot_complete(owner, shop, connect_as):
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        [row] = await _claim(conn)
+        cursor = await owner.execute("SELECT events.set_consumer_active('shop.fulfilment', false)")
+        assert (True,) == await cursor.fetchone()
+        await publish(owner, organization_id=ORG_B, event_type="sales.order_placed")
+        assert [] == await _claim(conn)
+        with pytest.raises(psycopg.Error) as caught:
+            await _record(conn, row)
+        assert "OXE04" == caught.value.sqlstate
+        await owner.execute("SELECT events.set_consumer_active('shop.fulfilment', true)")
+        assert "recorded" == await _record(conn, row)
+        # Deliveries kept arriving while it was paused.
+        [later] = await _claim(conn)
+    assert ORG_B == later["organization_id"]
+
+
+async def test_a_small_organization_is_served_beside_a_big_backlog(owner, shop, connect_as):
+    await owner.execute("SELECT events.register_consumer('shop.fulfilment', 'shop', 5, false)")
+    for n in range(60):
+        await publish(
+            owner, organization_id=ORG_A, event_type="sales.order_placed", aggregate=("o", str(n))
+        )
+    await publish(owner, organization_id=ORG_B, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        batch = await _claim(conn, limit=10)
+
+    assert 10 == len(batch)
+    assert ORG_B in {row["organization_id"] for row in batch}
+
+
+async def test_concurrent_claims_are_disjoint_and_complete(owner, shop, connect_as):
+    await owner.execute("SELECT events.register_consumer('shop.fulfilment', 'shop', 5, false)")
+    for n in range(40):
+        org = ORG_A if n % 2 else ORG_B
+        await publish(
+            owner, organization_id=org, event_type="sales.order_placed", aggregate=("o", str(n))
+        )
+    seen: list[uuid.UUID] = []
+    async with connect_as(shop) as one, connect_as(shop) as two:
+        while batches := [*await _claim(one, limit=7), *await _claim(two, limit=7)]:
+            seen.extend(row["delivery_id"] for row in batches)
+    assert 40 == len(seen) == len(set(seen))
+
+
+async def test_replay_delivers_again_in_a_new_round_in_publication_order(owner, shop, connect_as):
+    for _ in range(3):
+        await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        for _ in range(3):
+            [row] = await _claim(conn)
+            await _record(conn, row)
+    cursor = await owner.execute("SELECT events.replay_consumer('shop.fulfilment', 2)")
+    assert (2,) == await cursor.fetchone()
+    cursor = await owner.execute(
+        "SELECT events.replay_consumer('shop.fulfilment', p_since => now() - interval '1 hour')"
+    )
+    assert (3,) == await cursor.fetchone()
+
+    assert [
+        (1, "completed", 0),
+        (2, "completed", 0),
+        (3, "completed", 0),
+        (2, "pending", 1),
+        (3, "waiting", 1),
+        (1, "waiting", 2),
+        (2, "waiting", 2),
+        (3, "waiting", 2),
+    ] == await _states(owner)
+    async with connect_as(shop) as conn:
+        order = []
+        while rows := await _claim(conn):
+            order.extend((row["replay_round"], row["publication_sequence"]) for row in rows)
+            for row in rows:
+                await _record(conn, row)
+    assert [(1, 2), (1, 3), (2, 1), (2, 2), (2, 3)] == order
+
+
+async def test_lag_counts_what_is_not_done(owner, shop, connect_as):
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    await publish(owner, organization_id=ORG_B, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        [row, _] = await _claim(conn)
+        await _record(conn, row, "dead_letter", code="bad")
+    async with connect_as("outbox_worker") as conn:
+        cursor = await conn.execute(
+            "SELECT consumer, subscriptions, events_behind, oldest_undelivered_seconds >= 0,"
+            " dead_letters FROM events.consumer_lag()"
+        )
+        assert [("shop.fulfilment", ["sales.order_placed:1-2"], 1, True, 1)] == (
+            await cursor.fetchall()
+        )
+    cursor = await owner.execute(
+        "SELECT reason, code FROM events.consumer_dead_letters('shop.fulfilment')"
+    )
+    assert [("rejected", "bad")] == await cursor.fetchall()
+
+
+async def test_retention_takes_the_deliveries_with_their_event(owner, shop, connect_as):
+    published = await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+    async with connect_as(shop) as conn:
+        [row] = await _claim(conn)
+        await _record(conn, row)
+    await owner.execute("DELETE FROM events.domain_events WHERE id = %s", (published.event_id,))
+
+    assert [] == await _states(owner)
+
+
+CONSUMER_CALLS = [
+    "SELECT * FROM events.claim_consumer_deliveries('shop.fulfilment', 'w', 1, 60)",
+    (
+        "SELECT events.record_consumer_processing_attempt(gen_random_uuid(), gen_random_uuid(),"
+        " 1, 'completed')"
+    ),
+]
+OWNER_CALLS = [
+    "SELECT events.register_consumer('shop.other', 'shop')",
+    "SELECT events.subscribe('shop.fulfilment', 'sales.order_paid', 1, 1)",
+    "SELECT events.replay_consumer('shop.fulfilment', 1)",
+    "SELECT events.set_consumer_active('shop.fulfilment', false)",
+    "SELECT * FROM events.consumer_dead_letters('shop.fulfilment')",
+]
+TABLES = [
+    "SELECT * FROM events.consumers",
+    "SELECT * FROM events.consumer_subscriptions",
+    "SELECT * FROM events.consumer_deliveries",
+    "SELECT * FROM events.consumer_processing_attempts",
+    "UPDATE events.consumer_deliveries SET state = 'pending'",
+]
+JOB_ROLES = ["outbox_worker", "outbox_producer", "identity_service", "outbox_runtime"]
+
+
+async def _refused(connect_as, role: str, statement: str) -> None:
+    async with connect_as(role) as conn:
+        with pytest.raises(errors.InsufficientPrivilege) as caught:
+            await conn.execute(statement)
+    assert "42501" == caught.value.sqlstate
+
+
+@pytest.mark.parametrize("role", JOB_ROLES)
+async def test_no_other_job_role_may_run_a_consumer(owner, connect_as, role):
+    for statement in [*CONSUMER_CALLS, *OWNER_CALLS, *TABLES]:
+        await _refused(connect_as, role, statement)
+
+
+async def test_another_module_s_consumer_role_is_refused(owner, connect_as):
+    async with consumer_role(owner, "billing") as billing:
+        for statement in [*CONSUMER_CALLS[:1], *OWNER_CALLS, *TABLES]:
+            await _refused(connect_as, billing, statement)
+        await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+        cursor = await owner.execute("SELECT id FROM events.consumer_deliveries")
+        (delivery_id,) = await cursor.fetchone()
+        await _refused(
+            connect_as,
+            billing,
+            f"SELECT events.record_consumer_processing_attempt('{delivery_id}',"
+            " gen_random_uuid(), 1, 'completed')",
+        )
+
+
+async def test_a_member_of_events_consumer_without_a_module_is_refused(owner, connect_as):
+    role = f"outbox_test_unmapped_{uuid.uuid4().hex[:12]}"
+    await owner.execute(f"CREATE ROLE {role} NOLOGIN IN ROLE events_consumer")
+    try:
+        for statement in CONSUMER_CALLS:
+            await _refused(connect_as, role, statement)
+    finally:
+        await owner.execute(f"DROP ROLE {role}")
+
+
+async def test_the_consumer_s_own_role_may_claim_and_record(shop, connect_as):
+    async with connect_as(shop) as conn:
+        for statement in CONSUMER_CALLS:
+            await conn.execute(statement)
+        for statement in [*OWNER_CALLS, *TABLES]:
+            await _refused(connect_as, shop, statement)
