@@ -389,3 +389,42 @@ async def test_the_consumer_s_own_role_may_claim_and_record(shop, connect_as):
             await conn.execute(statement)
         for statement in [*OWNER_CALLS, *TABLES]:
             await _refused(connect_as, shop, statement)
+
+
+async def test_an_appended_event_reaches_the_consumer_when_the_worker_publishes_it(
+    owner, shop, connect_as
+):
+    """The whole path through the producer's and the worker's functions: the delivery is
+    written in the worker's recording transaction."""
+    producer = f"outbox_test_producer_{uuid.uuid4().hex[:12]}"
+    await owner.execute(f"CREATE ROLE {producer} NOLOGIN")
+    try:
+        await owner.execute("SELECT events.map_producer_role(%s, 'sales')", (producer,))
+        async with connect_as(producer) as conn:
+            await conn.execute(
+                "SELECT events.append_domain_event(%s, 'sales.order_placed', 2, 'order', '7',"
+                " 'key-1', '{\"total\": 12}', now())",
+                (ORG_A,),
+            )
+        async with connect_as("outbox_worker") as conn:
+            cursor = await conn.execute("SELECT * FROM events.claim_outbox_batch('w', 10, 60)")
+            [claimed] = await cursor.fetchall()
+            columns = [c.name for c in cursor.description]
+            record = dict(zip(columns, claimed, strict=True))
+            cursor = await conn.execute(
+                "SELECT * FROM events.record_publication_attempt(%s, %s, %s, '{published}',"
+                " '{NULL}', '{\"\"}', '{\"\"}', '{NULL}')",
+                ([record["record_id"]], [record["lease_token"]], [record["attempts"] + 1]),
+            )
+            assert [("recorded",)] == await cursor.fetchall()
+        async with connect_as(shop) as conn:
+            [delivery] = await _claim(conn)
+    finally:
+        await owner.execute(f"DROP OWNED BY {producer}")
+        await owner.execute(f"DROP ROLE {producer}")
+
+    assert (record["event_id"], {"total": 12}, 2) == (
+        delivery["domain_event_id"],
+        delivery["payload"],
+        delivery["contract_version"],
+    )

@@ -503,7 +503,11 @@ async def test_a_mapped_producer_role_may_append_and_nothing_else(connect_as):
     )
     assert {(SALES, "EXECUTE"), (BILLING, "EXECUTE")} == functions[append]
     assert {append} == effective
-    assert {(WORKER, "USAGE"), (IDENTITY, "USAGE"), (SALES, "USAGE"), (BILLING, "USAGE")} == (
-        schemas["events"]
-    )
+    assert {
+        (WORKER, "USAGE"),
+        (IDENTITY, "USAGE"),
+        (CONSUMER, "USAGE"),
+        (SALES, "USAGE"),
+        (BILLING, "USAGE"),
+    } == schemas["events"]
     assert [] == tables
