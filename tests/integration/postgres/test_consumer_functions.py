@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from tests.event_rows import consumer_role, define_type, publish
+from tests.consumer_rows import consumer_role, define_type, publish
 
 pytestmark = pytest.mark.integration
 

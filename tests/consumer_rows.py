@@ -1,4 +1,4 @@
-"""Rows of the events schema put in place as the owner, for the consumer tests.
+"""Published events and consumer roles put in place as the owner, for the consumer tests.
 
 The tests of consumers need published events, not the producer's or the worker's path: an
 event is written here with its outbox record already published and its publication row, in one
