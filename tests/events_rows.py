@@ -138,3 +138,27 @@ class EventRows:
                 " WHERE domain_event_id = %s",
                 (by, event_id),
             )
+
+    async def add_staff(self, email: str = "staff@example.com") -> UUID:
+        """An identity with a verified e-mail, made staff by the database operator."""
+        identity_id = uuid.uuid4()
+        await self.rows(
+            "INSERT INTO identity.identities (id, created_at) VALUES (%s, now())", identity_id
+        )
+        await self.rows(
+            "INSERT INTO identity.login_identifiers (value, channel, identity_id, created_at,"
+            " verified_at) VALUES (%s, 'email', %s, now(), now())",
+            email,
+            identity_id,
+        )
+        await self.rows("SELECT * FROM outbox.grant_staff(%s)", email)
+        return identity_id
+
+    async def dead_record(self, event_id: UUID) -> UUID:
+        """The dead-lettered record of the event (its dead letter's id)."""
+        [(record_id,)] = await self.rows(
+            "SELECT outbox_record_id FROM events.dead_letters WHERE domain_event_id = %s"
+            " AND resolution IS NULL",
+            event_id,
+        )
+        return UUID(str(record_id))

@@ -75,6 +75,11 @@ class Telemetry(Protocol):
         """Record one observation (a duration in seconds, a batch size)."""
         ...
 
+    def forget(self, name: str, /) -> None:
+        """Drop every labelled series of gauge ``name`` (before setting the current ones,
+        when the set of label values changes between observations)."""
+        ...
+
 
 class SecretSource(Protocol):
     """Draws one-time codes and bearer tokens from a cryptographically secure source."""

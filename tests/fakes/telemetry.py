@@ -23,6 +23,7 @@ class RecordingTelemetry:
     events: list[Event] = attrs.field(factory=list)
     counts: list[tuple[str, float, dict[str, str]]] = attrs.field(factory=list)
     observations: list[tuple[str, float, dict[str, str]]] = attrs.field(factory=list)
+    forgotten: list[str] = attrs.field(factory=list)
 
     def event(self, name: str, /, *, level: str = "info", **fields: Field) -> None:
         """Keep the event."""
@@ -35,6 +36,10 @@ class RecordingTelemetry:
     def observe(self, name: str, /, value: float, **labels: str) -> None:
         """Keep the observation."""
         self.observations.append((name, value, dict(labels)))
+
+    def forget(self, name: str, /) -> None:
+        """Keep the gauge's name; its earlier observations stay in ``observations``."""
+        self.forgotten.append(name)
 
     def named(self, name: str) -> list[Event]:
         """Every event called ``name``, in order."""

@@ -102,7 +102,8 @@ REVOKE_STAFF = "SELECT outcome, identity_id FROM outbox.revoke_staff(%s::text)"
 
 STAFF_REQUIRED = "staff membership required"  # the primary message of outbox.require_staff
 STEP_UP_REQUIRED = "fresh step-up required"  # ... and of outbox.require_elevation
-IDEMPOTENCY_INDEX = "staff_audit_idempotency"
+# The unique indexes of the audit tables' idempotency keys (0006; 0020 for tenant events).
+IDEMPOTENCY_INDEXES = frozenset({"staff_audit_idempotency", "operator_audit_idempotency"})
 DONE = frozenset({"reissued", "requeued"})
 
 Row = tuple[Any, ...]
@@ -125,7 +126,7 @@ def operator_errors() -> Iterator[None]:
             raise StepUpRequired from error
         raise PermissionDenied(error.sqlstate or "") from error
     except pg_errors.UniqueViolation as error:
-        if error.diag.constraint_name == IDEMPOTENCY_INDEX:
+        if error.diag.constraint_name in IDEMPOTENCY_INDEXES:
             raise RequestInProgress from error
         raise DuplicateMessage(error.diag.constraint_name or "") from error
     except psycopg.Error as error:

@@ -81,6 +81,32 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "1 while a provider is paused by its circuit breaker, else 0.",
         ("provider",),
     ),
+    MetricSpec(
+        "outbox_tenant_events",
+        Kind.GAUGE,
+        "Live tenant event records by state, for the ten organizations with the largest backlog"
+        " and one 'other' series summing the rest, as last observed.",
+        ("organization", "state"),
+    ),
+    MetricSpec(
+        "outbox_tenant_events_oldest_due_age_seconds",
+        Kind.GAUGE,
+        "Age of the oldest due pending tenant event that no dead letter parks, per organization"
+        " ('other': the oldest of the rest), as last observed.",
+        ("organization",),
+    ),
+    MetricSpec(
+        "outbox_tenant_events_dead_letters",
+        Kind.GAUGE,
+        "Unresolved tenant event dead letters per organization, as last observed.",
+        ("organization",),
+    ),
+    MetricSpec(
+        "outbox_tenant_events_parked_aggregates",
+        Kind.GAUGE,
+        "Aggregates an unresolved dead letter parks, per organization, as last observed.",
+        ("organization",),
+    ),
     MetricSpec("outbox_in_flight", Kind.GAUGE, "Messages this process is sending right now."),
     MetricSpec(
         "outbox_events_total",

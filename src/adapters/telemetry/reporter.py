@@ -96,6 +96,16 @@ class StructlogPrometheusTelemetry:
         elif isinstance(child, Histogram):
             child.observe(value)
 
+    def forget(self, name: str, /) -> None:
+        """Remove every labelled child of gauge ``name``; it reports only what is set next."""
+        registered = self._metrics.get(name)
+        if registered is None or registered.spec.kind is not Kind.GAUGE:
+            self._warn_once("telemetry.metric_misused", metric=name, call="forget")
+            return
+        if registered.spec.labels:
+            registered.metric.clear()
+            self._children = {k: v for k, v in self._children.items() if k[0] != name}
+
     def _child(
         self, name: str, labels: dict[str, str], *, refused: Kind, call: str
     ) -> Counter | Gauge | Histogram | None:

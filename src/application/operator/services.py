@@ -6,16 +6,36 @@ import attrs
 
 from application.operator.grant_staff import GrantStaff
 from application.operator.list_dead_letters import ListDeadLetters
+from application.operator.list_event_dead_letters import ListEventDeadLetters
 from application.operator.list_messages import ListMessages
+from application.operator.list_parked_aggregates import ListParkedAggregates
 from application.operator.observe_backlog import ObserveBacklog
+from application.operator.observe_event_backlog import ObserveEventBacklog
 from application.operator.reissue_dead_letter import ReissueDeadLetter
+from application.operator.release_parked_aggregate import ReleaseParkedAggregate
+from application.operator.republish_dead_event import RepublishDeadEvent
 from application.operator.requeue_dead_letter import RequeueDeadLetter
 from application.operator.require_elevation import RequireElevation
 from application.operator.resolve_staff_member import ResolveStaffMember
 from application.operator.revoke_staff import RevokeStaff
 from application.operator.show_backlog import ShowBacklog
+from application.operator.show_event import ShowEvent
+from application.operator.show_event_backlog import ShowEventBacklog
 from application.operator.show_message import ShowMessage
 from application.ports import Telemetry
+
+
+@attrs.frozen(kw_only=True)
+class EventOperatorServices:
+    """The operator use cases over the tenant events outbox (SPEC §16)."""
+
+    show_backlog: ShowEventBacklog
+    list_dead_letters: ListEventDeadLetters
+    list_parked: ListParkedAggregates
+    show_event: ShowEvent
+    republish: RepublishDeadEvent
+    release: ReleaseParkedAggregate
+    observe_backlog: ObserveEventBacklog
 
 
 @attrs.frozen(kw_only=True)
@@ -33,4 +53,5 @@ class OperatorServices:
     resolve_staff_member: ResolveStaffMember
     require_elevation: RequireElevation
     observe_backlog: ObserveBacklog
+    events: EventOperatorServices
     telemetry: Telemetry

@@ -8,21 +8,32 @@ from collections.abc import AsyncIterator
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from adapters.postgres.event_operator_store import (
+    PostgresEventBacklogGauge,
+    PostgresEventOperatorStore,
+)
 from adapters.postgres.identity_transactions import PostgresIdentityTransactions
 from adapters.postgres.message_log import PostgresMessageLog
 from adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
 from application.identity.challenge_issuer import ChallengeIssuer
 from application.operator.grant_staff import GrantStaff
 from application.operator.list_dead_letters import ListDeadLetters
+from application.operator.list_event_dead_letters import ListEventDeadLetters
 from application.operator.list_messages import ListMessages
+from application.operator.list_parked_aggregates import ListParkedAggregates
 from application.operator.observe_backlog import ObserveBacklog
+from application.operator.observe_event_backlog import ObserveEventBacklog
 from application.operator.reissue_dead_letter import ReissueDeadLetter
+from application.operator.release_parked_aggregate import ReleaseParkedAggregate
+from application.operator.republish_dead_event import RepublishDeadEvent
 from application.operator.requeue_dead_letter import RequeueDeadLetter
 from application.operator.require_elevation import RequireElevation
 from application.operator.resolve_staff_member import ResolveStaffMember
 from application.operator.revoke_staff import RevokeStaff
-from application.operator.services import OperatorServices
+from application.operator.services import EventOperatorServices, OperatorServices
 from application.operator.show_backlog import ShowBacklog
+from application.operator.show_event import ShowEvent
+from application.operator.show_event_backlog import ShowEventBacklog
 from application.operator.show_message import ShowMessage
 from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
 from domain.identity.challenges import ChallengePolicy
@@ -69,7 +80,26 @@ def build_operator_services(
             transactions=PostgresIdentityTransactions(pool), clock=clock
         ),
         observe_backlog=ObserveBacklog(gauge=PostgresBacklogGauge(pool), telemetry=telemetry),
+        events=build_event_operator_services(pool=pool, ids=ids, telemetry=telemetry),
         telemetry=telemetry,
+    )
+
+
+def build_event_operator_services(
+    *, pool: AsyncConnectionPool[AsyncConnection], ids: Ids, telemetry: Telemetry
+) -> EventOperatorServices:
+    """The operator use cases over the tenant events outbox, over ``pool``."""
+    store = PostgresEventOperatorStore(pool)
+    return EventOperatorServices(
+        show_backlog=ShowEventBacklog(store=store),
+        list_dead_letters=ListEventDeadLetters(store=store),
+        list_parked=ListParkedAggregates(store=store),
+        show_event=ShowEvent(store=store),
+        republish=RepublishDeadEvent(store=store, ids=ids, telemetry=telemetry),
+        release=ReleaseParkedAggregate(store=store, ids=ids, telemetry=telemetry),
+        observe_backlog=ObserveEventBacklog(
+            gauge=PostgresEventBacklogGauge(pool), telemetry=telemetry
+        ),
     )
 
 

@@ -12,6 +12,7 @@ import typer
 from entrypoints.cli.backlog import backlog
 from entrypoints.cli.db import db_app
 from entrypoints.cli.dead_letters import dead_letters_app
+from entrypoints.cli.events import events_app
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.keys import keys_app
 from entrypoints.cli.messages import messages_app
@@ -39,6 +40,7 @@ app.command()(backlog)
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(messages_app, name="messages")
 app.add_typer(staff_app, name="staff")
+app.add_typer(events_app, name="events")
 
 
 def _print_version(requested: bool) -> None:

@@ -10,7 +10,10 @@ from typing import TypeVar
 
 from application.errors import InvalidField, InvalidRequest, PermissionDenied
 from application.operator.errors import (
+    DeadLetterNotFound,
     DeadLetterRefused,
+    EventNotFound,
+    EventRepairRefused,
     IdempotencyKeyReused,
     RequestInProgress,
     StaffIdentityNotFound,
@@ -77,6 +80,20 @@ def operator_guarded() -> Iterator[None]:
                 f"refused ({refused.refusal.value}): {REFUSALS[refused.refusal]}",
                 ExitCode.REFUSED,
             ) from None
+        except EventRepairRefused as refused:
+            raise fail(
+                f"refused (already_{refused.resolution}): the dead letter was already"
+                f" {refused.resolution} (outboxctl events dead-letters shows what became of it)",
+                ExitCode.REFUSED,
+            ) from None
+        except DeadLetterNotFound:
+            raise fail(
+                "not found: no tenant event dead letter has this id (outboxctl events"
+                " dead-letters lists them)",
+                ExitCode.NOT_FOUND,
+            ) from None
+        except EventNotFound:
+            raise fail("not found: no tenant event has this id", ExitCode.NOT_FOUND) from None
         except IdempotencyKeyReused:
             raise fail(
                 "refused: this idempotency key already named another request; use a new key",

@@ -226,3 +226,29 @@ def test_every_catalogue_metric_is_registered(registry: CollectorRegistry) -> No
     families = {metric.name: metric.type for metric in registry.collect()}
 
     assert {spec.name.removesuffix("_total"): spec.kind.value for spec in CATALOGUE} == families
+
+
+def test_a_forgotten_gauge_reports_only_what_is_set_next(
+    telemetry: Telemetry, registry: CollectorRegistry
+) -> None:
+    name = "outbox_tenant_events_dead_letters"
+    telemetry.observe(name, 3, organization="org-1")
+    telemetry.observe(name, 4, organization="org-2")
+
+    telemetry.forget(name)
+    telemetry.observe(name, 5, organization="org-2")
+
+    assert _sample(registry, name, organization="org-1") is None
+    assert 5 == _sample(registry, name, organization="org-2")
+
+
+def test_forgetting_a_counter_is_refused_and_said_once(
+    telemetry: Telemetry, registry: CollectorRegistry, logs: list[dict[str, Any]]
+) -> None:
+    telemetry.count("outbox_sweep_rows_total", 2, sweep="retention")
+
+    telemetry.forget("outbox_sweep_rows_total")
+    telemetry.forget("outbox_sweep_rows_total")
+
+    assert 2 == _sample(registry, "outbox_sweep_rows_total", sweep="retention")
+    assert 1 == len([log for log in logs if log["event"] == "telemetry.metric_misused"])

@@ -1,0 +1,236 @@
+"""``outboxctl events backlog|dead-letters|parked|show|republish|release``: operate the tenant
+events outbox (SPEC §11, §16) as the database operator."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+import typer
+
+from application.operator.event_views import RepairReceipt
+from application.operator.list_event_dead_letters import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    EventDeadLetterQuery,
+)
+from application.operator.list_parked_aggregates import ParkedQuery
+from application.operator.release_parked_aggregate import ReleaseCommand
+from application.operator.republish_dead_event import RepublishCommand
+from application.operator.services import OperatorServices
+from application.operator.show_event import EventQuery
+from application.operator.show_event_backlog import DEFAULT_LIMIT as BACKLOG_LIMIT
+from application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_MAX
+from application.operator.show_event_backlog import EventBacklogQuery
+from entrypoints.cli.event_output import (
+    backlog_json,
+    backlog_table,
+    dead_letter_json,
+    dead_letter_table,
+    event_json,
+    event_tables,
+    parked_json,
+    parked_table,
+    receipt_json,
+)
+from entrypoints.cli.operator_output import page_hints, page_json
+from entrypoints.cli.operator_run import run_operator
+from entrypoints.cli.output import print_json, print_table
+
+events_app = typer.Typer(
+    help="Operate the tenant events outbox: backlog, dead letters, parked aggregates, repairs.",
+    no_args_is_help=True,
+)
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+Organization = Annotated[
+    UUID | None, typer.Option("--organization", help="Only this organization's.")
+]
+After = Annotated[
+    UUID | None, typer.Option(help="Show the page of older rows after this dead letter.")
+]
+Before = Annotated[
+    UUID | None, typer.Option(help="Show the page of newer rows before this dead letter.")
+]
+Limit = Annotated[int, typer.Option(min=1, max=MAX_LIMIT, help="Rows per page.")]
+DeadLetterId = Annotated[UUID, typer.Argument(help="The dead letter's id (its record's).")]
+StaffEmail = Annotated[
+    str,
+    typer.Option(
+        "--staff",
+        help="The acting staff member's e-mail (recorded in the audit).",
+        show_default=False,
+    ),
+]
+Reason = Annotated[
+    str,
+    typer.Option(
+        "--reason",
+        help="Why (a ticket, a sentence; kept in the audit: never personal data).",
+        show_default=False,
+    ),
+]
+IdempotencyKey = Annotated[
+    str | None,
+    typer.Option(
+        "--idempotency-key",
+        help="Makes a retry safe: the same key answers the first result and does nothing more.",
+    ),
+]
+
+
+@events_app.command("backlog")
+def backlog(
+    limit: Annotated[
+        int, typer.Option(min=1, max=BACKLOG_MAX, help="Organizations at most.")
+    ] = BACKLOG_LIMIT,
+    as_json: AsJson = False,
+) -> None:
+    """Per organization: pending and leased events, how long the oldest due one has waited,
+    unresolved dead letters and the aggregates they park; the largest backlog first."""
+    rows = run_operator(
+        lambda services: services.events.show_backlog(EventBacklogQuery(limit=limit))
+    )
+    if as_json:
+        print_json(backlog_json(rows))
+        return
+    if not rows:
+        typer.echo("no tenant event waits")
+        return
+    print_table(backlog_table(rows))
+
+
+@events_app.command("dead-letters")
+def dead_letters(
+    *,
+    organization: Organization = None,
+    unresolved: Annotated[
+        bool, typer.Option("--unresolved", help="Only those that still park their aggregate.")
+    ] = False,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = DEFAULT_LIMIT,
+    as_json: AsJson = False,
+) -> None:
+    """List dead letters, newest first, with what became of each (released, republished).
+
+    --json prints {"items": [...], "pageInfo": {...}}: pass pageInfo.endCursor as --after for
+    the next page.
+    """
+    query = EventDeadLetterQuery(
+        organization_id=organization,
+        unresolved_only=unresolved,
+        after=after,
+        before=before,
+        limit=limit,
+    )
+    page = run_operator(lambda services: services.events.list_dead_letters(query))
+    if as_json:
+        print_json(page_json(page, [dead_letter_json(item) for item in page.items]))
+        return
+    if not page.items:
+        typer.echo("no dead letters")
+        return
+    print_table(dead_letter_table(page.items))
+    for hint in page_hints(page):
+        typer.echo(hint, err=True)
+
+
+@events_app.command("parked")
+def parked(
+    *,
+    organization: Organization = None,
+    after: After = None,
+    before: Before = None,
+    limit: Limit = DEFAULT_LIMIT,
+    as_json: AsJson = False,
+) -> None:
+    """List parked aggregates (a dead letter holds their later events), newest first, with
+    how many events wait behind each. Repair with republish or release."""
+    query = ParkedQuery(organization_id=organization, after=after, before=before, limit=limit)
+    page = run_operator(lambda services: services.events.list_parked(query))
+    if as_json:
+        print_json(page_json(page, [parked_json(item) for item in page.items]))
+        return
+    if not page.items:
+        typer.echo("no parked aggregates")
+        return
+    print_table(parked_table(page.items))
+    for hint in page_hints(page):
+        typer.echo(hint, err=True)
+
+
+@events_app.command("show")
+def show(
+    event_id: Annotated[UUID, typer.Argument(help="The event's id.")],
+    as_json: AsJson = False,
+) -> None:
+    """Show one event (its payload's size, never the payload), its records and attempts."""
+    detail = run_operator(
+        lambda services: services.events.show_event(EventQuery(event_id=event_id))
+    )
+    if as_json:
+        print_json(event_json(detail))
+        return
+    for part in event_tables(detail):
+        print_table(part)
+
+
+def _report(receipt: RepairReceipt, as_json: bool) -> None:
+    if as_json:
+        print_json(receipt_json(receipt))
+        return
+    done = {"republish": "republished", "release": "released"}[receipt.action.value]
+    done = "already " + done if receipt.replayed else done
+    record = f" as {receipt.record_id}" if receipt.record_id else ""
+    typer.echo(f"{done} {receipt.dead_letter_id}{record}")
+
+
+@events_app.command("republish")
+def republish(
+    dead_letter_id: DeadLetterId,
+    staff: StaffEmail,
+    reason: Reason,
+    idempotency_key: IdempotencyKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Publish a dead-lettered event again: a new record of it, before its aggregate's later
+    events (the dead one stays as it was). Audited."""
+
+    async def act(services: OperatorServices) -> RepairReceipt:
+        actor = await services.resolve_staff_member(staff)
+        return await services.events.republish(
+            RepublishCommand(
+                actor=actor,
+                dead_letter_id=dead_letter_id,
+                reason=reason,
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    _report(run_operator(act), as_json)
+
+
+@events_app.command("release")
+def release(
+    dead_letter_id: DeadLetterId,
+    staff: StaffEmail,
+    reason: Reason,
+    idempotency_key: IdempotencyKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Release a parked aggregate: the dead letter stays dead (never published) and the
+    aggregate's later events flow. Audited."""
+
+    async def act(services: OperatorServices) -> RepairReceipt:
+        actor = await services.resolve_staff_member(staff)
+        return await services.events.release(
+            ReleaseCommand(
+                actor=actor,
+                dead_letter_id=dead_letter_id,
+                reason=reason,
+                idempotency_key=idempotency_key,
+            )
+        )
+
+    _report(run_operator(act), as_json)
