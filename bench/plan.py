@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
 from rich.console import Console
@@ -15,6 +15,7 @@ from bench.backlog import BacklogDrain, drain_in_process
 from bench.databases import Server
 from bench.dispatch_drain import DispatchDrain
 from bench.enqueue import SealedEnqueue
+from bench.events_append import EventAppend, EventShape, PlainEventInsert
 from bench.harness import Drained, Figure, Results, Setting
 from bench.latency import Percentiles, SteadyLatency
 from bench.pgqueuer_drain import PgqueuerDrain
@@ -24,7 +25,7 @@ from bench.sql_ceiling import SqlCeiling
 from bench.worker import WorkerConfig, running_worker
 from domain.outbox.priorities import Priority
 
-GROUPS = ("drain", "enqueue", "latency", "backlog")
+GROUPS = ("drain", "enqueue", "latency", "backlog", "events-append")
 WARM_UP_MESSAGES = 500
 
 
@@ -80,6 +81,8 @@ class Plan:
             await self._latency(results, keyring, config)
         if "backlog" in self.groups:
             await self._backlog(results, keyring, config)
+        if "events-append" in self.groups:
+            await self._events_append(results)
         _checks(results)
         return results
 
@@ -388,6 +391,68 @@ class Plan:
             )
         )
 
+    def _event_shape(self) -> EventShape:
+        return EventShape(
+            organizations=self.sizes.event_organizations, aggregates=self.sizes.event_aggregates
+        )
+
+    async def _events_append(self, results: Results) -> None:
+        sizes = self.sizes
+        async with (
+            self.server.fresh_database("events_insert") as insert_db,
+            self.server.fresh_database("events_append") as append_db,
+            self.server.fresh_database("events_append_nonotify") as silent_db,
+        ):
+            for database in (insert_db, append_db, silent_db):
+                await apply_migrations(database.conninfo)
+            shape = self._event_shape()
+            plain = PlainEventInsert(
+                database=insert_db,
+                total=sizes.enqueue_transactions,
+                producers=sizes.producers,
+                shape=shape,
+            )
+            append = EventAppend(
+                database=append_db,
+                total=sizes.enqueue_transactions,
+                producers=sizes.producers,
+                shape=shape,
+            )
+            silent = attrs.evolve(append, database=silent_db, notify=False)
+            for prepared in (plain, append, silent):
+                await prepared.prepare()
+            figures = {
+                "plain": Samples(
+                    "events_append.plain_insert",
+                    "Plain one-row INSERT of an event row",
+                    "tx/s",
+                    plain.settings(),
+                ),
+                "append": Samples(
+                    "events_append.append",
+                    "Tenant event append (append_domain_event, NOTIFY)",
+                    "tx/s",
+                    append.settings(),
+                ),
+                "silent": Samples(
+                    "events_append.append_no_notify",
+                    "Tenant event append without NOTIFY (bench variant)",
+                    "tx/s",
+                    silent.settings(),
+                ),
+            }
+            runs: dict[str, Callable[[], Awaitable[float]]] = {
+                "plain": plain.once,
+                "append": append.once,
+                "silent": silent.once,
+            }
+            for repetition in range(sizes.repetitions):
+                self.console.log(f"events append, repetition {repetition + 1}/{sizes.repetitions}")
+                for name, samples in figures.items():
+                    samples.values.append(await runs[name]())
+            for samples in figures.values():
+                results.add(samples.figure())
+
 
 def _checks(results: Results) -> None:
     have = results.figures.keys()
@@ -475,3 +540,18 @@ def _checks(results: Results) -> None:
             at_least=0.8,
         )
         results.limit("worker_peak_rss", "Worker peak RSS", "memory.worker_peak_rss", at_most=150.0)
+    if "events_append.append" in have:
+        results.ratio(
+            "events_append_vs_insert",
+            "Tenant event append / plain INSERT",
+            "events_append.append",
+            "events_append.plain_insert",
+            at_least=0.7,
+        )
+        results.ratio(
+            "events_append_notify_cost",
+            "Tenant event append with NOTIFY / without",
+            "events_append.append",
+            "events_append.append_no_notify",
+            at_least=None,
+        )

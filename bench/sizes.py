@@ -19,6 +19,8 @@ class Sizes:
     backlog_small: int  # pending rows in the small-backlog case
     backlog_large: int  # pending rows in the large-backlog case
     backlog_drained: int  # messages drained per repetition in both backlog cases
+    event_organizations: int = 10  # organizations the tenant events are spread over
+    event_aggregates: int = 1_000  # aggregates they are spread over (event n: n % aggregates)
     batch_size: int = 100
     concurrency: int = 32  # the worker's in-batch send concurrency
 
@@ -47,4 +49,6 @@ SMOKE = Sizes(
     backlog_small=300,
     backlog_large=3_000,
     backlog_drained=300,
+    event_organizations=3,
+    event_aggregates=60,
 )

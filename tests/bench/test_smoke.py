@@ -42,6 +42,9 @@ FIGURES = {
     "backlog.cpu_large",
     "backlog.full_drain_process",
     "memory.worker_peak_rss",
+    "events_append.plain_insert",
+    "events_append.append",
+    "events_append.append_no_notify",
 }
 CHECKS = {
     "dispatch_plain_vs_pgqueuer",
@@ -57,12 +60,15 @@ CHECKS = {
     "latency_flood_p99",
     "backlog_large_vs_small",
     "worker_peak_rss",
+    "events_append_vs_insert",
+    "events_append_notify_cost",
 }
 TARGETED = CHECKS - {
     "ceiling_vs_pgqueuer",
     "cpu_pgqueuer_vs_plain",
     "cpu_pgqueuer_vs_sealed",
     "notify_cost",
+    "events_append_notify_cost",
 }
 
 

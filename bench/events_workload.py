@@ -1,0 +1,132 @@
+"""The tenant events a run appends and drains: one bench module, its producer role, a backlog.
+
+Roles are cluster-wide, so the producer role is created once (NOLOGIN) and shared by every
+bench database; its mapping to the `bench` module and the grants live in each database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from datetime import UTC, datetime
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+from psycopg.types.json import Jsonb
+
+PRODUCER_ROLE = "bench_events_producer"
+MODULE = "bench"
+EVENT_TYPE = "bench.order_placed"
+AGGREGATE_TYPE = "order"
+ONBOARD = f"""
+SET ROLE outbox_owner;
+SELECT events.register_module('{MODULE}');
+SELECT events.register_event_type('{EVENT_TYPE}', '{MODULE}', 'A customer placed an order');
+SELECT events.publish_contract_version('{EVENT_TYPE}', 1);
+SELECT events.map_producer_role('{PRODUCER_ROLE}', '{MODULE}');
+RESET ROLE;
+"""
+# What events.append_domain_event writes for n events, in one statement: the event rows and
+# their outbox records, the oldest live record of each aggregate its head (as the function
+# decides), appended_at stepping back a microsecond a row so the order is well defined.
+# Event g belongs to organization g % orgs and aggregate `order-{g % aggregates}`.
+BULK_EVENTS = """
+WITH numbered AS (
+    SELECT g,
+           ('0190bbbb-0000-7000-8000-' || lpad(to_hex(g % %(orgs)s), 12, '0'))::uuid AS org,
+           'order-' || (g % %(aggregates)s) AS aggregate,
+           now() - (%(count)s - g) * interval '1 microsecond' AS at
+    FROM generate_series(1, %(count)s) AS g
+), appended AS (
+    INSERT INTO events.domain_events (
+        id, organization_id, event_type_code, contract_version, producer_module_code,
+        aggregate_type, aggregate_id, idempotency_key, payload, occurred_at, appended_at
+    )
+    SELECT gen_random_uuid(), n.org, 'bench.order_placed', 1, 'bench', 'order', n.aggregate,
+           'bulk-' || %(batch)s || '-' || n.g,
+           jsonb_build_object('order', n.aggregate, 'total', n.g, 'currency', 'EUR'), n.at, n.at
+    FROM numbered AS n
+    ORDER BY n.g
+    RETURNING id, organization_id, aggregate_type, aggregate_id, append_sequence, appended_at
+)
+INSERT INTO events.outbox_records (
+    id, domain_event_id, organization_id, aggregate_type, aggregate_id, append_sequence,
+    available_at, created_at, head
+)
+SELECT gen_random_uuid(), a.id, a.organization_id, a.aggregate_type, a.aggregate_id,
+       a.append_sequence, a.appended_at, a.appended_at,
+       a.append_sequence = min(a.append_sequence) OVER (
+           PARTITION BY a.organization_id, a.aggregate_type, a.aggregate_id
+       )
+FROM appended AS a
+"""
+TABLES = (
+    "events.publication_attempts",
+    "events.domain_event_publications",
+    "events.dead_letters",
+    "events.head_vacancies",
+    "events.outbox_records",
+    "events.domain_events",
+)
+
+
+def organization(n: int) -> uuid.UUID:
+    """The n-th bench organization (the same ids BULK_EVENTS uses)."""
+    return uuid.UUID(f"0190bbbb-0000-7000-8000-{n:012x}")
+
+
+def producer_conninfo(conninfo: str) -> str:
+    """``conninfo`` acting as the bench producer role from its first statement."""
+    return make_conninfo(conninfo, options=f"-c role={PRODUCER_ROLE}")
+
+
+async def onboard(conninfo: str) -> None:
+    """Create the producer role when absent; register the module, its type, map the role."""
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+        cursor = await conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (PRODUCER_ROLE,))
+        if await cursor.fetchone() is None:
+            # another run may create it between the look and the CREATE
+            with contextlib.suppress(
+                psycopg.errors.DuplicateObject, psycopg.errors.UniqueViolation
+            ):
+                await conn.execute(
+                    sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(PRODUCER_ROLE))
+                )
+        await conn.execute(ONBOARD.encode())
+
+
+def payload(n: int, aggregate: str) -> Jsonb:
+    """The n-th event's payload (a small order)."""
+    return Jsonb({"order": aggregate, "total": n, "currency": "EUR"})
+
+
+def now() -> datetime:
+    """The producer's clock."""
+    return datetime.now(UTC)
+
+
+async def bulk_load(
+    conninfo: str, count: int, *, organizations: int, aggregates: int, batch: str = "0"
+) -> None:
+    """Append ``count`` events over ``organizations`` and ``aggregates`` in one statement."""
+    async with await psycopg.AsyncConnection.connect(conninfo) as conn:
+        await conn.execute(
+            BULK_EVENTS,
+            {"count": count, "orgs": organizations, "aggregates": aggregates, "batch": batch},
+        )
+        await conn.commit()
+    await vacuum(conninfo)
+
+
+async def empty(conninfo: str) -> None:
+    """Remove every event, record, attempt and publication."""
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+        await conn.execute(f"TRUNCATE {', '.join(TABLES)}".encode())
+
+
+async def vacuum(conninfo: str) -> None:
+    """VACUUM ANALYZE the events tables."""
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+        for table in TABLES:
+            await conn.execute(f"VACUUM ANALYZE {table}".encode())
