@@ -6,25 +6,14 @@ import uuid
 
 import attrs
 import psycopg
+from psycopg.types.json import Jsonb
 
+from adapters.postgres.event_appender import append_domain_event
 from bench import events_workload
 from bench.databases import Database
 from bench.harness import Setting
 from bench.producers import transactions_per_second
 
-APPEND = """
-SELECT events.append_domain_event(
-    p_organization_id => %s::uuid,
-    p_event_type => %s::text,
-    p_contract_version => %s::integer,
-    p_aggregate_type => %s::text,
-    p_aggregate_id => %s::text,
-    p_idempotency_key => %s::text,
-    p_payload => %s::jsonb,
-    p_occurred_at => %s::timestamptz,
-    p_trace_context => %s::text
-)
-"""
 # The bench-only variant without the wake-up: the function's own definition minus its
 # pg_notify line, installed in that figure's database only (the function has no switch).
 FUNCTION_DEFINITION = (
@@ -75,7 +64,7 @@ class EventAppend:
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
         return {
-            "driver": "psycopg (async), events.append_domain_event",
+            "driver": "psycopg (async), adapters.postgres.event_appender.append_domain_event",
             "pg_notify": "yes" if self.notify else "no (bench-only variant of append_domain_event)",
             "transactions": self.total,
             "events_per_transaction": 1,
@@ -110,19 +99,16 @@ class EventAppend:
         async def append_one(conn: psycopg.AsyncConnection[object], n: int) -> None:
             organization, aggregate = shape.of(n)
             async with conn.transaction():
-                await conn.execute(
-                    APPEND,
-                    (
-                        organization,
-                        events_workload.EVENT_TYPE,
-                        1,
-                        events_workload.AGGREGATE_TYPE,
-                        aggregate,
-                        f"append-{n}",
-                        events_workload.payload(n, aggregate),
-                        events_workload.now(),
-                        None,
-                    ),
+                await append_domain_event(
+                    conn,  # type: ignore[arg-type]
+                    organization_id=organization,
+                    event_type=events_workload.EVENT_TYPE,
+                    contract_version=1,
+                    aggregate_type=events_workload.AGGREGATE_TYPE,
+                    aggregate_id=aggregate,
+                    idempotency_key=f"append-{n}",
+                    payload=events_workload.order(n, aggregate),
+                    occurred_at=events_workload.now(),
                 )
 
         return await transactions_per_second(
@@ -180,7 +166,7 @@ class PlainEventInsert:
                         organization,
                         aggregate,
                         f"append-{n}",
-                        events_workload.payload(n, aggregate),
+                        Jsonb(events_workload.order(n, aggregate)),
                         now,
                         now,
                     ),

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from psycopg.types.json import Jsonb
 
 PRODUCER_ROLE = "bench_events_producer"
 MODULE = "bench"
@@ -96,9 +95,9 @@ async def onboard(conninfo: str) -> None:
         await conn.execute(ONBOARD.encode())
 
 
-def payload(n: int, aggregate: str) -> Jsonb:
+def order(n: int, aggregate: str) -> dict[str, object]:
     """The n-th event's payload (a small order)."""
-    return Jsonb({"order": aggregate, "total": n, "currency": "EUR"})
+    return {"order": aggregate, "total": n, "currency": "EUR"}
 
 
 def now() -> datetime:
@@ -120,9 +119,9 @@ async def bulk_load(
 
 
 async def empty(conninfo: str) -> None:
-    """Remove every event, record, attempt and publication."""
+    """Remove every event, record, attempt and publication, and what refers to them."""
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
-        await conn.execute(f"TRUNCATE {', '.join(TABLES)}".encode())
+        await conn.execute(f"TRUNCATE {', '.join(TABLES)} CASCADE".encode())
 
 
 async def vacuum(conninfo: str) -> None:
