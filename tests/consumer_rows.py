@@ -122,4 +122,6 @@ async def consumer_role(conn: psycopg.AsyncConnection, module: str) -> AsyncIter
         )
         yield role
     finally:
+        # Grants a test gave it in this database go first (the role is the cluster's).
+        await conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
         await conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

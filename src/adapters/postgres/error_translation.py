@@ -17,6 +17,7 @@ from application.errors import (
     StoreUnavailable,
 )
 from application.events.errors import (
+    ConsumerPaused,
     ContractVersionUnpublished,
     EventTypeRetired,
     IdempotencyConflict,
@@ -28,6 +29,7 @@ _BY_SQLSTATE: dict[str, type[ApplicationError]] = {
     "OXE01": IdempotencyConflict,
     "OXE02": EventTypeRetired,
     "OXE03": ContractVersionUnpublished,
+    "OXE04": ConsumerPaused,
 }
 
 # Errors whose meaning is their class alone, translated to the error carrying the SQLSTATE.

@@ -15,3 +15,7 @@ class EventTypeRetired(ApplicationError):
 
 class ContractVersionUnpublished(ApplicationError):
     """The event type is unknown, or the contract version is not published (SQLSTATE OXE03)."""
+
+
+class ConsumerPaused(ApplicationError):
+    """The consumer is paused: its deliveries wait and none may complete (SQLSTATE OXE04)."""

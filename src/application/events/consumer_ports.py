@@ -1,0 +1,124 @@
+"""The consumers' ports (SPEC §17): what a handler receives, and the store a runner drives."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime, timedelta
+from typing import Any, Literal, Protocol
+from uuid import UUID
+
+import attrs
+
+from domain.outbox.outcomes import RecordResult
+
+
+@attrs.frozen(kw_only=True)
+class DeliveredEvent:
+    """A published event as one consumer receives it; ``delivery_id`` names this delivery.
+
+    ``replay_round`` is 0 for the first delivery and counts replays; ``attempt`` is the
+    attempt this is (1 the first time).
+    """
+
+    delivery_id: UUID
+    event_id: UUID
+    organization_id: UUID
+    event_type: str
+    contract_version: int
+    aggregate_type: str
+    aggregate_id: str
+    append_sequence: int
+    publication_sequence: int
+    replay_round: int
+    payload: Mapping[str, Any] = attrs.field(repr=False)
+    occurred_at: datetime
+    attempt: int
+    trace_context: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ClaimedDelivery:
+    """A delivery leased to this process, with what recording it needs."""
+
+    event: DeliveredEvent
+    max_attempts: int
+    lease_token: UUID
+    lease_expires_at: datetime
+
+    @property
+    def is_last_attempt(self) -> bool:
+        """Whether a failure of this attempt dead-letters the delivery."""
+        return self.event.attempt >= self.max_attempts
+
+
+Outcome = Literal["completed", "retry", "dead_letter"]
+
+
+@attrs.frozen(kw_only=True)
+class ProcessingAttempt:
+    """One processing attempt's outcome, fenced by the lease token and the attempt number.
+
+    ``error_class`` is a class name, never an exception's text; ``code`` a short reason.
+    """
+
+    delivery_id: UUID
+    lease_token: UUID
+    attempt: int
+    outcome: Outcome
+    error_class: str | None = None
+    code: str = ""
+    retry_at: datetime | None = None
+
+    @classmethod
+    def completed(cls, delivery: ClaimedDelivery) -> ProcessingAttempt:
+        """The completion of ``delivery``'s current attempt."""
+        return cls(
+            delivery_id=delivery.event.delivery_id,
+            lease_token=delivery.lease_token,
+            attempt=delivery.event.attempt,
+            outcome="completed",
+        )
+
+
+class DeliveryTransaction(Protocol):
+    """An open database transaction in which a handler writes and its delivery completes."""
+
+    @property
+    def handle(self) -> Any:
+        """What the handler writes through; opaque here (a psycopg AsyncConnection inside its
+        transaction, for the PostgreSQL adapter)."""
+        ...
+
+    async def record(self, attempt: ProcessingAttempt) -> RecordResult:
+        """Record ``attempt`` inside this transaction; LEASE_LOST means it must roll back.
+
+        Raises ConsumerPaused when the consumer is paused.
+        """
+        ...
+
+
+class ConsumerStore(Protocol):
+    """What a consumer process may do (its module's role, a member of ``events_consumer``)."""
+
+    async def claim(
+        self, *, consumer: str, owner: str, limit: int, lease: timedelta
+    ) -> Sequence[ClaimedDelivery]:
+        """Lease up to ``limit`` of the consumer's claimable deliveries (none when paused).
+
+        Raises PermissionDenied when the role does not run the consumer's module,
+        InvalidRequest for an unknown consumer, StoreUnavailable when unreachable.
+        """
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[DeliveryTransaction]:
+        """Open a transaction: committed when the block ends, rolled back when it raises.
+
+        A failed commit raises (StoreUnavailable, InvalidRequest…): nothing was kept.
+        """
+        ...
+
+    async def record(self, attempt: ProcessingAttempt) -> RecordResult:
+        """Record ``attempt`` in a short transaction of its own (a retry or a dead letter after
+        the handler's transaction rolled back). Raises ConsumerPaused when paused."""
+        ...
