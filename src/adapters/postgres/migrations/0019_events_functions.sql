@@ -502,10 +502,13 @@ BEGIN
         END IF;
         EXIT WHEN v_wrapped AND v_next > v_start;
         v_examined := v_examined + 1;
-        IF EXISTS (
-            SELECT 1 FROM events.outbox_records AS r
-            WHERE r.head AND r.organization_id = v_next AND r.claimable_at <= v_now
-        ) THEN
+        -- The organization's soonest head, read off the index (one probe, however many).
+        IF (
+            SELECT r.claimable_at FROM events.outbox_records AS r
+            WHERE r.head AND r.organization_id = v_next
+            ORDER BY r.organization_id, r.claimable_at
+            LIMIT 1
+        ) <= v_now THEN
             v_orgs := v_orgs || v_next;
         END IF;
         v_org := v_next;
