@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.error_translation import translated_errors
-from application.events.consumer_ports import ClaimedDelivery, DeliveredEvent, ProcessingAttempt
+from application.events.consumer_ports import (
+    ClaimedDelivery,
+    ConsumerDeadLetter,
+    ConsumerLag,
+    DeliveredEvent,
+    ProcessingAttempt,
+)
 from domain.outbox.outcomes import RecordResult
 
 CLAIM = """
@@ -143,3 +149,96 @@ class PostgresConsumerStore:
         with translated_errors():
             async with self._pool.connection() as conn:
                 return await _record_on(conn, attempt)
+
+
+LAG = """
+SELECT consumer, owner_module, active, ordered, max_attempts, replay_round, subscriptions,
+       events_behind, oldest_undelivered_seconds, dead_letters
+FROM events.consumer_lag()
+"""
+DEAD_LETTERS = """
+SELECT delivery_id, delivery_sequence, domain_event_id, organization_id, event_type,
+       contract_version, publication_sequence, replay_round, attempts, reason, code,
+       dead_lettered_at
+FROM events.consumer_dead_letters(%s::text, %s::bigint, %s::integer)
+"""
+REPLAY = "SELECT events.replay_consumer(%s::text, %s::bigint, %s::timestamptz)"
+SET_ACTIVE = "SELECT events.set_consumer_active(%s::text, %s::boolean)"
+
+
+def _lag(row: tuple[Any, ...]) -> ConsumerLag:
+    (code, module, active, ordered, attempts, replay_round, subs, behind, oldest, dead) = row
+    return ConsumerLag(
+        consumer=code,
+        owner_module=module,
+        active=active,
+        ordered=ordered,
+        max_attempts=attempts,
+        replay_round=replay_round,
+        subscriptions=tuple(subs),
+        events_behind=behind,
+        oldest_undelivered=timedelta(seconds=oldest) if oldest is not None else None,
+        dead_letters=dead,
+    )
+
+
+class PostgresConsumerLag:
+    """The lag of every consumer, for the worker's metrics (``events.consumer_lag()``)."""
+
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
+        self._pool = pool
+
+    async def lag(self) -> Sequence[ConsumerLag]:
+        """Every consumer with its lag, by code."""
+        with translated_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(LAG)
+                return [_lag(row) for row in await cursor.fetchall()]
+
+
+class PostgresConsumerAdmin(PostgresConsumerLag):
+    """ConsumerAdmin on the database operator's pool (a member of outbox_owner)."""
+
+    async def dead_letters(
+        self, consumer: str, *, before: int | None, limit: int
+    ) -> Sequence[ConsumerDeadLetter]:
+        """A page of the consumer's dead letters, newest first."""
+        with translated_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(DEAD_LETTERS, (consumer, before, limit))
+                rows = await cursor.fetchall()
+        return [
+            ConsumerDeadLetter(
+                delivery_id=row[0],
+                sequence=row[1],
+                event_id=row[2],
+                organization_id=row[3],
+                event_type=row[4],
+                contract_version=row[5],
+                publication_sequence=row[6],
+                replay_round=row[7],
+                attempts=row[8],
+                reason=row[9],
+                code=row[10],
+                dead_lettered_at=row[11],
+            )
+            for row in rows
+        ]
+
+    async def replay(
+        self, consumer: str, *, from_sequence: int | None = None, since: datetime | None = None
+    ) -> int:
+        """Deliver again from a publication sequence or a time; how many deliveries."""
+        with translated_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(REPLAY, (consumer, from_sequence, since))
+                row = await cursor.fetchone()
+        return int(row[0]) if row is not None else 0
+
+    async def set_active(self, consumer: str, *, active: bool) -> bool:
+        """Pause or resume; whether it changed."""
+        with translated_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(SET_ACTIVE, (consumer, active))
+                row = await cursor.fetchone()
+        return bool(row[0]) if row is not None else False

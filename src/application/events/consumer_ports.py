@@ -122,3 +122,61 @@ class ConsumerStore(Protocol):
         """Record ``attempt`` in a short transaction of its own (a retry or a dead letter after
         the handler's transaction rolled back). Raises ConsumerPaused when paused."""
         ...
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerLag:
+    """One consumer as the operator sees it: its settings, subscriptions and lag."""
+
+    consumer: str
+    owner_module: str
+    active: bool
+    ordered: bool
+    max_attempts: int
+    replay_round: int
+    subscriptions: tuple[str, ...]  # ``type:min-max``
+    events_behind: int  # deliveries neither completed nor dead-lettered
+    oldest_undelivered: timedelta | None  # the age of the oldest of them
+    dead_letters: int
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerDeadLetter:
+    """A dead-lettered delivery: which event, why (a code, never a message), when."""
+
+    delivery_id: UUID
+    sequence: int  # the page cursor
+    event_id: UUID
+    organization_id: UUID
+    event_type: str
+    contract_version: int
+    publication_sequence: int
+    replay_round: int
+    attempts: int
+    reason: str  # rejected | attempts_exhausted
+    code: str
+    dead_lettered_at: datetime
+
+
+class ConsumerAdmin(Protocol):
+    """The database operator's controls over consumers (the owner's functions)."""
+
+    async def lag(self) -> Sequence[ConsumerLag]:
+        """Every consumer with its lag, by code."""
+        ...
+
+    async def dead_letters(
+        self, consumer: str, *, before: int | None, limit: int
+    ) -> Sequence[ConsumerDeadLetter]:
+        """A page of the consumer's dead letters, newest first, below ``before``."""
+        ...
+
+    async def replay(
+        self, consumer: str, *, from_sequence: int | None = None, since: datetime | None = None
+    ) -> int:
+        """Deliver again, in a new round, what was published from that point; how many."""
+        ...
+
+    async def set_active(self, consumer: str, *, active: bool) -> bool:
+        """Pause or resume; whether it changed."""
+        ...

@@ -10,6 +10,7 @@ import structlog
 import typer
 
 from entrypoints.cli.backlog import backlog
+from entrypoints.cli.consumers import consume, consumers_app
 from entrypoints.cli.db import db_app
 from entrypoints.cli.dead_letters import dead_letters_app
 from entrypoints.cli.events import events_app
@@ -35,12 +36,14 @@ app.add_typer(db_app, name="db")
 app.command()(worker)
 app.command()(sweep)
 app.command()(serve)
+app.command()(consume)
 # Operator surfaces: read the queue, repair dead letters, manage staff.
 app.command()(backlog)
 app.add_typer(dead_letters_app, name="dead-letters")
 app.add_typer(messages_app, name="messages")
 app.add_typer(staff_app, name="staff")
 app.add_typer(events_app, name="events")
+app.add_typer(consumers_app, name="consumers")
 
 
 def _print_version(requested: bool) -> None:

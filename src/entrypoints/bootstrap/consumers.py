@@ -1,0 +1,129 @@
+"""``outboxctl consume``: the consumers a process runs, wired from settings (SPEC §17).
+
+A consumer runs with its module's database role (docs/sql-api.md, "Consumers"): the identity
+module's consumers run as the API's role, ``identity_service`` (the embedded server's pools
+``SET ROLE`` to it; a configured ``OUTBOX_DATABASE_URL`` names a login granted it, mapped to
+the identity module and a member of ``events_consumer``). ``shipped_consumers`` is the
+registry of the handlers this package ships; another process builds its own registry and
+calls ``run_consumers`` with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+
+from adapters.postgres.consumer_store import PostgresConsumerAdmin, PostgresConsumerStore
+from adapters.postgres.pool import open_pool
+from application.events.consumer_handlers import ConsumerRegistry
+from application.events.consumer_ports import ConsumerAdmin
+from application.events.process_deliveries import ProcessDeliveries, ProcessingResult
+from domain.outbox.retry_policy import RetryPolicy
+from entrypoints.bootstrap.database import (
+    DatabaseAccess,
+    api_role,
+    database_pool,
+    resolve_database_url,
+)
+from entrypoints.bootstrap.parts import build_process_parts
+from entrypoints.bootstrap.worker import worker_owner
+from entrypoints.settings.tree import Settings
+from entrypoints.worker.consumer_loop import ConsumerLoop
+
+DEFAULT_BATCH_SIZE = 50
+DEFAULT_CONCURRENCY = 4
+
+
+def shipped_consumers() -> ConsumerRegistry:
+    """The consumers this package ships, with their handlers."""
+    return ConsumerRegistry()
+
+
+class UnknownConsumer(ValueError):
+    """A consumer was asked for that no registered handler serves."""
+
+
+def choose(registry: ConsumerRegistry, asked: Sequence[str]) -> tuple[str, ...]:
+    """The consumers to run: ``asked`` (each must have a handler), or every registered one."""
+    unknown = sorted(set(asked) - set(registry.consumers))
+    if unknown:
+        known = ", ".join(registry.consumers) or "none"
+        raise UnknownConsumer(f"no handler runs {', '.join(unknown)} (registered: {known})")
+    return tuple(dict.fromkeys(asked)) or registry.consumers
+
+
+async def run_consumers(
+    settings: Settings,
+    *,
+    registry: ConsumerRegistry,
+    consumers: Sequence[str] = (),
+    drain: bool = False,
+    role: str | None = None,
+    url: str | None = None,
+    lease: timedelta | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    handle_signals: bool = True,
+) -> dict[str, ProcessingResult]:
+    """Run ``consumers`` (default: every one ``registry`` serves) until SIGTERM/SIGINT, or,
+    with ``drain``, until none has a claimable delivery; each one's totals.
+
+    The pool acts as ``role`` (default: the API's role, ``api_role``) on ``url`` (default:
+    the API's database URL). Retries follow the worker's schedule (OUTBOX_RETRY_SCHEDULE).
+    """
+    chosen = choose(registry, consumers)
+    parts = build_process_parts(settings)
+    worker = settings.worker
+    database_url = (
+        url if url is not None else await asyncio.to_thread(resolve_database_url, settings)
+    )
+    pool = await open_pool(
+        database_url,
+        min_size=1,
+        max_size=concurrency + 1,
+        prepared_statements=settings.database.prepared_statements,
+        role=role if role is not None else api_role(settings),
+    )
+    try:
+        process = ProcessDeliveries(
+            store=PostgresConsumerStore(pool),
+            registry=registry,
+            clock=parts.clock,
+            telemetry=parts.telemetry,
+            owner=worker_owner(),
+            retry_policy=RetryPolicy(schedule=worker.retry_schedule),
+            batch_size=batch_size,
+            lease=lease or worker.lease,
+            concurrency=concurrency,
+        )
+        loop = ConsumerLoop(
+            process=process,
+            consumers=chosen,
+            telemetry=parts.telemetry,
+            poll_interval=worker.poll_interval,
+            drain=drain,
+        )
+        running = asyncio.get_running_loop()
+        signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
+        for signum in signals:
+            running.add_signal_handler(signum, loop.stop)
+        parts.telemetry.event("consumers.started", consumers=",".join(chosen), drain=drain)
+        try:
+            totals = await loop.run()
+        finally:
+            for signum in signals:
+                running.remove_signal_handler(signum)
+        parts.telemetry.event("consumers.stopped", consumers=",".join(chosen))
+        return totals
+    finally:
+        await pool.close()
+
+
+@contextlib.asynccontextmanager
+async def consumer_admin(settings: Settings) -> AsyncIterator[ConsumerAdmin]:
+    """The database operator's consumer controls, on outboxctl's own login (no SET ROLE)."""
+    async with database_pool(settings, DatabaseAccess.OPERATOR) as pool:
+        yield PostgresConsumerAdmin(pool)
