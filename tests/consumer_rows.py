@@ -125,3 +125,59 @@ async def consumer_role(conn: psycopg.AsyncConnection, module: str) -> AsyncIter
         # Grants a test gave it in this database go first (the role is the cluster's).
         await conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
         await conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+BULK_EVENTS = """
+INSERT INTO events.domain_events (
+    id, organization_id, event_type_code, contract_version, producer_module_code,
+    aggregate_type, aggregate_id, idempotency_key, payload, occurred_at, appended_at
+)
+SELECT gen_random_uuid(), (%(organizations)s::uuid[])[1 + g %% cardinality(%(organizations)s)],
+       %(type)s, 1, split_part(%(type)s, '.', 1), 'order', (g %% %(aggregates)s)::text,
+       %(prefix)s || g, jsonb_build_object('n', g), now(), now()
+FROM generate_series(1, %(count)s) AS g
+ORDER BY g
+"""
+BULK_RECORDS = """
+INSERT INTO events.outbox_records (
+    id, domain_event_id, organization_id, aggregate_type, aggregate_id, append_sequence,
+    state, available_at, created_at, published_at, attempt_count
+)
+SELECT gen_random_uuid(), e.id, e.organization_id, e.aggregate_type, e.aggregate_id,
+       e.append_sequence, 'published', now(), now(), now(), 1
+FROM events.domain_events AS e
+WHERE e.idempotency_key LIKE %(prefix)s || '%%'
+"""
+BULK_PUBLICATIONS = """
+INSERT INTO events.domain_event_publications (
+    domain_event_id, outbox_record_id, organization_id, event_type_code, contract_version,
+    published_at
+)
+SELECT e.id, r.id, e.organization_id, e.event_type_code, e.contract_version, now()
+FROM events.domain_events AS e
+JOIN events.outbox_records AS r ON r.domain_event_id = e.id
+WHERE e.idempotency_key LIKE %(prefix)s || '%%'
+ORDER BY e.append_sequence
+"""
+
+
+async def publish_many(
+    conn: psycopg.AsyncConnection,
+    *,
+    organization_ids: Iterable[uuid.UUID],
+    event_type: str,
+    count: int,
+    aggregates: int = 40,
+) -> None:
+    """``count`` events of version 1 spread over the organizations and ``aggregates``
+    aggregates each, published in append order, in one transaction."""
+    params: dict[str, Any] = {
+        "organizations": list(organization_ids),
+        "type": event_type,
+        "count": count,
+        "aggregates": aggregates,
+        "prefix": f"bulk-{uuid.uuid4().hex[:8]}-",
+    }
+    async with conn.transaction():
+        for statement in (BULK_EVENTS, BULK_RECORDS, BULK_PUBLICATIONS):
+            await conn.execute(statement, params)

@@ -75,7 +75,7 @@ async def run_consumers(
     the API's database URL). Retries follow the worker's schedule (OUTBOX_RETRY_SCHEDULE).
     """
     chosen = choose(registry, consumers)
-    parts = build_process_parts(settings)
+    parts = build_process_parts(settings, seal_keys=False)  # a consumer seals nothing
     worker = settings.worker
     database_url = (
         url if url is not None else await asyncio.to_thread(resolve_database_url, settings)
