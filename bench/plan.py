@@ -12,6 +12,7 @@ from adapters.crypto.keyring import generate_key, key_line
 from adapters.postgres.migrations import apply_migrations
 from bench import workload
 from bench.backlog import BacklogDrain, drain_in_process
+from bench.consumers import ConsumerBacklog, ConsumerCeiling, ConsumerRunner
 from bench.databases import Server
 from bench.dispatch_drain import DispatchDrain
 from bench.enqueue import SealedEnqueue
@@ -25,7 +26,7 @@ from bench.sql_ceiling import SqlCeiling
 from bench.worker import WorkerConfig, running_worker
 from domain.outbox.priorities import Priority
 
-GROUPS = ("drain", "enqueue", "latency", "backlog", "events-append")
+GROUPS = ("drain", "enqueue", "latency", "backlog", "events-append", "consumers")
 WARM_UP_MESSAGES = 500
 
 
@@ -83,6 +84,8 @@ class Plan:
             await self._backlog(results, keyring, config)
         if "events-append" in self.groups:
             await self._events_append(results)
+        if "consumers" in self.groups:
+            await self._consumers(results)
         _checks(results)
         return results
 
@@ -453,6 +456,53 @@ class Plan:
             for samples in figures.values():
                 results.add(samples.figure())
 
+    async def _consumers(self, results: Results) -> None:
+        sizes = self.sizes
+        async with (
+            self.server.fresh_database("consumer_ceiling") as ceiling_db,
+            self.server.fresh_database("consumer_runner") as runner_db,
+        ):
+            backlogs = []
+            for database in (ceiling_db, runner_db):
+                await apply_migrations(database.conninfo)
+                backlog = ConsumerBacklog(
+                    database=database,
+                    deliveries=sizes.consumer_deliveries,
+                    organizations=sizes.event_organizations,
+                    aggregates=sizes.event_aggregates,
+                )
+                await backlog.prepare()
+                backlogs.append(backlog)
+            ceiling = ConsumerCeiling(backlog=backlogs[0])
+            runner = ConsumerRunner(backlog=backlogs[1])
+            figures = {
+                "ceiling": Samples(
+                    "consumers.sql_ceiling",
+                    "Consumer SQL-only ceiling (claim + INSERT + record)",
+                    "deliveries/s",
+                    ceiling.settings(),
+                ),
+                "runner": Samples(
+                    "consumers.runner",
+                    "Consumer runner, one effect row per delivery",
+                    "deliveries/s",
+                    runner.settings(),
+                ),
+            }
+            cpu = {name: samples.cpu() for name, samples in figures.items()}
+            runs: dict[str, Callable[[], Awaitable[Drained]]] = {
+                "ceiling": ceiling.once,
+                "runner": runner.once,
+            }
+            for repetition in range(sizes.repetitions):
+                self.console.log(f"consumers, repetition {repetition + 1}/{sizes.repetitions}")
+                for name, samples in figures.items():
+                    drained = await runs[name]()
+                    samples.values.append(drained.rate)
+                    cpu[name].values.append(drained.cpu_us)
+            for samples in [*figures.values(), *cpu.values()]:
+                results.add(samples.figure())
+
 
 def _checks(results: Results) -> None:
     have = results.figures.keys()
@@ -554,4 +604,12 @@ def _checks(results: Results) -> None:
             "events_append.append",
             "events_append.append_no_notify",
             at_least=None,
+        )
+    if "consumers.runner" in have:
+        results.ratio(
+            "consumer_vs_ceiling",
+            "Consumer runner / its SQL-only ceiling",
+            "consumers.runner",
+            "consumers.sql_ceiling",
+            at_least=0.5,
         )

@@ -19,6 +19,7 @@ class Sizes:
     backlog_small: int  # pending rows in the small-backlog case
     backlog_large: int  # pending rows in the large-backlog case
     backlog_drained: int  # messages drained per repetition in both backlog cases
+    consumer_deliveries: int = 5_000  # deliveries completed per repetition, runner and ceiling
     event_organizations: int = 10  # organizations the tenant events are spread over
     event_aggregates: int = 1_000  # aggregates they are spread over (event n: n % aggregates)
     batch_size: int = 100
@@ -49,6 +50,7 @@ SMOKE = Sizes(
     backlog_small=300,
     backlog_large=3_000,
     backlog_drained=300,
+    consumer_deliveries=200,
     event_organizations=3,
     event_aggregates=60,
 )

@@ -110,7 +110,7 @@ async def running_worker(
     received: dict[UUID, float] | None = None,
 ) -> AsyncIterator[Worker]:
     """The worker exactly as ``outboxctl worker`` composes it, with the no-op provider."""
-    _quiet_logging()
+    quiet_logging()
     settings = load_settings(
         {
             "OUTBOX_DATABASE_URL": conninfo,
@@ -138,7 +138,7 @@ async def running_worker(
 _devnull = None
 
 
-def _quiet_logging() -> None:
+def quiet_logging() -> None:
     """Production logging (JSON lines, info level), written to /dev/null instead of stderr."""
     global _devnull  # noqa: PLW0603 - one sink per process, opened on first use
     if _devnull is None:

@@ -1,0 +1,244 @@
+"""Consumer throughput: the runner completing deliveries with a one-row effect, and its ceiling.
+
+Both drain the same backlog: ``deliveries`` published events over several organizations and
+aggregates, fanned out to one ordered consumer (`bench.effects`) whose handler inserts one
+row per event. The runner is the application's (ProcessDeliveries over PostgresConsumerStore);
+the ceiling issues the same statements with no Python work between them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any, cast
+
+import attrs
+import psycopg
+from prometheus_client import CollectorRegistry
+
+from adapters.postgres.consumer_store import PostgresConsumerStore
+from adapters.postgres.pool import open_pool
+from adapters.system.clock import SystemClock
+from adapters.telemetry.reporter import StructlogPrometheusTelemetry
+from application.events.consumer_handlers import ConsumerRegistry
+from application.events.consumer_ports import DeliveredEvent
+from application.events.process_deliveries import ProcessDeliveries
+from bench import events_workload
+from bench.databases import Database
+from bench.harness import Drained, Setting, Stopwatch
+from bench.worker import quiet_logging
+
+EFFECTS = """
+CREATE TABLE public.bench_effects (
+    event_id uuid PRIMARY KEY,
+    organization_id uuid NOT NULL,
+    total bigint NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+GRANT = f"GRANT INSERT ON public.bench_effects TO {events_workload.PRODUCER_ROLE}"
+EFFECT = "INSERT INTO public.bench_effects (event_id, organization_id, total) VALUES (%s, %s, %s)"
+CLAIM = """
+SELECT delivery_id, domain_event_id, organization_id, payload, attempt_count, lease_token
+FROM events.claim_consumer_deliveries(%s::text, %s::text, %s::integer, %s::double precision)
+"""
+RECORD = """
+SELECT events.record_consumer_processing_attempt(
+    %s::uuid, %s::uuid, %s::integer, 'completed', NULL::text, ''::text, NULL::timestamptz
+)
+"""
+COMPLETED = (
+    "SELECT count(*) FROM events.consumer_deliveries AS d"
+    " JOIN public.bench_effects AS e ON e.event_id = d.domain_event_id"
+    " WHERE d.state = 'completed'"
+)
+DEFAULTS = attrs.fields_dict(ProcessDeliveries)
+BATCH_SIZE = cast(int, DEFAULTS["batch_size"].default)  # the runner's own defaults
+CONCURRENCY = cast(int, DEFAULTS["concurrency"].default)
+LEASE_SECONDS = 60.0
+
+
+async def insert_effect(event: DeliveredEvent, conn: Any) -> None:
+    """The bench handler: one effect row, in the delivery's transaction."""
+    await conn.execute(EFFECT, (event.event_id, event.organization_id, event.payload["total"]))
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerBacklog:
+    """``deliveries`` published events over the bench organizations and aggregates."""
+
+    database: Database
+    deliveries: int
+    organizations: int
+    aggregates: int
+
+    def settings(self) -> dict[str, Setting]:
+        """What the backlog is."""
+        return {
+            "deliveries": self.deliveries,
+            "organizations": self.organizations,
+            "aggregates": self.aggregates,
+            "consumer": f"{events_workload.CONSUMER} (ordered: one live delivery per aggregate)",
+            "handler": "one INSERT of an effect row, in the delivery's transaction",
+        }
+
+    async def prepare(self) -> None:
+        """Onboard the bench module, its consumer and the effect table."""
+        await events_workload.onboard(self.database.conninfo)
+        await events_workload.subscribe_consumer(self.database.conninfo)
+        async with await psycopg.AsyncConnection.connect(
+            self.database.conninfo, autocommit=True
+        ) as conn:
+            await conn.execute(EFFECTS)
+            await conn.execute(GRANT)
+
+    async def load(self) -> None:
+        """Empty everything, then publish ``deliveries`` events (one delivery each)."""
+        await events_workload.empty(self.database.conninfo)
+        async with await psycopg.AsyncConnection.connect(
+            self.database.conninfo, autocommit=True
+        ) as conn:
+            await conn.execute("TRUNCATE public.bench_effects")
+            await conn.execute("VACUUM ANALYZE public.bench_effects")
+        await events_workload.bulk_published(
+            self.database.conninfo,
+            self.deliveries,
+            organizations=self.organizations,
+            aggregates=self.aggregates,
+        )
+
+    async def check(self) -> None:
+        """Every delivery completed with its effect row."""
+        async with await psycopg.AsyncConnection.connect(self.database.conninfo) as conn:
+            row = await (await conn.execute(COMPLETED)).fetchone()
+        done = int(row[0]) if row else 0
+        if done != self.deliveries:
+            raise RuntimeError(f"{done} of {self.deliveries} deliveries completed with an effect")
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerRunner:
+    """The application's runner: ProcessDeliveries batches until nothing is claimable."""
+
+    backlog: ConsumerBacklog
+
+    def settings(self) -> dict[str, Setting]:
+        """What this figure was measured with."""
+        return {
+            "runner": "application.events.process_deliveries.ProcessDeliveries",
+            "store": "PostgresConsumerStore, pooled connections as the module's role",
+            "batch_size": BATCH_SIZE,
+            "concurrency": CONCURRENCY,
+            "telemetry": "structlog JSON (info) to /dev/null + Prometheus registry",
+            **self.backlog.settings(),
+        }
+
+    async def once(self) -> Drained:
+        """Load the backlog, drain it with the runner, check every effect; return the timing."""
+        await self.backlog.load()
+        quiet_logging()
+        registry = ConsumerRegistry()
+        registry.register(events_workload.CONSUMER, event_types=[events_workload.EVENT_TYPE])(
+            insert_effect
+        )
+        pool = await open_pool(
+            self.backlog.database.conninfo,
+            min_size=CONCURRENCY + 1,
+            max_size=CONCURRENCY + 1,
+            role=events_workload.PRODUCER_ROLE,
+        )
+        try:
+            process = ProcessDeliveries(
+                store=PostgresConsumerStore(pool),
+                registry=registry,
+                clock=SystemClock(),
+                telemetry=StructlogPrometheusTelemetry(CollectorRegistry()),
+                owner="bench",
+            )
+            completed = 0
+            with Stopwatch() as timing:
+                while (result := await process(events_workload.CONSUMER)).claimed:
+                    completed += result.completed
+        finally:
+            await pool.close()
+        if completed != self.backlog.deliveries:
+            raise RuntimeError(f"the runner completed {completed} of {self.backlog.deliveries}")
+        await self.backlog.check()
+        return Drained(completed, timing)
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerCeiling:
+    """The same claim, INSERT and record in plain SQL: one connection claims a batch,
+    ``concurrency`` connections each complete deliveries of it in their own transactions."""
+
+    backlog: ConsumerBacklog
+
+    def settings(self) -> dict[str, Setting]:
+        """What this figure was measured with."""
+        return {
+            "driver": "psycopg (async, prepared statements)",
+            "batch_size": BATCH_SIZE,
+            "connections": f"1 claiming + {CONCURRENCY} completing",
+            "per_delivery": "BEGIN; INSERT effect; record_consumer_processing_attempt; COMMIT",
+            **self.backlog.settings(),
+        }
+
+    async def once(self) -> Drained:
+        """Load the backlog, drain it in plain SQL, check every effect; return the timing."""
+        await self.backlog.load()
+        conninfo = events_workload.producer_conninfo(self.backlog.database.conninfo)
+        claimer = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+        workers = [
+            await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+            for _ in range(CONCURRENCY)
+        ]
+        try:
+            with Stopwatch() as timing:
+                completed = await self._drain(claimer, workers)
+        finally:
+            for conn in (claimer, *workers):
+                await conn.close()
+        if completed != self.backlog.deliveries:
+            raise RuntimeError(f"the ceiling completed {completed} of {self.backlog.deliveries}")
+        await self.backlog.check()
+        return Drained(completed, timing)
+
+    async def _drain(
+        self,
+        claimer: psycopg.AsyncConnection[tuple[Any, ...]],
+        workers: list[psycopg.AsyncConnection[tuple[Any, ...]]],
+    ) -> int:
+        completed = 0
+        while True:
+            batch = await (
+                await claimer.execute(
+                    CLAIM,
+                    (events_workload.CONSUMER, "ceiling", BATCH_SIZE, LEASE_SECONDS),
+                    prepare=True,
+                )
+            ).fetchall()
+            if not batch:
+                return completed
+            rows = iter(batch)
+
+            async def complete(
+                conn: psycopg.AsyncConnection[tuple[Any, ...]], rows: Iterator[tuple[Any, ...]]
+            ) -> int:
+                done = 0
+                for delivery, event, organization, payload, attempts, token in rows:
+                    async with conn.transaction():
+                        await conn.execute(
+                            EFFECT, (event, organization, payload["total"]), prepare=True
+                        )
+                        answer = await (
+                            await conn.execute(
+                                RECORD, (delivery, token, attempts + 1), prepare=True
+                            )
+                        ).fetchone()
+                    if not answer or answer[0] != "recorded":
+                        raise RuntimeError("record_consumer_processing_attempt lost a lease")
+                    done += 1
+                return done
+
+            completed += sum(await asyncio.gather(*(complete(conn, rows) for conn in workers)))
