@@ -107,6 +107,31 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "Aggregates an unresolved dead letter parks, per organization, as last observed.",
         ("organization",),
     ),
+    MetricSpec(
+        "outbox_consumer_events_behind",
+        Kind.GAUGE,
+        "Deliveries of a consumer neither completed nor dead-lettered, as last observed.",
+        ("consumer",),
+    ),
+    MetricSpec(
+        "outbox_consumer_oldest_undelivered_age_seconds",
+        Kind.GAUGE,
+        "Age of a consumer's oldest delivery not yet completed (0 when none), as last observed.",
+        ("consumer",),
+    ),
+    MetricSpec(
+        "outbox_consumer_dead_letters",
+        Kind.GAUGE,
+        "Dead-lettered deliveries of a consumer, as last observed.",
+        ("consumer",),
+    ),
+    MetricSpec(
+        "outbox_consumer_deliveries_total",
+        Kind.COUNTER,
+        "Deliveries a consumer process ended, by consumer and outcome (completed, retried,"
+        " dead_lettered).",
+        ("consumer", "outcome"),
+    ),
     MetricSpec("outbox_in_flight", Kind.GAUGE, "Messages this process is sending right now."),
     MetricSpec(
         "outbox_events_total",

@@ -105,7 +105,9 @@ class ProcessDeliveries:
         except Exception as error:  # noqa: BLE001 - every failure is an attempt; never its text
             return await self._failed(consumer, delivery, error)
         self._report("consumer.delivery_completed", "info", consumer, delivery)
-        self.telemetry.count("consumer_deliveries_total", consumer=consumer, outcome="completed")
+        self.telemetry.count(
+            "outbox_consumer_deliveries_total", consumer=consumer, outcome="completed"
+        )
         return "completed"
 
     async def _handle(
@@ -155,7 +157,7 @@ class ProcessDeliveries:
             error_class=attempt.error_class,
             code=attempt.code,
         )
-        self.telemetry.count("consumer_deliveries_total", consumer=consumer, outcome=outcome)
+        self.telemetry.count("outbox_consumer_deliveries_total", consumer=consumer, outcome=outcome)
         return outcome
 
     def _attempt_after(self, delivery: ClaimedDelivery, error: Exception) -> ProcessingAttempt:

@@ -16,11 +16,17 @@ import signal
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
-from adapters.postgres.consumer_store import PostgresConsumerAdmin, PostgresConsumerStore
+from adapters.postgres.consumer_store import (
+    PostgresConsumerAdmin,
+    PostgresConsumerLag,
+    PostgresConsumerStore,
+)
 from adapters.postgres.pool import open_pool
 from application.events.consumer_handlers import ConsumerRegistry
 from application.events.consumer_ports import ConsumerAdmin
+from application.events.observe_consumer_lag import ObserveConsumerLag
 from application.events.process_deliveries import ProcessDeliveries, ProcessingResult
+from application.ports import Telemetry
 from domain.outbox.retry_policy import RetryPolicy
 from entrypoints.bootstrap.database import (
     DatabaseAccess,
@@ -32,6 +38,7 @@ from entrypoints.bootstrap.parts import build_process_parts
 from entrypoints.bootstrap.worker import worker_owner
 from entrypoints.settings.tree import Settings
 from entrypoints.worker.consumer_loop import ConsumerLoop
+from entrypoints.worker.schedule import Every
 
 DEFAULT_BATCH_SIZE = 50
 DEFAULT_CONCURRENCY = 4
@@ -127,3 +134,25 @@ async def consumer_admin(settings: Settings) -> AsyncIterator[ConsumerAdmin]:
     """The database operator's consumer controls, on outboxctl's own login (no SET ROLE)."""
     async with database_pool(settings, DatabaseAccess.OPERATOR) as pool:
         yield PostgresConsumerAdmin(pool)
+
+
+# How often the worker reads the consumers' lag for its /metrics.
+LAG_INTERVAL = timedelta(seconds=15)
+
+
+@contextlib.asynccontextmanager
+async def consumer_lag_gauges(
+    settings: Settings, telemetry: Telemetry, *, interval: timedelta = LAG_INTERVAL
+) -> AsyncIterator[ObserveConsumerLag]:
+    """Refresh the consumers' lag gauges every ``interval`` on a pool of the worker's role,
+    until the block ends (the worker serves them on its /metrics)."""
+    async with database_pool(settings, DatabaseAccess.WORKER) as pool:
+        observe = ObserveConsumerLag(source=PostgresConsumerLag(pool), telemetry=telemetry)
+        every = Every(name="consumer_lag", interval=interval, job=observe, telemetry=telemetry)
+        task = asyncio.create_task(every.run(), name="consumer-lag")
+        try:
+            yield observe
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 from prometheus_client import CollectorRegistry
 
+from entrypoints.bootstrap.consumers import consumer_lag_gauges
 from entrypoints.bootstrap.lanes import Lane, LaneRequest, open_lanes
 from entrypoints.bootstrap.parts import build_process_parts, stop_tracing
 from entrypoints.bootstrap.worker import worker_owner
@@ -41,7 +42,13 @@ async def run_worker(
     settings = attrs.evolve(settings, worker=worker.resized(SECURITY, sizing))
     parts = build_process_parts(settings)
     request = LaneRequest(settings=settings, parts=parts, owner=worker_owner(), drain=drain)
-    async with stop_tracing(parts), open_lanes(request, settings.worker.lanes) as lanes:
+    async with (
+        stop_tracing(parts),
+        open_lanes(request, settings.worker.lanes) as lanes,
+        contextlib.AsyncExitStack() as gauges,
+    ):
+        if settings.worker.metrics_port:
+            await gauges.enter_async_context(consumer_lag_gauges(settings, parts.telemetry))
         metrics = (
             _serve_listener(
                 lanes, parts.registry, settings.worker.metrics_host, settings.worker.metrics_port
