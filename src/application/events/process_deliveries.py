@@ -10,6 +10,7 @@ recorded in a short transaction of its own.
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import timedelta
 
 import attrs
@@ -73,6 +74,8 @@ class ProcessDeliveries:
 
     async def __call__(self, consumer: str) -> ProcessingResult:
         """Process one batch of ``consumer``'s deliveries; an empty result when none is due."""
+        # Measured from before the claim, so no handler outlives the lease that allows it.
+        deadline = time.monotonic() + self.lease.total_seconds() * HANDLER_SHARE
         deliveries = await self.store.claim(
             consumer=consumer, owner=self.owner, limit=self.batch_size, lease=self.lease
         )
@@ -82,7 +85,12 @@ class ProcessDeliveries:
 
         async def one(delivery: ClaimedDelivery) -> str:
             async with gate:
-                return await self._process(consumer, delivery)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    # Too late to start: the lease expires and the delivery is claimed again.
+                    self._report("consumer.lease_running_out", "warning", consumer, delivery)
+                    return "lease_lost"
+                return await self._process(consumer, delivery, left)
 
         ends = await asyncio.gather(*(one(delivery) for delivery in deliveries))
         return ProcessingResult(
@@ -95,10 +103,10 @@ class ProcessDeliveries:
             paused="paused" in ends,
         )
 
-    async def _process(self, consumer: str, delivery: ClaimedDelivery) -> str:
+    async def _process(self, consumer: str, delivery: ClaimedDelivery, within: float) -> str:
         try:
             async with self.store.transaction() as transaction:
-                await self._handle(consumer, delivery, transaction)
+                await self._handle(consumer, delivery, transaction, within)
         except ConsumerPaused:
             self._report("consumer.paused", "info", consumer, delivery)
             return "paused"
@@ -111,7 +119,11 @@ class ProcessDeliveries:
         return "completed"
 
     async def _handle(
-        self, consumer: str, delivery: ClaimedDelivery, transaction: DeliveryTransaction
+        self,
+        consumer: str,
+        delivery: ClaimedDelivery,
+        transaction: DeliveryTransaction,
+        within: float,
     ) -> None:
         """Run the handler and record the completion; a lost lease raises _LeaseLost, so the
         transaction rolls the effect back."""
@@ -119,7 +131,7 @@ class ProcessDeliveries:
         handler = self.registry.handler(consumer, event.event_type, event.contract_version)
         if handler is None:
             raise Reject(NO_HANDLER)
-        async with asyncio.timeout(self.lease.total_seconds() * HANDLER_SHARE):
+        async with asyncio.timeout(within):
             await handler.handle(event, transaction.handle)
         result = await transaction.record(ProcessingAttempt.completed(delivery))
         if result is RecordResult.LEASE_LOST:

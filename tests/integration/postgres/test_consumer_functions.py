@@ -395,7 +395,7 @@ async def test_an_appended_event_reaches_the_consumer_when_the_worker_publishes_
     owner, shop, connect_as
 ):
     """The whole path through the producer's and the worker's functions: the delivery is
-    written in the worker's recording transaction."""
+    written in the worker's recording transaction, though the type was retired meanwhile."""
     producer = f"outbox_test_producer_{uuid.uuid4().hex[:12]}"
     await owner.execute(f"CREATE ROLE {producer} NOLOGIN")
     try:
@@ -406,6 +406,16 @@ async def test_an_appended_event_reaches_the_consumer_when_the_worker_publishes_
                 " 'key-1', '{\"total\": 12}', now())",
                 (ORG_A,),
             )
+        # Retiring the type stops new appends, not the delivery of what was appended.
+        await owner.execute("SELECT events.retire_event_type('sales.order_placed')")
+        async with connect_as(producer) as conn:
+            with pytest.raises(psycopg.Error) as retired:
+                await conn.execute(
+                    "SELECT events.append_domain_event(%s, 'sales.order_placed', 2, 'order', '8',"
+                    " 'key-2', '{}', now())",
+                    (ORG_A,),
+                )
+        assert "OXE02" == retired.value.sqlstate
         async with connect_as("outbox_worker") as conn:
             cursor = await conn.execute("SELECT * FROM events.claim_outbox_batch('w', 10, 60)")
             [claimed] = await cursor.fetchall()
