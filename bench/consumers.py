@@ -2,31 +2,29 @@
 
 Both drain the same backlog: ``deliveries`` published events over several organizations and
 aggregates, fanned out to one ordered consumer (`bench.effects`) whose handler inserts one
-row per event. The runner is the application's (ProcessDeliveries over PostgresConsumerStore);
-the ceiling issues the same statements with no Python work between them.
+row per event. The runner is ``outboxctl consume --drain``'s (run_consumers: ConsumerLoop over
+ProcessDeliveries and PostgresConsumerStore); the ceiling issues the same statements with no
+Python work between them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any
 
 import attrs
 import psycopg
-from prometheus_client import CollectorRegistry
 
-from adapters.postgres.consumer_store import PostgresConsumerStore
-from adapters.postgres.pool import open_pool
-from adapters.system.clock import SystemClock
-from adapters.telemetry.reporter import StructlogPrometheusTelemetry
 from application.events.consumer_handlers import ConsumerRegistry
 from application.events.consumer_ports import DeliveredEvent
-from application.events.process_deliveries import ProcessDeliveries
 from bench import events_workload
 from bench.databases import Database
 from bench.harness import Drained, Setting, Stopwatch
 from bench.worker import quiet_logging
+from entrypoints.bootstrap.consumers import DEFAULT_BATCH_SIZE, DEFAULT_CONCURRENCY, run_consumers
+from entrypoints.settings.tree import load_settings
 
 EFFECTS = """
 CREATE TABLE public.bench_effects (
@@ -52,9 +50,8 @@ COMPLETED = (
     " JOIN public.bench_effects AS e ON e.event_id = d.domain_event_id"
     " WHERE d.state = 'completed'"
 )
-DEFAULTS = attrs.fields_dict(ProcessDeliveries)
-BATCH_SIZE = cast(int, DEFAULTS["batch_size"].default)  # the runner's own defaults
-CONCURRENCY = cast(int, DEFAULTS["concurrency"].default)
+BATCH_SIZE = DEFAULT_BATCH_SIZE  # the runner's own defaults
+CONCURRENCY = DEFAULT_CONCURRENCY
 LEASE_SECONDS = 60.0
 
 
@@ -125,8 +122,9 @@ class ConsumerRunner:
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
         return {
-            "runner": "application.events.process_deliveries.ProcessDeliveries",
-            "store": "PostgresConsumerStore, pooled connections as the module's role",
+            "runner": "entrypoints.bootstrap.consumers.run_consumers (outboxctl consume --drain)",
+            "loop": "ConsumerLoop over ProcessDeliveries and PostgresConsumerStore",
+            "role": f"{events_workload.PRODUCER_ROLE} (module bench, member of events_consumer)",
             "batch_size": BATCH_SIZE,
             "concurrency": CONCURRENCY,
             "telemetry": "structlog JSON (info) to /dev/null + Prometheus registry",
@@ -141,26 +139,20 @@ class ConsumerRunner:
         registry.register(events_workload.CONSUMER, event_types=[events_workload.EVENT_TYPE])(
             insert_effect
         )
-        pool = await open_pool(
-            self.backlog.database.conninfo,
-            min_size=CONCURRENCY + 1,
-            max_size=CONCURRENCY + 1,
-            role=events_workload.PRODUCER_ROLE,
+        conninfo = self.backlog.database.conninfo
+        settings = load_settings(
+            {"OUTBOX_DATABASE_URL": conninfo, "OUTBOX_DATA_DIR": tempfile.gettempdir()}
         )
-        try:
-            process = ProcessDeliveries(
-                store=PostgresConsumerStore(pool),
+        with Stopwatch() as timing:
+            totals = await run_consumers(
+                settings,
                 registry=registry,
-                clock=SystemClock(),
-                telemetry=StructlogPrometheusTelemetry(CollectorRegistry()),
-                owner="bench",
+                drain=True,
+                role=events_workload.PRODUCER_ROLE,
+                url=conninfo,
+                handle_signals=False,
             )
-            completed = 0
-            with Stopwatch() as timing:
-                while (result := await process(events_workload.CONSUMER)).claimed:
-                    completed += result.completed
-        finally:
-            await pool.close()
+        completed = totals[events_workload.CONSUMER].completed
         if completed != self.backlog.deliveries:
             raise RuntimeError(f"the runner completed {completed} of {self.backlog.deliveries}")
         await self.backlog.check()
