@@ -27,6 +27,7 @@ from application.operator.event_views import (
     EventDeadLetter,
     EventDetail,
     EventRecord,
+    EventTypeView,
     OrganizationBacklog,
     ParkedAggregate,
     PublicationAttempt,
@@ -107,6 +108,17 @@ STAFF_RELEASE = (
     "SELECT outcome, NULL::uuid FROM events.staff_release_dead_letter(%s::uuid, %s::text,"
     " %s::uuid, %s::text, %s::text)"
 )
+# The owner's members read the catalogue tables directly (docs/sql-api.md, "Tables").
+EVENT_TYPES = """
+SELECT t.code, t.owner_module_code, t.description,
+       COALESCE(array_agg(v.contract_version ORDER BY v.contract_version)
+                FILTER (WHERE v.contract_version IS NOT NULL), '{}'),
+       t.retired_at
+FROM events.event_types AS t
+LEFT JOIN events.event_type_versions AS v ON v.event_type_code = t.code
+GROUP BY t.code
+ORDER BY t.code
+"""
 DONE = frozenset({"republished", "released"})
 
 Row = tuple[Any, ...]
@@ -355,3 +367,26 @@ class PostgresEventBacklogGauge:
             async with self._pool.connection() as conn:
                 cursor = await conn.execute(METRICS)
                 return [_backlog(row) for row in await cursor.fetchall()]
+
+
+class PostgresEventCatalog:
+    """EventCatalog on the database operator's pool."""
+
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
+        self._pool = pool
+
+    async def event_types(self) -> Sequence[EventTypeView]:
+        """Every event type by code, with its published versions."""
+        with operator_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(EVENT_TYPES)
+                return [
+                    EventTypeView(
+                        code=code,
+                        module=module,
+                        description=description,
+                        versions=tuple(versions),
+                        retired_at=retired_at,
+                    )
+                    for code, module, description, versions, retired_at in await cursor.fetchall()
+                ]

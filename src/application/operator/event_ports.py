@@ -16,6 +16,7 @@ from uuid import UUID
 from application.operator.event_views import (
     EventDeadLetter,
     EventDetail,
+    EventTypeView,
     OrganizationBacklog,
     ParkedAggregate,
     RepairReceipt,
@@ -96,4 +97,15 @@ class EventBacklogGauge(Protocol):
 
     async def metrics(self) -> Sequence[OrganizationBacklog]:
         """The bounded rows, OTHER always among them."""
+        ...
+
+
+class EventCatalog(Protocol):
+    """The registered event types, for the database operator (``outboxctl events types``).
+
+    Raises PermissionDenied for a connection that is not the database operator's.
+    """
+
+    async def event_types(self) -> Sequence[EventTypeView]:
+        """Every event type, by code."""
         ...

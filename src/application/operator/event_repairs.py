@@ -13,6 +13,10 @@ from application.operator.staff_actor import StaffActor
 from application.ports import Telemetry
 
 MAX_REASON = 500
+DONE = {
+    RepairAction.REPUBLISH: "operator.event.republished",
+    RepairAction.RELEASE: "operator.event.released",
+}
 _REASON = re.compile(rf"[^\x00-\x1f\x7f]{{1,{MAX_REASON}}}")
 
 
@@ -53,7 +57,7 @@ async def reported_repair(
         )
         raise
     telemetry.event(
-        f"operator.event.{action.value}d",
+        DONE[action],
         actor_id=actor_id,
         dead_letter_id=str(dead_letter_id),
         record_id=str(receipt.record_id) if receipt.record_id else None,

@@ -146,3 +146,14 @@ class RepairReceipt:
     dead_letter_id: UUID
     record_id: UUID | None  # the republished record; None for a release
     replayed: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class EventTypeView:
+    """A registered event type: its owner module, published contract versions, retirement."""
+
+    code: str
+    module: str
+    description: str
+    versions: tuple[int, ...]
+    retired_at: datetime | None

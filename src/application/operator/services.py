@@ -7,6 +7,7 @@ import attrs
 from application.operator.grant_staff import GrantStaff
 from application.operator.list_dead_letters import ListDeadLetters
 from application.operator.list_event_dead_letters import ListEventDeadLetters
+from application.operator.list_event_types import ListEventTypes
 from application.operator.list_messages import ListMessages
 from application.operator.list_parked_aggregates import ListParkedAggregates
 from application.operator.observe_backlog import ObserveBacklog
@@ -36,6 +37,7 @@ class EventOperatorServices:
     republish: RepublishDeadEvent
     release: ReleaseParkedAggregate
     observe_backlog: ObserveEventBacklog
+    list_types: ListEventTypes
 
 
 @attrs.frozen(kw_only=True)

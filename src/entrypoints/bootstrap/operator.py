@@ -10,6 +10,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.event_operator_store import (
     PostgresEventBacklogGauge,
+    PostgresEventCatalog,
     PostgresEventOperatorStore,
 )
 from adapters.postgres.identity_transactions import PostgresIdentityTransactions
@@ -19,6 +20,7 @@ from application.identity.challenge_issuer import ChallengeIssuer
 from application.operator.grant_staff import GrantStaff
 from application.operator.list_dead_letters import ListDeadLetters
 from application.operator.list_event_dead_letters import ListEventDeadLetters
+from application.operator.list_event_types import ListEventTypes
 from application.operator.list_messages import ListMessages
 from application.operator.list_parked_aggregates import ListParkedAggregates
 from application.operator.observe_backlog import ObserveBacklog
@@ -100,6 +102,7 @@ def build_event_operator_services(
         observe_backlog=ObserveEventBacklog(
             gauge=PostgresEventBacklogGauge(pool), telemetry=telemetry
         ),
+        list_types=ListEventTypes(catalog=PostgresEventCatalog(pool)),
     )
 
 

@@ -12,6 +12,7 @@ from application.operator.event_views import (
     EventDeadLetter,
     EventDetail,
     EventRecord,
+    EventTypeView,
     OrganizationBacklog,
     ParkedAggregate,
     PublicationAttempt,
@@ -248,3 +249,32 @@ def receipt_json(receipt: RepairReceipt) -> dict[str, Any]:
         "recordId": receipt.record_id,
         "replayed": receipt.replayed,
     }
+
+
+def types_json(types: Sequence[EventTypeView]) -> dict[str, Any]:
+    """The event types as JSON."""
+    return {
+        "items": [
+            {
+                "code": t.code,
+                "module": t.module,
+                "description": t.description,
+                "versions": list(t.versions),
+                "retiredAt": t.retired_at,
+            }
+            for t in types
+        ]
+    }
+
+
+def types_table(types: Sequence[EventTypeView]) -> Table:
+    """One row per type: module, versions, retirement, description."""
+    built = table("Type\nModule", "Versions", "Retired (UTC)", "Description")
+    for t in types:
+        built.add_row(
+            lines(t.code, t.module),
+            lines(", ".join(str(v) for v in t.versions) or "none"),
+            lines(short_time(t.retired_at)),
+            lines(t.description),
+        )
+    return built

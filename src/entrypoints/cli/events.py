@@ -32,6 +32,8 @@ from entrypoints.cli.event_output import (
     parked_json,
     parked_table,
     receipt_json,
+    types_json,
+    types_table,
 )
 from entrypoints.cli.operator_output import page_hints, page_json
 from entrypoints.cli.operator_run import run_operator
@@ -234,3 +236,17 @@ def release(
         )
 
     _report(run_operator(act), as_json)
+
+
+@events_app.command("types")
+def types(as_json: AsJson = False) -> None:
+    """List the registered event types: owner module, published contract versions, and when
+    each was retired (a retired type takes no new events)."""
+    found = run_operator(lambda services: services.events.list_types())
+    if as_json:
+        print_json(types_json(found))
+        return
+    if not found:
+        typer.echo("no event types are registered")
+        return
+    print_table(types_table(found))

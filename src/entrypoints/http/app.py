@@ -34,6 +34,7 @@ from entrypoints.http.problems import EXCEPTION_MAP, internal_error_handler
 from entrypoints.http.sessions import SessionController
 from entrypoints.http.sign_in_methods import SignInMethodController
 from entrypoints.http.sign_ups import SignUpController
+from entrypoints.http.staff_events import StaffEventsController
 from entrypoints.http.staff_outbox import StaffOutboxController
 from entrypoints.http.staff_problems import STAFF_EXCEPTION_MAP
 from entrypoints.http.step_ups import StepUpController
@@ -47,7 +48,7 @@ PUBLIC_DESCRIPTION = (
 )
 ADMIN_DESCRIPTION = (
     "The admin listener (loopback by default): Prometheus metrics and the staff routes over"
-    " the security outbox. Never expose it to the internet."
+    " the security outbox and the tenant events outbox. Never expose it to the internet."
 )
 
 
@@ -95,8 +96,13 @@ def create_admin_app(
     The staff routes (/platform-admin/security-outbox/...) authenticate with a bearer
     session of the identity module, so they take its ``services`` too.
     """
+
+    async def refresh() -> None:
+        await operator.observe_backlog()
+        await operator.events.observe_backlog()
+
     return _litestar(
-        [metrics_route(registry, refresh=operator.observe_backlog), StaffOutboxController],
+        [metrics_route(registry, refresh=refresh), StaffOutboxController, StaffEventsController],
         services=services,
         operator=operator,
         title="outbox admin API",

@@ -9,7 +9,10 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.plugins.problem_details import ProblemDetailsException
 
 from application.operator.errors import (
+    DeadLetterNotFound,
     DeadLetterRefused,
+    EventNotFound,
+    EventRepairRefused,
     IdempotencyKeyReused,
     RequestInProgress,
     StaffRequired,
@@ -28,6 +31,7 @@ from entrypoints.http.problems import (
 STAFF_PROBLEMS: dict[str, tuple[int, str]] = {
     "staff-required": (403, "The caller is not an active staff member"),
     "reissue-refused": (409, "The dead letter cannot be sent again; reason says why"),
+    "repair-refused": (409, "The dead letter was already released or republished; reason says"),
     "request-in-progress": (409, "A request with this Idempotency-Key is running; retry later"),
     "idempotency-key-reused": (422, "The Idempotency-Key was already used for another request"),
 }
@@ -50,6 +54,11 @@ STAFF_EXCEPTION_MAP: dict[type[Exception], Callable[[Any], ProblemDetailsExcepti
     RequestInProgress: lambda _: staff_problem("request-in-progress"),
     IdempotencyKeyReused: lambda _: staff_problem("idempotency-key-reused"),
     MessageNotFound: lambda _: problem("not-found"),
+    EventRepairRefused: lambda e: staff_problem(
+        "repair-refused", extra={"reason": f"already_{e.resolution}"}
+    ),
+    DeadLetterNotFound: lambda _: problem("not-found"),
+    EventNotFound: lambda _: problem("not-found"),
 }
 
 

@@ -150,3 +150,18 @@ async def test_the_cli_refuses_what_it_cannot_do(rows: EventRows, cli):
     assert (ExitCode.USAGE, True) == (no_reason.returncode, "reason" in no_reason.stderr)
     assert ExitCode.NOT_FOUND == no_event.returncode
     assert ExitCode.USAGE == two_cursors.returncode
+
+
+async def test_the_event_types_list_their_module_versions_and_retirement(rows: EventRows, cli):
+    await rows.rows("SELECT events.publish_contract_version('demo.thing_happened', 2)")
+    await rows.rows("SELECT events.register_event_type('demo.old_thing', 'demo', 'Gone')")
+    await rows.rows("SELECT events.retire_event_type('demo.old_thing')")
+
+    listed = _json(cli("types", "--json"))["items"]
+    table = cli("types")
+
+    assert [
+        ("demo.old_thing", "demo", [], True),
+        ("demo.thing_happened", "demo", [1, 2], False),
+    ] == [(t["code"], t["module"], t["versions"], t["retiredAt"] is not None) for t in listed]
+    assert "demo.thing_happened" in table.stdout

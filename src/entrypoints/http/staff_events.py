@@ -1,0 +1,251 @@
+"""Staff routes over the tenant events outbox (SPEC §11, §16): backlog per organization, dead
+letters, parked aggregates, one event, republish and release.
+
+As the security outbox's staff routes: a bearer session of an active staff member and a
+fresh step-up of that session (Elevation-Token) for every route, checked by the database
+with every call (403 staff-required or step-up-required otherwise). No answer carries an
+event's payload.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from litestar import Controller, Response, get, post
+from litestar.params import JSONBody, Parameter, QueryParameter
+from litestar.status_codes import HTTP_201_CREATED
+
+from application.operator.event_views import RepairReceipt
+from application.operator.list_event_dead_letters import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    EventDeadLetterQuery,
+)
+from application.operator.list_parked_aggregates import ParkedQuery
+from application.operator.release_parked_aggregate import ReleaseCommand
+from application.operator.republish_dead_event import RepublishCommand
+from application.operator.require_elevation import ElevationCheck
+from application.operator.show_event import EventQuery
+from application.operator.show_event_backlog import DEFAULT_LIMIT as BACKLOG_LIMIT
+from application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_MAX
+from application.operator.show_event_backlog import EventBacklogQuery
+from application.operator.staff_actor import StaffActor
+from entrypoints.http.caller import SECURITY, Caller, ElevationToken
+from entrypoints.http.staff_event_schemas import (
+    EventBacklogView,
+    EventDeadLetterPageView,
+    EventDetailView,
+    ParkedPageView,
+    RepairRequest,
+    RepairView,
+)
+from entrypoints.http.staff_outbox import REPLAYED_HEADER, IdempotencyKey, Operator
+from entrypoints.http.staff_problems import staff_responses
+
+Cursor = Annotated[UUID | None, Parameter(description="A dead letter's id (a page cursor).")]
+Limit = Annotated[
+    int, Parameter(ge=1, le=MAX_LIMIT, description=f"Rows per page (1 to {MAX_LIMIT}).")
+]
+OrganizationFilter = Annotated[
+    UUID | None, QueryParameter(name="organizationId", description="Only this organization's.")
+]
+DeadLetterId = Annotated[UUID, Parameter(description="The dead letter's id (its record's).")]
+READ_PROBLEMS = (
+    "validation-error",
+    "unauthenticated",
+    "staff-required",
+    "step-up-required",
+    "service-unavailable",
+)
+REPAIR_PROBLEMS = (
+    *READ_PROBLEMS,
+    "not-found",
+    "repair-refused",
+    "request-in-progress",
+    "idempotency-key-reused",
+)
+
+
+async def _actor(operator: Operator, principal: Caller, token: str | None) -> StaffActor:
+    return await operator.require_elevation(
+        ElevationCheck(principal=principal, elevation_token=token)
+    )
+
+
+def _created(receipt: RepairReceipt) -> Response[RepairView]:
+    headers = {REPLAYED_HEADER: "true"} if receipt.replayed else {}
+    return Response(RepairView.of(receipt), status_code=HTTP_201_CREATED, headers=headers)
+
+
+class StaffEventsController(Controller):
+    """The platform staff's view of the tenant events outbox."""
+
+    path = "/platform-admin/tenant-events"
+    tags = ["staff"]  # noqa: RUF012 - Litestar reads a class attribute
+    security = SECURITY
+
+    @get(
+        "/backlog",
+        summary="Per organization: live events, oldest due age, dead letters, parked aggregates",
+        responses=staff_responses(*READ_PROBLEMS),
+    )
+    async def backlog(
+        self,
+        operator: Operator,
+        principal: Caller,
+        *,
+        limit: Annotated[int, Parameter(ge=1, le=BACKLOG_MAX)] = BACKLOG_LIMIT,
+        elevation_token: ElevationToken = None,
+    ) -> EventBacklogView:
+        """The largest backlogs first."""
+        actor = await _actor(operator, principal, elevation_token)
+        rows = await operator.events.show_backlog(EventBacklogQuery(actor=actor, limit=limit))
+        return EventBacklogView.of(rows)
+
+    @get(
+        "/dead-letters",
+        summary="Dead letters, newest first, in keyset pages, with what became of each",
+        description="Give at most one cursor: after (older rows) or before (newer rows).",
+        responses=staff_responses(*READ_PROBLEMS),
+    )
+    async def dead_letters(
+        self,
+        operator: Operator,
+        principal: Caller,
+        *,
+        organization_id: OrganizationFilter = None,
+        unresolved: Annotated[
+            bool, Parameter(description="Only those that still park their aggregate.")
+        ] = False,
+        after: Cursor = None,
+        before: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+        elevation_token: ElevationToken = None,
+    ) -> EventDeadLetterPageView:
+        """One page."""
+        actor = await _actor(operator, principal, elevation_token)
+        page = await operator.events.list_dead_letters(
+            EventDeadLetterQuery(
+                actor=actor,
+                organization_id=organization_id,
+                unresolved_only=unresolved,
+                after=after,
+                before=before,
+                limit=limit,
+            )
+        )
+        return EventDeadLetterPageView.of(page)
+
+    @get(
+        "/parked-aggregates",
+        summary="Aggregates a dead letter parks, newest first, with how many events wait",
+        responses=staff_responses(*READ_PROBLEMS),
+    )
+    async def parked(
+        self,
+        operator: Operator,
+        principal: Caller,
+        *,
+        organization_id: OrganizationFilter = None,
+        after: Cursor = None,
+        before: Cursor = None,
+        limit: Limit = DEFAULT_LIMIT,
+        elevation_token: ElevationToken = None,
+    ) -> ParkedPageView:
+        """One page."""
+        actor = await _actor(operator, principal, elevation_token)
+        page = await operator.events.list_parked(
+            ParkedQuery(
+                actor=actor,
+                organization_id=organization_id,
+                after=after,
+                before=before,
+                limit=limit,
+            )
+        )
+        return ParkedPageView.of(page)
+
+    @get(
+        "/events/{event_id:uuid}",
+        summary="One event (its payload's size, never the payload), its records and attempts",
+        responses=staff_responses(*READ_PROBLEMS, "not-found"),
+    )
+    async def event(
+        self,
+        event_id: Annotated[UUID, Parameter(description="The event's id.")],
+        operator: Operator,
+        principal: Caller,
+        elevation_token: ElevationToken = None,
+    ) -> EventDetailView:
+        """The event."""
+        actor = await _actor(operator, principal, elevation_token)
+        detail = await operator.events.show_event(EventQuery(event_id=event_id, actor=actor))
+        return EventDetailView.of(detail)
+
+    @post(
+        "/dead-letters/{dead_letter_id:uuid}/republications",
+        status_code=HTTP_201_CREATED,
+        summary="Republish a dead letter: a new record of its event, before the later ones",
+        description=(
+            "Needs an Idempotency-Key and a fresh step-up. The dead record stays as it was; a"
+            " new one goes before the aggregate's later events; audited with the reason."
+            " Refused (409 repair-refused) when the dead letter was already released or"
+            f" republished. A replay answers 201 with the first result and {REPLAYED_HEADER}:"
+            " true."
+        ),
+        responses=staff_responses(*REPAIR_PROBLEMS),
+    )
+    async def republish(
+        self,
+        dead_letter_id: DeadLetterId,
+        data: JSONBody[RepairRequest],
+        idempotency_key: IdempotencyKey,
+        *,
+        operator: Operator,
+        principal: Caller,
+        elevation_token: ElevationToken = None,
+    ) -> Response[RepairView]:
+        """Republish once per key."""
+        actor = await _actor(operator, principal, elevation_token)
+        receipt = await operator.events.republish(
+            RepublishCommand(
+                actor=actor,
+                dead_letter_id=dead_letter_id,
+                reason=data.reason,
+                idempotency_key=idempotency_key,
+            )
+        )
+        return _created(receipt)
+
+    @post(
+        "/dead-letters/{dead_letter_id:uuid}/releases",
+        status_code=HTTP_201_CREATED,
+        summary="Release a parked aggregate: the dead letter stays dead, the later events flow",
+        description=(
+            "Needs an Idempotency-Key and a fresh step-up; audited with the reason; refused"
+            " and replayed as a republication."
+        ),
+        responses=staff_responses(*REPAIR_PROBLEMS),
+    )
+    async def release(
+        self,
+        dead_letter_id: DeadLetterId,
+        data: JSONBody[RepairRequest],
+        idempotency_key: IdempotencyKey,
+        *,
+        operator: Operator,
+        principal: Caller,
+        elevation_token: ElevationToken = None,
+    ) -> Response[RepairView]:
+        """Release once per key."""
+        actor = await _actor(operator, principal, elevation_token)
+        receipt = await operator.events.release(
+            ReleaseCommand(
+                actor=actor,
+                dead_letter_id=dead_letter_id,
+                reason=data.reason,
+                idempotency_key=idempotency_key,
+            )
+        )
+        return _created(receipt)
