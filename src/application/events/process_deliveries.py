@@ -49,7 +49,7 @@ class ProcessingResult:
     dead_lettered: int = 0
     lease_lost: int = 0
     unrecorded: int = 0  # recording failed; lease expiry brings these back
-    paused: bool = False
+    paused: int = 0  # refused because the consumer was paused meanwhile (their leases expire)
 
 
 @attrs.frozen(kw_only=True)
@@ -100,7 +100,7 @@ class ProcessDeliveries:
             dead_lettered=ends.count("dead_lettered"),
             lease_lost=ends.count("lease_lost"),
             unrecorded=ends.count("unrecorded"),
-            paused="paused" in ends,
+            paused=ends.count("paused"),
         )
 
     async def _process(self, consumer: str, delivery: ClaimedDelivery, within: float) -> str:

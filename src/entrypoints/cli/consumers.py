@@ -55,7 +55,8 @@ def consume(
     in the handler's own transaction.
 
     With --drain, prints each consumer's totals as JSON ({"identity.security_notices":
-    {claimed, completed, retried, deadLettered, leaseLost, unrecorded}}) when nothing is due.
+    {claimed, completed, retried, deadLettered, leaseLost, unrecorded, paused}}) when nothing
+    is due.
     SIGTERM or SIGINT stops claiming; the batch in flight finishes.
     """
     settings = start()
@@ -71,11 +72,7 @@ def consume(
     if drain:
         print_json(
             {
-                name: {
-                    _camel(field): value
-                    for field, value in attrs.asdict(result).items()
-                    if field != "paused"
-                }
+                name: {_camel(field): value for field, value in attrs.asdict(result).items()}
                 for name, result in totals.items()
             }
         )

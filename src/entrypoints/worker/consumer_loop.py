@@ -21,12 +21,14 @@ from application.events.process_deliveries import ProcessingResult
 from application.ports import Telemetry
 
 MAX_BACKOFF = 10.0
-COUNTED = ("claimed", "completed", "retried", "dead_lettered", "lease_lost", "unrecorded")
 
 
 def _add(total: ProcessingResult, batch: ProcessingResult) -> ProcessingResult:
-    return attrs.evolve(
-        total, **{name: getattr(total, name) + getattr(batch, name) for name in COUNTED}
+    return ProcessingResult(
+        **{
+            field.name: getattr(total, field.name) + getattr(batch, field.name)
+            for field in attrs.fields(ProcessingResult)
+        }
     )
 
 
