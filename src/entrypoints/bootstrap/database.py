@@ -113,31 +113,33 @@ class DatabaseAccess(enum.Enum):
 
 @contextlib.asynccontextmanager
 async def database_pool(
-    settings: Settings, access: DatabaseAccess
+    settings: Settings, access: DatabaseAccess, *, max_size: int | None = None
 ) -> AsyncIterator[AsyncConnectionPool[AsyncConnection]]:
     """The one way a process opens a pool: URL, role and size follow from ``access``.
 
-    The API's and the worker's pools check their role first (database_roles.py). The pool
-    is closed on exit. Raises StoreUnavailable if the database cannot be reached,
-    DatabaseRoleRefused if the role may not run the job.
+    ``max_size`` replaces the size (a worker lane other than the security lane has its own
+    small pool, so it can never take the security lane's connections). The API's and the
+    worker's pools check their role first (database_roles.py). The pool is closed on exit.
+    Raises StoreUnavailable if the database cannot be reached, DatabaseRoleRefused if the
+    role may not run the job.
     """
     database = settings.database
     checkout_timeout = OTHER_CHECKOUT_TIMEOUT
     if access is DatabaseAccess.WORKER:
         url = await asyncio.to_thread(resolve_worker_database_url, settings)
-        role, min_size, max_size = worker_role(settings), 1, max(2, database.pool_max)
+        role, min_size, size = worker_role(settings), 1, max(2, database.pool_max)
     elif access is DatabaseAccess.API:
         url = await asyncio.to_thread(resolve_database_url, settings)
-        role, min_size, max_size = api_role(settings), database.pool_min, database.pool_max
+        role, min_size, size = api_role(settings), database.pool_min, database.pool_max
         checkout_timeout = API_CHECKOUT_TIMEOUT
     else:
         url = await asyncio.to_thread(resolve_database_url, settings)
-        role, min_size, max_size = None, 1, 2
+        role, min_size, size = None, 1, 2
     try:
         pool = await open_pool(
             url,
             min_size=min_size,
-            max_size=max_size,
+            max_size=max_size or size,
             prepared_statements=database.prepared_statements,
             role=role,
             checkout_timeout=checkout_timeout,

@@ -8,19 +8,34 @@ lane is one entry here and one in ``entrypoints/settings/lanes.py`` (its variabl
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import attrs
 
+from adapters.postgres.event_outbox_store import PostgresEventOutboxStore
+from adapters.postgres.readiness import PostgresReadinessProbe
+from adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
+from application.events.ports import PublicationTarget
+from application.events.publish_due_events import PublicationResult, PublishDueEvents
+from application.events.purge_retained_events import PurgeRetainedEvents
 from application.outbox.dispatch_due_messages import DispatchResult
 from application.outbox.ports import DeliveryProvider
 from application.ports import ReadinessProbe
 from domain.channels import Channel
+from domain.outbox.retention import RetentionPolicy
+from domain.outbox.retry_policy import DEFAULT_JITTER, RetryPolicy
+from entrypoints.bootstrap.database import (
+    DatabaseAccess,
+    database_pool,
+    readiness_role,
+    resolve_worker_database_url,
+)
 from entrypoints.bootstrap.parts import ProcessParts
 from entrypoints.bootstrap.worker import sweep_schedule, worker_services
-from entrypoints.settings.lanes import SECURITY, LaneSettings
+from entrypoints.settings.lanes import EVENTS, SECURITY, LaneSettings
 from entrypoints.settings.tree import Settings
 from entrypoints.worker.loop import WorkerLoop
 from entrypoints.worker.schedule import Every
@@ -89,9 +104,92 @@ async def security_lane(request: LaneRequest) -> AsyncIterator[Lane]:
         )
 
 
+@contextlib.asynccontextmanager
+async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
+    """Tenant business events: the events schema, published to every configured target.
+
+    Its pool holds a connection per batch in flight and one for its retention sweep, apart
+    from the security lane's, so an events flood can never take a code's connection.
+    """
+    settings, telemetry = request.settings, request.parts.telemetry
+    worker, sweeps = settings.worker, settings.sweeps
+    sizing = worker.lane_sizing[EVENTS]
+    # The broker relay (SPEC §18) will be a target; the internal consumers are not one (their
+    # deliveries are written when the publication is recorded).
+    targets: Sequence[PublicationTarget] = ()
+    url = resolve_worker_database_url(settings)
+    async with database_pool(
+        settings, DatabaseAccess.WORKER, max_size=sizing.parallel_batches + 1
+    ) as pool:
+        listener = WorkListener(url, EVENTS_CHANNEL)
+        try:
+            store = PostgresEventOutboxStore(pool, listener)
+            publish = PublishDueEvents(
+                store=store,
+                targets=targets,
+                clock=request.parts.clock,
+                telemetry=telemetry,
+                policy=_retry_policy(settings),
+                owner=request.owner,
+                batch_size=sizing.batch_size,
+                concurrency=sizing.concurrency,
+                lease=worker.lease,
+                target_timeout=worker.provider_timeout,
+            )
+            purge = PurgeRetainedEvents(
+                store=store,
+                telemetry=telemetry,
+                retention=RetentionPolicy(
+                    published=sweeps.published_retention,
+                    dead_lettered=sweeps.dead_lettered_retention,
+                ),
+                batch_size=sweeps.batch_size,
+            )
+            yield Lane(
+                name=EVENTS,
+                sizing=sizing,
+                loop=WorkerLoop(
+                    dispatch=publish,
+                    wait_for_work=store.wait_for_work,
+                    telemetry=telemetry,
+                    poll_interval=worker.poll_interval,
+                    drain=request.drain,
+                    parallel_batches=sizing.parallel_batches,
+                    totals=PublicationResult(),
+                ),
+                sweeps=[
+                    Every(
+                        name="events_retention",
+                        interval=sweeps.retention_interval,
+                        job=purge,
+                        telemetry=telemetry,
+                    )
+                ],
+                probe=PostgresReadinessProbe(
+                    pool, role=readiness_role(settings, DatabaseAccess.WORKER)
+                ),
+                listening=lambda: listener.listening,
+                start_listening=lambda: store.wait_for_work(0),
+            )
+        finally:
+            await listener.close()
+
+
+def _retry_policy(settings: Settings) -> RetryPolicy:
+    worker = settings.worker
+    return RetryPolicy(
+        schedule=worker.retry_schedule,
+        max_attempts=worker.max_attempts,
+        suspension_probe=worker.suspension_probe,
+        jitter=DEFAULT_JITTER,
+        draw=random.random,  # spreading retries needs no secrecy
+    )
+
+
 # In the order a worker opens them; the keys are the lane names of settings/lanes.py.
 LANE_BUILDERS: Mapping[str, LaneBuilder] = {
     SECURITY: security_lane,
+    EVENTS: events_lane,
 }
 
 

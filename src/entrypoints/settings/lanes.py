@@ -41,6 +41,10 @@ LANES: Mapping[str, _LaneVariables] = {
         prefix="WORKER",
         defaults=LaneSettings(batch_size=100, concurrency=32, parallel_batches=2),
     ),
+    EVENTS: _LaneVariables(
+        prefix="EVENTS",
+        defaults=LaneSettings(batch_size=100, concurrency=4, parallel_batches=1),
+    ),
 }
 LANES_VARIABLE = "WORKER_LANES"
 PARALLEL_BATCHES = "PARALLEL_BATCHES"

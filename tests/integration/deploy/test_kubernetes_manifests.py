@@ -188,6 +188,12 @@ def test_the_worker_probes_its_metrics_listener() -> None:
     assert {"path": "/readyz", "port": "metrics"} == container["readinessProbe"]["httpGet"]
 
 
+def test_the_worker_deployment_runs_both_lanes() -> None:
+    assert ("security", "events") == _process(
+        _one("Deployment", "outbox-worker")
+    ).settings().worker.lanes
+
+
 def test_the_worker_pod_outlives_its_shutdown_grace() -> None:
     """The kubelet must not SIGKILL a worker still finishing its sends after SIGTERM."""
     worker = _one("Deployment", "outbox-worker")

@@ -115,6 +115,11 @@ def test_every_variable_in_the_environment_files_is_read(tmp_path: Path) -> None
     assert set() == unread_variables(named, processes)
 
 
+def test_the_worker_unit_runs_both_lanes(tmp_path: Path) -> None:
+    settings = _process(UNITS / "outbox-worker.service", tmp_path).settings()
+    assert ("security", "events") == settings.worker.lanes
+
+
 def test_the_worker_stops_within_the_unit_stop_timeout(tmp_path: Path) -> None:
     """systemd must not SIGKILL a worker still finishing its sends within its grace period."""
     path = UNITS / "outbox-worker.service"

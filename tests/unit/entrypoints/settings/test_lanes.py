@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from entrypoints.settings.lanes import LANES, SECURITY, LaneSettings, parse_lanes
+from entrypoints.settings.lanes import EVENTS, LANES, SECURITY, LaneSettings, parse_lanes
 from entrypoints.settings.reader import SettingsError
 from entrypoints.settings.tree import load_settings
 
@@ -80,3 +80,36 @@ def test_a_deprecated_zero_is_refused_like_any_parallel_batches_below_one() -> N
         load_settings({"OUTBOX_WORKER_LANES": "0"})
 
     assert "OUTBOX_WORKER_LANES" == caught.value.variable
+
+
+def test_the_events_lane_has_its_own_variables_and_defaults() -> None:
+    assert (
+        LaneSettings(batch_size=100, concurrency=4, parallel_batches=1)
+        == (load_settings({}).worker.lane_sizing[EVENTS])
+    )
+    settings = load_settings(
+        {
+            "OUTBOX_EVENTS_BATCH_SIZE": "500",
+            "OUTBOX_EVENTS_CONCURRENCY": "2",
+            "OUTBOX_EVENTS_PARALLEL_BATCHES": "3",
+            "OUTBOX_WORKER_BATCH_SIZE": "7",
+        }
+    )
+
+    assert (
+        LaneSettings(batch_size=500, concurrency=2, parallel_batches=3)
+        == (settings.worker.lane_sizing[EVENTS])
+    )
+    assert 7 == settings.worker.security.batch_size
+
+
+def test_either_lane_may_run_alone() -> None:
+    assert (EVENTS,) == load_settings({"OUTBOX_WORKER_LANES": "events"}).worker.lanes
+    assert (SECURITY, EVENTS) == load_settings({}).worker.lanes
+
+
+def test_a_bad_events_variable_is_named() -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings({"OUTBOX_EVENTS_CONCURRENCY": "0"})
+
+    assert "OUTBOX_EVENTS_CONCURRENCY" == caught.value.variable

@@ -1,0 +1,340 @@
+"""Publish one batch of tenant events: claim, offer to every target, record (SPEC §16).
+
+The internal consumers are no target here: the database writes their deliveries in the
+transaction that records an event published (SPEC §17). With no target configured (the
+broker relay is optional, SPEC §18) every claimed event is therefore published at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+import attrs
+
+from application.events.ports import (
+    ClaimedEvent,
+    EventOutboxStore,
+    PublicationRecord,
+    PublicationTarget,
+    TargetRefusal,
+)
+from application.ports import Clock, Telemetry
+from domain.outbox.failures import DeliveryFailure, FailureClass
+from domain.outbox.outcomes import DeadLetter, Outcome, Published, RecordResult, Release, Retry
+from domain.outbox.retry_after import MAX_RETRY_AFTER
+from domain.outbox.retry_policy import RetryPolicy
+
+# Of every lease, the share kept free at its end for recording the batch's outcomes.
+RECORD_SHARE = 0.1
+# The database refuses a retry time that is not in the future: one that passed while the
+# batch was still publishing is recorded this far ahead instead.
+LATE_RETRY_DELAY = timedelta(seconds=1)
+TIMEOUT_CODE = "timeout"
+# What a target may say of an event (the provider taxonomy); any other class is a target's
+# bug, recorded as an unexpected error naming the class, which the attempt history accepts.
+TARGET_CLASSES = frozenset(
+    {
+        FailureClass.REJECTED,
+        FailureClass.THROTTLED,
+        FailureClass.UNAVAILABLE,
+        FailureClass.INDETERMINATE,
+        FailureClass.PROVIDER_SUSPENDED,
+    }
+)
+
+
+@attrs.frozen(kw_only=True)
+class PublicationResult:
+    """What one batch did: how many events were claimed and how each claimed one ended."""
+
+    claimed: int = 0
+    published: int = 0
+    retried: int = 0
+    released: int = 0
+    dead_lettered: int = 0
+    lease_lost: int = 0  # recorded too late, or not offered because the lease ran out first
+    unrecorded: int = 0  # recording failed; lease expiry returns these to the queue
+
+
+@attrs.frozen(kw_only=True)
+class _Refused:
+    """Why one event is not published this time: the target that said no, and how."""
+
+    target: str
+    failure: DeliveryFailure
+
+
+class _Unstarted:
+    """The lease ran out before the event could be offered: no record, its lease expires."""
+
+
+_UNSTARTED = _Unstarted()
+
+
+@attrs.frozen(kw_only=True)
+class PublishDueEvents:
+    """Claims a batch of due events and publishes each one to every configured target.
+
+    An event is recorded published only when every target accepted it; a refusal is a
+    failed attempt decided by the retry policy (the §4 schedule, the later of it and the
+    target's Retry-After, a dead letter at the cap, which parks the aggregate's later
+    events). A target that raises costs the events it was given one counted
+    ``unexpected_worker_error`` attempt, and its exception text is never kept.
+
+    The targets are asked one after another (an event refused by one is not offered to the
+    next: it will be offered to all again), each in up to ``concurrency`` calls at once over
+    slices of the batch. No publication outlives the lease: every call's timeout is cut to
+    the batch's deadline (the lease less a tenth kept for recording), and a call that can no
+    longer start in time is not made (its events are not recorded; their leases run out and
+    they are claimed again). ``asyncio.CancelledError`` is never swallowed.
+    """
+
+    store: EventOutboxStore
+    targets: Sequence[PublicationTarget]
+    clock: Clock
+    telemetry: Telemetry
+    policy: RetryPolicy
+    owner: str
+    batch_size: int = 100
+    concurrency: int = 4
+    lease: timedelta = timedelta(seconds=60)
+    target_timeout: timedelta = timedelta(seconds=10)
+
+    async def __call__(self) -> PublicationResult:
+        """Publish one batch and return what happened to it.
+
+        Raises StoreUnavailable when the claim cannot reach the database.
+        """
+        # The lease starts on the database's clock after this moment, so it outlives this bound.
+        deadline = self.clock.now() + self.lease * (1 - RECORD_SHARE)
+        claimed = await self.store.claim(owner=self.owner, limit=self.batch_size, lease=self.lease)
+        if not claimed:
+            return PublicationResult()
+        self.telemetry.observe("events_claim_batch_size", len(claimed))
+        verdicts: list[_Refused | _Unstarted | None] = [None] * len(claimed)
+        for target in self.targets:
+            await self._offer(target, claimed, verdicts, deadline)
+        return await self._record(claimed, verdicts)
+
+    async def _offer(
+        self,
+        target: PublicationTarget,
+        claimed: Sequence[ClaimedEvent],
+        verdicts: list[_Refused | _Unstarted | None],
+        deadline: datetime,
+    ) -> None:
+        """Offer ``target`` every event no earlier target refused; note its refusals."""
+        open_ = [index for index, verdict in enumerate(verdicts) if verdict is None]
+        if not open_:
+            return
+        size = math.ceil(len(open_) / max(1, self.concurrency))
+        slices = [open_[start : start + size] for start in range(0, len(open_), size)]
+        answers = await asyncio.gather(
+            *(self._call(target, [claimed[i] for i in part], deadline) for part in slices)
+        )
+        for part, answer in zip(slices, answers, strict=True):
+            for index, verdict in zip(part, answer, strict=True):
+                verdicts[index] = verdict
+
+    async def _call(
+        self, target: PublicationTarget, events: Sequence[ClaimedEvent], deadline: datetime
+    ) -> list[_Refused | _Unstarted | None]:
+        """One publish call: an answer per event (None when accepted)."""
+        left = (deadline - self.clock.now()).total_seconds()
+        if left <= 0:
+            self.telemetry.event(
+                "event.lease_running_out", level="warning", target=target.name, events=len(events)
+            )
+            return [_UNSTARTED] * len(events)
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(min(self.target_timeout.total_seconds(), left)):
+                answers = await _answers(target, events)
+        except TimeoutError:
+            failure = DeliveryFailure(failure_class=FailureClass.INDETERMINATE, code=TIMEOUT_CODE)
+            return [_Refused(target=target.name, failure=failure)] * len(events)
+        except Exception as error:  # noqa: BLE001 - one target's bug must never stop the worker
+            self.telemetry.event(
+                "event.unexpected_error",
+                level="error",
+                target=target.name,
+                events=len(events),
+                error=type(error).__name__,
+            )
+            failure = DeliveryFailure(
+                failure_class=FailureClass.UNEXPECTED_WORKER_ERROR, code=type(error).__name__
+            )
+            return [_Refused(target=target.name, failure=failure)] * len(events)
+        finally:
+            self.telemetry.observe(
+                "events_publish_seconds", time.perf_counter() - started, target=target.name
+            )
+        now = self.clock.now()
+        return [
+            None if answer is None else _Refused(target=target.name, failure=_failure(answer, now))
+            for answer in answers
+        ]
+
+    def _outcome(self, event: ClaimedEvent, verdict: _Refused | None) -> Outcome:
+        if verdict is None:
+            return Published()
+        self.telemetry.event(
+            "event.publish_failed",
+            level="warning",
+            record_id=str(event.record_id),
+            event_id=str(event.event_id),
+            organization_id=str(event.organization_id),
+            event_type=event.event_type,
+            target=verdict.target,
+            failure_class=verdict.failure.failure_class.value,
+            code=verdict.failure.code,
+            attempt=event.attempts + 1,
+        )
+        return self.policy.next_attempt(
+            verdict.failure, attempt=event.attempts + 1, now=self.clock.now()
+        )
+
+    async def _record(
+        self, batch: Sequence[ClaimedEvent], verdicts: Sequence[_Refused | _Unstarted | None]
+    ) -> PublicationResult:
+        now = self.clock.now()
+        pairs = [
+            (event, self._record_of(event, verdict, now))
+            for event, verdict in zip(batch, verdicts, strict=True)
+            if not isinstance(verdict, _Unstarted)
+        ]
+        unstarted = len(batch) - len(pairs)
+        if not pairs:
+            skipped = PublicationResult(claimed=len(batch), lease_lost=unstarted)
+            self.telemetry.event("event_batch.published", **attrs.asdict(skipped))
+            return skipped
+        records = [record for _, record in pairs]
+        try:
+            results = await self.store.record(records)
+        except Exception as error:  # noqa: BLE001 - lease expiry is the fallback
+            self.telemetry.event(
+                "event_outcome.record_failed",
+                level="error",
+                events=len(records),
+                error=type(error).__name__,
+                code=str(getattr(error, "code", "") or getattr(error, "sqlstate", "") or ""),
+            )
+            return PublicationResult(
+                claimed=len(batch), unrecorded=len(records), lease_lost=unstarted
+            )
+        tally: Counter[str] = Counter()
+        for (event, record), result in zip(pairs, results, strict=True):
+            tally[self._report(event, record, result)] += 1
+        # Counters once per outcome and batch, not once per event.
+        for kind, count in tally.items():
+            self.telemetry.count("events_publications_total", count, outcome=kind)
+        totals = PublicationResult(
+            claimed=len(batch),
+            published=tally["published"],
+            retried=tally["retried"],
+            released=tally["released"],
+            dead_lettered=tally["dead_lettered"],
+            lease_lost=tally["lease_lost"] + unstarted,
+        )
+        self.telemetry.event("event_batch.published", **attrs.asdict(totals))
+        return totals
+
+    def _record_of(
+        self, event: ClaimedEvent, verdict: _Refused | None, now: datetime
+    ) -> PublicationRecord:
+        outcome = _not_in_the_past(self._outcome(event, verdict), now)
+        return PublicationRecord(
+            record_id=event.record_id,
+            lease_token=event.lease_token,
+            attempt=event.attempts + 1,
+            outcome=outcome,
+            target=verdict.target if verdict is not None else "",
+        )
+
+    def _report(self, event: ClaimedEvent, record: PublicationRecord, result: RecordResult) -> str:
+        if result is RecordResult.LEASE_LOST:
+            self.telemetry.event(
+                "event.lease_lost",
+                level="warning",
+                record_id=str(event.record_id),
+                event_id=str(event.event_id),
+                organization_id=str(event.organization_id),
+            )
+            return "lease_lost"
+        kind, failure_class = _describe(record.outcome)
+        self.telemetry.event(
+            f"event.{kind}",
+            level=_LEVELS[kind],
+            record_id=str(event.record_id),
+            event_id=str(event.event_id),
+            organization_id=str(event.organization_id),
+            event_type=event.event_type,
+            attempt=record.attempt,
+            target=record.target or None,
+            failure_class=failure_class or None,
+        )
+        return kind
+
+
+class _AnswerCountMismatch(Exception):
+    """A target answered for more or fewer events than it was given (a bug in the target)."""
+
+
+async def _answers(
+    target: PublicationTarget, events: Sequence[ClaimedEvent]
+) -> Sequence[TargetRefusal | None]:
+    answers = await target.publish(events)
+    if len(answers) != len(events):
+        raise _AnswerCountMismatch
+    return answers
+
+
+def _failure(refusal: TargetRefusal, now: datetime) -> DeliveryFailure:
+    """The refusal as the retry policy reads it; an absurd Retry-After falls back to schedule."""
+    if refusal.failure_class not in TARGET_CLASSES:
+        return DeliveryFailure(
+            failure_class=FailureClass.UNEXPECTED_WORKER_ERROR, code=refusal.failure_class.value
+        )
+    hint = refusal.retry_after
+    usable = hint is not None and timedelta(0) < hint <= MAX_RETRY_AFTER
+    return DeliveryFailure(
+        failure_class=refusal.failure_class,
+        code=refusal.code,
+        retry_after=now + hint if usable and hint is not None else None,
+    )
+
+
+def _not_in_the_past(outcome: Outcome, now: datetime) -> Outcome:
+    """``outcome``, with a retry or release time that has passed moved just ahead of ``now``."""
+    match outcome:
+        case Retry(available_at=at) | Release(available_at=at) if at <= now:
+            return attrs.evolve(outcome, available_at=now + LATE_RETRY_DELAY)
+        case _:
+            return outcome
+
+
+# A published event is the normal case: one debug line each, and the batch's info line
+# (``event_batch.published``) counts them.
+_LEVELS = {
+    "published": "debug",
+    "retried": "info",
+    "released": "info",
+    "dead_lettered": "warning",
+}
+
+
+def _describe(outcome: Outcome) -> tuple[str, str]:
+    match outcome:
+        case Published():
+            return "published", ""
+        case DeadLetter(reason=reason):
+            return "dead_lettered", reason.value
+        case Release(failure_class=failure_class):
+            return "released", failure_class.value
+        case _:
+            return "retried", outcome.failure_class.value
