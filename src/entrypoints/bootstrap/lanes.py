@@ -50,6 +50,7 @@ class LaneRequest:
     owner: str  # one lease owner name per process, whatever the lane
     drain: bool = False
     providers: Mapping[Channel, DeliveryProvider] | None = None  # tests replace the configured
+    targets: Sequence[PublicationTarget] = ()  # the events lane's; none is configured yet
 
 
 def _no_providers() -> frozenset[str]:
@@ -115,8 +116,9 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
     worker, sweeps = settings.worker, settings.sweeps
     sizing = worker.lane_sizing[EVENTS]
     # The broker relay (SPEC §18) will be a target; the internal consumers are not one (their
-    # deliveries are written when the publication is recorded).
-    targets: Sequence[PublicationTarget] = ()
+    # deliveries are written when the publication is recorded). Until then only an embedding
+    # process (the reliability harness's recording target) passes any.
+    targets = request.targets
     url = resolve_worker_database_url(settings)
     async with database_pool(
         settings, DatabaseAccess.WORKER, max_size=sizing.parallel_batches + 1

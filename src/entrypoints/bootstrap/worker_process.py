@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 from prometheus_client import CollectorRegistry
 
+from application.events.ports import PublicationTarget
 from entrypoints.bootstrap.consumers import consumer_lag_gauges
 from entrypoints.bootstrap.lanes import Lane, LaneRequest, open_lanes
 from entrypoints.bootstrap.parts import build_process_parts, stop_tracing
@@ -27,10 +28,12 @@ async def run_worker(
     drain: bool = False,
     batch_size: int | None = None,
     concurrency: int | None = None,
+    targets: Sequence[PublicationTarget] = (),
 ) -> dict[str, BatchResult]:
     """``outboxctl worker``: run the selected lanes until stopped (or drained); their totals.
 
-    ``batch_size`` and ``concurrency`` replace the security lane's configured ones. Serves
+    ``batch_size`` and ``concurrency`` replace the security lane's configured ones.
+    ``targets`` are the events lane's publication targets (``outboxctl`` passes none). Serves
     /metrics, /healthz and /readyz when OUTBOX_WORKER_METRICS_PORT is set.
     """
     worker = settings.worker
@@ -41,7 +44,9 @@ async def run_worker(
     )
     settings = attrs.evolve(settings, worker=worker.resized(SECURITY, sizing))
     parts = build_process_parts(settings)
-    request = LaneRequest(settings=settings, parts=parts, owner=worker_owner(), drain=drain)
+    request = LaneRequest(
+        settings=settings, parts=parts, owner=worker_owner(), drain=drain, targets=targets
+    )
     async with (
         stop_tracing(parts),
         open_lanes(request, settings.worker.lanes) as lanes,
