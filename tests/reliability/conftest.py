@@ -1,5 +1,6 @@
 """Fixtures of the fault harness: a database with the audit trigger, the proxy in front of it,
-the ledger provider, a producer and a factory of worker processes."""
+the ledger provider, a producer and a factory of worker processes; for the tenant events,
+the recording target, an events producer and events workers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.reliability import lease_audit
+from tests.reliability.event_ledger import EventLedger
+from tests.reliability.event_producer import EventProducer
+from tests.reliability.event_scenario import EVENT_WORKER, EventScenario, event_worker_env
 from tests.reliability.fault_proxy import FaultProxy
 from tests.reliability.ledger_provider import LedgerProvider
 from tests.reliability.producer import Producer
@@ -62,4 +66,33 @@ async def scenario(
         yield world
     finally:
         proxy.resume()
+        await workers.stop_all(within=15)
+
+
+@pytest.fixture
+def event_ledger() -> Iterator[EventLedger]:
+    """The recording publication target, serving until the test ends."""
+    ledger = EventLedger()
+    ledger.start()
+    yield ledger
+    ledger.stop()
+
+
+@pytest.fixture
+async def event_scenario(
+    audited_url: str, event_ledger: EventLedger, tmp_path: Path
+) -> AsyncIterator[EventScenario]:
+    """Events workers on the test database (directly) that publish to the recording target."""
+    workers = Workers(
+        directory=tmp_path,
+        env=worker_env(audited_url, tmp_path / "data"),
+        provider_env=event_worker_env(event_ledger),
+        command=EVENT_WORKER,
+    )
+    producer = EventProducer(audited_url)
+    producer.setup()
+    world = EventScenario(url=audited_url, ledger=event_ledger, producer=producer, workers=workers)
+    try:
+        yield world
+    finally:
         await workers.stop_all(within=15)

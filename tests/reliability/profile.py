@@ -37,6 +37,10 @@ class Profile:
     interleaving_rounds: int
     fuzz_examples: int  # Hypothesis examples per parser property
     http_fuzz_examples: int  # spellings tried against the anti-enumeration routes
+    event_appends: int  # tenant events appended while events workers are killed
+    event_workers: int
+    event_kills: int
+    event_failing_rounds: int  # rounds of the failing-target scenario (dead letters, release)
 
 
 SHORT = Profile(
@@ -55,6 +59,10 @@ SHORT = Profile(
     interleaving_rounds=1,
     fuzz_examples=100,
     http_fuzz_examples=40,
+    event_appends=600,
+    event_workers=3,
+    event_kills=5,
+    event_failing_rounds=1,
 )
 LONG = Profile(
     kill_messages=5000,
@@ -72,6 +80,10 @@ LONG = Profile(
     interleaving_rounds=25,
     fuzz_examples=2000,
     http_fuzz_examples=400,
+    event_appends=5000,
+    event_workers=4,
+    event_kills=40,
+    event_failing_rounds=5,
 )
 PROFILE = LONG if MODE == "long" else SHORT
 

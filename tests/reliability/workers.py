@@ -99,11 +99,12 @@ class Workers:
     directory: Path
     env: Mapping[str, str]
     provider_env: Any  # callable label -> OUTBOX_* provider variables
+    command: tuple[str, ...] = (OUTBOXCTL, "worker")  # what a worker process runs
     started: list[Worker] = attrs.field(factory=list)
     owners: dict[str, str] = attrs.field(factory=dict)  # label -> lease owner
 
     def start(self, *args: str, **overrides: str) -> Worker:
-        """Start ``outboxctl worker *args``; ``overrides`` are extra OUTBOX_* variables."""
+        """Start ``command *args`` (``outboxctl worker``); ``overrides`` are extra variables."""
         label = f"w{len(self.started) + 1}"
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
@@ -115,7 +116,7 @@ class Workers:
         out = self.directory / f"{label}.out"
         with log.open("wb") as err_file, out.open("wb") as out_file:
             process = subprocess.Popen(
-                [OUTBOXCTL, "worker", *args], env=env, stdout=out_file, stderr=err_file
+                [*self.command, *args], env=env, stdout=out_file, stderr=err_file
             )
         worker = Worker(label=label, process=process, log=log, out=out)
         self.started.append(worker)
