@@ -1,4 +1,4 @@
-"""Scenario 8: a publication target that fails, while events workers publish.
+"""Scenario 9: a publication target that fails, while events workers publish.
 
 The recording target refuses some events for good (REJECTED), some for a while (UNAVAILABLE
 twice, then accepts) and some always (UNAVAILABLE until the attempt cap), while producers
@@ -123,7 +123,7 @@ async def test_a_failing_target_retries_dead_letters_parks_and_release_resumes(
     unresolved = world.scalar("SELECT count(*) FROM events.dead_letters WHERE resolution IS NULL")
 
     verdict = await world.finish(
-        "8 events: failing target, dead letters, release",
+        "9 events: failing target, dead letters, release",
         rounds=rounds,
         parked_before_release=sum(waiting.values()),
         released=len(parked),

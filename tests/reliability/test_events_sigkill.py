@@ -1,4 +1,4 @@
-"""Scenario 7: tenant events workers killed with SIGKILL, again and again, mid-publication.
+"""Scenario 8: tenant events workers killed with SIGKILL, again and again, mid-publication.
 
 Producers append events for several organizations and aggregates while several events
 workers publish them to a recording target that answers slowly, and one worker at a time
@@ -58,7 +58,7 @@ async def test_sigkill_mid_publication_loses_nothing_keeps_order_and_reoffers_on
     await world.settle()
 
     verdict = await world.finish(
-        "7 events: SIGKILL mid-publication", kills=kills, in_flight_at_kills=in_flight
+        "8 events: SIGKILL mid-publication", kills=kills, in_flight_at_kills=in_flight
     )
 
     assert kills >= min(PROFILE.event_kills, 3), "the drain ended before the kills could matter"
