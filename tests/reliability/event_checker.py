@@ -24,7 +24,7 @@ that lease ended; per aggregate, accepted offers arrive in append order.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -151,6 +151,7 @@ class EventVerdict:
     late_offers: int = 0
     target_order_violations: int = 0
     published_unaccepted: int = 0  # published although the target never accepted it
+    published_untargeted: int = 0  # published by a worker with no target (never offered)
     problems: list[str] = attrs.field(factory=list)
 
     def counts(self) -> dict[str, Any]:
@@ -172,6 +173,7 @@ class EventVerdict:
             "late_offers": self.late_offers,
             "target_order_violations": self.target_order_violations,
             "published_unaccepted": self.published_unaccepted,
+            "published_untargeted": self.published_untargeted,
         }
 
     def problem(self, text: str) -> None:
@@ -184,8 +186,13 @@ def check_events(
     snapshot: EventSnapshot,
     offers: Sequence[Offer] = (),
     owners: Mapping[str, str] | None = None,
+    untargeted: Collection[str] = (),
 ) -> EventVerdict:
-    """Classify ``appended`` and audit order, fences and offers; see the module docstring."""
+    """Classify ``appended`` and audit order, fences and offers; see the module docstring.
+
+    ``untargeted`` names the lease owners of workers that publish to no target (plain
+    ``outboxctl worker``): what they published was never offered, and need not have been.
+    """
     verdict = EventVerdict()
     outcomes: dict[UUID, set[str]] = defaultdict(set)
     for row in snapshot.attempts:
@@ -200,7 +207,7 @@ def check_events(
     _audit_order(snapshot, verdict)
     _audit_fences(snapshot, verdict)
     if offers:
-        _audit_offers(offers, snapshot, owners or {}, verdict)
+        _audit_offers(offers, snapshot, owners or {}, frozenset(untargeted), verdict)
     return verdict
 
 
@@ -334,11 +341,15 @@ def _audit_offers(
     offers: Sequence[Offer],
     snapshot: EventSnapshot,
     owners: Mapping[str, str],
+    untargeted: frozenset[str],
     verdict: EventVerdict,
 ) -> None:
     history: dict[UUID, list[Transition]] = defaultdict(list)
+    publisher: dict[UUID, str | None] = {}  # event -> the owner that recorded it published
     for change in snapshot.transitions:
         history[change.message_id].append(change)
+        if change.caller == "record" and change.new_state == "published":
+            publisher[snapshot.records[change.message_id].event_id] = change.old_owner
     accepted: Counter[UUID] = Counter()
     newest: dict[Aggregate, int] = {}
     for offer in offers:
@@ -354,7 +365,9 @@ def _audit_offers(
     verdict.re_offered = sum(1 for n in accepted.values() if n > 1)
     verdict.re_offers = sum(n - 1 for n in accepted.values() if n > 1)
     for event_id in snapshot.publications:
-        if accepted[event_id] == 0:
+        if publisher.get(event_id) in untargeted:
+            verdict.published_untargeted += 1
+        elif accepted[event_id] == 0:
             verdict.published_unaccepted += 1
             verdict.problem(f"published {event_id}, never accepted by the target")
 

@@ -22,10 +22,11 @@ from tests.reliability.event_ledger import EventLedger
 from tests.reliability.event_producer import EventProducer
 from tests.reliability.leak_scan import Needles, scan_lines
 from tests.reliability.profile import record_counts
-from tests.reliability.workers import Workers
+from tests.reliability.workers import OUTBOXCTL, Workers
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENT_WORKER = (sys.executable, "-m", "tests.reliability.event_worker")
+PLAIN_WORKER = (OUTBOXCTL, "worker", "--lanes", "events")  # the product's, with no target
 # Live records not held back by an unresolved dead letter of an earlier event of theirs.
 UNSETTLED = """
 SELECT count(*) FROM events.outbox_records AS r
@@ -56,6 +57,7 @@ class EventScenario:
     ledger: EventLedger
     producer: EventProducer
     workers: Workers
+    untargeted: set[str] = attrs.field(factory=set)  # labels of plain ``outboxctl`` workers
 
     def scalar(self, query: str, *params: object) -> int:
         """One number from the database (superuser, direct)."""
@@ -86,6 +88,10 @@ class EventScenario:
                 raise AssertionError(f"{left} records still live after {within}s\n{tails}")
             await asyncio.sleep(0.1)
 
+    def start_plain(self, **overrides: str) -> None:
+        """Start an ``outboxctl worker --lanes events`` (no target) and note it as such."""
+        self.untargeted.add(self.workers.start(command=PLAIN_WORKER, **overrides).label)
+
     async def finish(self, name: str, *, parked: bool = False, **counts: Any) -> EventVerdict:
         """Stop workers, check everything, record the counts; return the verdict.
 
@@ -97,6 +103,9 @@ class EventScenario:
             EventSnapshot.read(self.url),
             self.ledger.offers(),
             self.workers.owners,
+            untargeted={
+                owner for label in self.untargeted if (owner := self.workers.owners.get(label))
+            },
         )
         leaks = scan_lines(self.workers.log_lines(), Needles.of(secrets=[], destinations=[]))
         record_counts(

@@ -120,7 +120,7 @@ class World:
             )
         )
 
-    def check(self) -> EventVerdict:
+    def check(self, untargeted: frozenset[str] = frozenset()) -> EventVerdict:
         for n, change in enumerate(self.transitions, start=1):
             self.transitions[n - 1] = attrs.evolve(change, id=n)
         snapshot = EventSnapshot(
@@ -131,7 +131,7 @@ class World:
             dead_letters=self.dead_letters,
             transitions=self.transitions,
         )
-        return check_events(self.appended, snapshot, self.offers, OWNERS)
+        return check_events(self.appended, snapshot, self.offers, OWNERS, untargeted)
 
 
 def _change(  # noqa: PLR0917 - one audit row, column by column
@@ -284,3 +284,16 @@ def test_offers_twice_unleased_late_and_out_of_order_are_counted() -> None:
     )
     assert 1 == verdict.target_order_violations  # first's second offer came after second's
     assert 1 == verdict.published_unaccepted
+
+
+def test_what_a_worker_without_target_published_need_not_have_been_offered() -> None:
+    world = World()
+    _published_in_order(world)
+    _, plain = world.event(1, aggregate=(ORG, "order", "order-2"))
+    world.claim(plain, 10.0)
+    world.publish(plain, 10.1, sequence=3)
+
+    with_target, without = world.check(), world.check(untargeted=frozenset({OWNER}))
+
+    assert (1, 0) == (with_target.published_unaccepted, with_target.published_untargeted)
+    assert (0, 3) == (without.published_unaccepted, without.published_untargeted)

@@ -1,8 +1,9 @@
 """Scenario 8: tenant events workers killed with SIGKILL, again and again, mid-publication.
 
 Producers append events for several organizations and aggregates while several events
-workers publish them to a recording target that answers slowly, and one worker at a time
-is killed at a random moment and replaced. Every appended event must be published exactly
+workers publish them — most to a recording target that answers slowly, one as the plain
+``outboxctl worker --lanes events`` with no target — and one worker at a time is killed at
+a random moment and replaced by one of its kind. Every appended event must be published exactly
 once, in append order within its aggregate, with no attempt recorded under a stale lease,
 and only events in flight at a kill may reach the target twice.
 """
@@ -37,7 +38,8 @@ async def test_sigkill_mid_publication_loses_nothing_keeps_order_and_reoffers_on
     aggregates = world.producer.aggregates(ORGANIZATIONS, AGGREGATES_PER_ORGANIZATION)
     backlog = PROFILE.event_appends // 3
     await world.producer.append(backlog, aggregates)  # so the first kills find work
-    await world.workers.start_many(PROFILE.event_workers, **WORKER_ENV)
+    await world.workers.start_many(PROFILE.event_workers - 1, **WORKER_ENV)
+    world.start_plain(**WORKER_ENV)  # and the product's own, with no target
     producing = asyncio.create_task(
         world.producer.append(PROFILE.event_appends - backlog, aggregates, pause=0.05)
     )
@@ -53,7 +55,10 @@ async def test_sigkill_mid_publication_loses_nothing_keeps_order_and_reoffers_on
         await victim.exited()
         in_flight += world.leased_by(str(victim.owner()))
         kills += 1
-        world.workers.start(**WORKER_ENV)  # its replacement
+        if victim.label in world.untargeted:  # its replacement, of the same kind
+            world.start_plain(**WORKER_ENV)
+        else:
+            world.workers.start(**WORKER_ENV)
     await producing
     await world.settle()
 

@@ -103,8 +103,9 @@ class Workers:
     started: list[Worker] = attrs.field(factory=list)
     owners: dict[str, str] = attrs.field(factory=dict)  # label -> lease owner
 
-    def start(self, *args: str, **overrides: str) -> Worker:
-        """Start ``command *args`` (``outboxctl worker``); ``overrides`` are extra variables."""
+    def start(self, *args: str, command: tuple[str, ...] | None = None, **overrides: str) -> Worker:
+        """Start ``command *args`` (by default the workers', ``outboxctl worker``);
+        ``overrides`` are extra variables."""
         label = f"w{len(self.started) + 1}"
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
@@ -116,15 +117,17 @@ class Workers:
         out = self.directory / f"{label}.out"
         with log.open("wb") as err_file, out.open("wb") as out_file:
             process = subprocess.Popen(
-                [*self.command, *args], env=env, stdout=out_file, stderr=err_file
+                [*(command or self.command), *args], env=env, stdout=out_file, stderr=err_file
             )
         worker = Worker(label=label, process=process, log=log, out=out)
         self.started.append(worker)
         return worker
 
-    async def start_ready(self, *args: str, **overrides: str) -> Worker:
+    async def start_ready(
+        self, *args: str, command: tuple[str, ...] | None = None, **overrides: str
+    ) -> Worker:
         """Start a worker and wait until it has announced its owner name."""
-        worker = self.start(*args, **overrides)
+        worker = self.start(*args, command=command, **overrides)
         self.owners[worker.label] = await worker.started()
         return worker
 
