@@ -268,13 +268,20 @@ DECLARE
     v_module text;
     v_owner text;
     v_retired_at timestamptz;
+    v_published boolean;
     v_now timestamptz := pg_catalog.statement_timestamp();
     v_id uuid;
-    v_sequence bigint;
-    v_head boolean;
     v_same boolean;
 BEGIN
-    SELECT p.module_code INTO v_module FROM events.producer_roles AS p WHERE p.role_name = v_role;
+    -- The role's module, the type and its version, in one look.
+    SELECT p.module_code, t.owner_module_code, t.retired_at, EXISTS (
+               SELECT 1 FROM events.event_type_versions AS v
+               WHERE v.event_type_code = t.code AND v.contract_version = p_contract_version
+           )
+    INTO v_module, v_owner, v_retired_at, v_published
+    FROM events.producer_roles AS p
+    LEFT JOIN events.event_types AS t ON t.code = p_event_type
+    WHERE p.role_name = v_role;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'role % is not an events producer', v_role
             USING ERRCODE = 'insufficient_privilege';
@@ -312,10 +319,7 @@ BEGIN
         RAISE EXCEPTION 'p_trace_context: a W3C traceparent (00-<trace>-<span>-<flags>)'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-
-    SELECT t.owner_module_code, t.retired_at INTO v_owner, v_retired_at
-    FROM events.event_types AS t WHERE t.code = p_event_type;
-    IF NOT FOUND THEN
+    IF v_owner IS NULL THEN
         RAISE EXCEPTION 'p_event_type: no such event type' USING ERRCODE = 'OXE03';
     END IF;
     IF v_owner <> v_module THEN
@@ -323,81 +327,78 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege';
     END IF;
 
-    -- A replay of a committed append answers before the type's state is looked at.
-    SELECT e.id INTO v_id FROM events.domain_events AS e
+    IF v_retired_at IS NULL AND v_published THEN
+        PERFORM pg_catalog.pg_advisory_xact_lock(
+            events.aggregate_lock_key(p_organization_id, p_aggregate_type, p_aggregate_id)
+        );
+        -- One statement after the lock: in READ COMMITTED it sees every append and outcome
+        -- of the aggregate committed before. An older snapshot (REPEATABLE READ, SERIALIZABLE)
+        -- may miss some, so there the claim decides the head. A concurrent append of the same
+        -- key waits on the key's index for the other to end, then adds nothing.
+        WITH event AS (
+            INSERT INTO events.domain_events AS e (
+                id, organization_id, event_type_code, contract_version, producer_module_code,
+                aggregate_type, aggregate_id, idempotency_key, payload, occurred_at,
+                appended_at, trace_context
+            ) VALUES (
+                pg_catalog.gen_random_uuid(), p_organization_id, p_event_type,
+                p_contract_version, v_module, p_aggregate_type, p_aggregate_id,
+                p_idempotency_key, p_payload, p_occurred_at, v_now, p_trace_context
+            )
+            ON CONFLICT ON CONSTRAINT domain_events_idempotent DO NOTHING
+            RETURNING e.id, e.append_sequence
+        ), record AS (
+            INSERT INTO events.outbox_records (
+                id, domain_event_id, organization_id, aggregate_type, aggregate_id,
+                append_sequence, available_at, created_at, head
+            )
+            SELECT pg_catalog.gen_random_uuid(), event.id, p_organization_id, p_aggregate_type,
+                   p_aggregate_id, event.append_sequence, v_now, v_now,
+                   pg_catalog.current_setting('transaction_isolation') = 'read committed'
+                   AND NOT EXISTS (
+                       SELECT 1 FROM events.outbox_records AS r
+                       WHERE r.state IN ('pending', 'leased')
+                         AND r.organization_id = p_organization_id
+                         AND r.aggregate_type = p_aggregate_type
+                         AND r.aggregate_id = p_aggregate_id
+                   ) AND NOT EXISTS (
+                       SELECT 1 FROM events.dead_letters AS d
+                       WHERE d.resolution IS NULL AND d.organization_id = p_organization_id
+                         AND d.aggregate_type = p_aggregate_type
+                         AND d.aggregate_id = p_aggregate_id
+                   )
+            FROM event
+        )
+        SELECT event.id INTO v_id FROM event;
+
+        IF v_id IS NOT NULL THEN
+            IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+                INSERT INTO events.head_vacancies (organization_id, aggregate_type, aggregate_id)
+                VALUES (p_organization_id, p_aggregate_type, p_aggregate_id)
+                ON CONFLICT DO NOTHING;
+            END IF;
+            PERFORM pg_catalog.pg_notify('events_work', '');
+            RETURN v_id;
+        END IF;
+    END IF;
+
+    -- The key was used before: a replay answers the first id, even once the type is retired.
+    SELECT e.id,
+           e.event_type_code = p_event_type AND e.contract_version = p_contract_version
+           AND e.aggregate_type = p_aggregate_type AND e.aggregate_id = p_aggregate_id
+           AND e.payload = p_payload AND e.occurred_at = p_occurred_at
+    INTO v_id, v_same
+    FROM events.domain_events AS e
     WHERE e.organization_id = p_organization_id AND e.producer_module_code = v_module
       AND e.idempotency_key = p_idempotency_key;
     IF NOT FOUND THEN
         IF v_retired_at IS NOT NULL THEN
             RAISE EXCEPTION 'p_event_type: the event type is retired' USING ERRCODE = 'OXE02';
         END IF;
-        IF NOT EXISTS (
-            SELECT 1 FROM events.event_type_versions AS v
-            WHERE v.event_type_code = p_event_type AND v.contract_version = p_contract_version
-        ) THEN
-            RAISE EXCEPTION 'p_contract_version: not published for this event type'
-                USING ERRCODE = 'OXE03';
-        END IF;
-
-        PERFORM pg_catalog.pg_advisory_xact_lock(
-            events.aggregate_lock_key(p_organization_id, p_aggregate_type, p_aggregate_id)
-        );
-        -- A concurrent append of the same key waits here for the other to end, then adds
-        -- nothing and compares below.
-        INSERT INTO events.domain_events AS e (
-            id, organization_id, event_type_code, contract_version, producer_module_code,
-            aggregate_type, aggregate_id, idempotency_key, payload, occurred_at, appended_at,
-            trace_context
-        ) VALUES (
-            pg_catalog.gen_random_uuid(), p_organization_id, p_event_type, p_contract_version,
-            v_module, p_aggregate_type, p_aggregate_id, p_idempotency_key, p_payload,
-            p_occurred_at, v_now, p_trace_context
-        )
-        ON CONFLICT ON CONSTRAINT domain_events_idempotent DO NOTHING
-        RETURNING e.id, e.append_sequence INTO v_id, v_sequence;
-
-        IF v_id IS NOT NULL THEN
-            IF pg_catalog.current_setting('transaction_isolation') = 'read committed' THEN
-                -- This statement sees every append and outcome committed before the lock.
-                v_head := NOT EXISTS (
-                    SELECT 1 FROM events.outbox_records AS r
-                    WHERE r.state IN ('pending', 'leased')
-                      AND r.organization_id = p_organization_id
-                      AND r.aggregate_type = p_aggregate_type AND r.aggregate_id = p_aggregate_id
-                ) AND NOT EXISTS (
-                    SELECT 1 FROM events.dead_letters AS d
-                    WHERE d.resolution IS NULL AND d.organization_id = p_organization_id
-                      AND d.aggregate_type = p_aggregate_type AND d.aggregate_id = p_aggregate_id
-                );
-            ELSE
-                -- An older snapshot may miss what committed meanwhile: the claim decides.
-                v_head := false;
-                INSERT INTO events.head_vacancies (organization_id, aggregate_type, aggregate_id)
-                VALUES (p_organization_id, p_aggregate_type, p_aggregate_id)
-                ON CONFLICT DO NOTHING;
-            END IF;
-            INSERT INTO events.outbox_records (
-                id, domain_event_id, organization_id, aggregate_type, aggregate_id,
-                append_sequence, available_at, created_at, head
-            ) VALUES (
-                pg_catalog.gen_random_uuid(), v_id, p_organization_id, p_aggregate_type,
-                p_aggregate_id, v_sequence, v_now, v_now, v_head
-            );
-            PERFORM pg_catalog.pg_notify('events_work', '');
-            RETURN v_id;
-        END IF;
-
-        SELECT e.id INTO v_id FROM events.domain_events AS e
-        WHERE e.organization_id = p_organization_id AND e.producer_module_code = v_module
-          AND e.idempotency_key = p_idempotency_key;
+        RAISE EXCEPTION 'p_contract_version: not published for this event type'
+            USING ERRCODE = 'OXE03';
     END IF;
-
-    SELECT e.event_type_code = p_event_type AND e.contract_version = p_contract_version
-           AND e.aggregate_type = p_aggregate_type AND e.aggregate_id = p_aggregate_id
-           AND e.payload = p_payload AND e.occurred_at = p_occurred_at
-    INTO v_same
-    FROM events.domain_events AS e WHERE e.id = v_id;
-    IF v_same IS NOT TRUE THEN
+    IF NOT v_same THEN
         RAISE EXCEPTION 'p_idempotency_key: already used for an event with other content'
             USING ERRCODE = 'OXE01';
     END IF;
