@@ -16,6 +16,9 @@ import signal
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
 from adapters.postgres.consumer_store import (
     PostgresConsumerAdmin,
     PostgresConsumerLag,
@@ -34,7 +37,7 @@ from entrypoints.bootstrap.database import (
     database_pool,
     resolve_database_url,
 )
-from entrypoints.bootstrap.parts import build_process_parts
+from entrypoints.bootstrap.parts import ProcessParts, build_process_parts
 from entrypoints.bootstrap.worker import worker_owner
 from entrypoints.settings.tree import Settings
 from entrypoints.worker.consumer_loop import ConsumerLoop
@@ -62,6 +65,59 @@ def choose(registry: ConsumerRegistry, asked: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(asked)) or registry.consumers
 
 
+def consumer_role(settings: Settings) -> str | None:
+    """The role the shipped consumers run as: the identity module's, the API's role."""
+    return api_role(settings)
+
+
+@contextlib.asynccontextmanager
+async def consumer_pool(
+    settings: Settings, *, max_size: int, url: str | None = None, role: str | None = None
+) -> AsyncIterator[AsyncConnectionPool[AsyncConnection]]:
+    """A pool for consumers: ``url`` (default: the API's) acting as ``role`` (default:
+    ``consumer_role``). Closed on exit."""
+    database_url = (
+        url if url is not None else await asyncio.to_thread(resolve_database_url, settings)
+    )
+    pool = await open_pool(
+        database_url,
+        min_size=1,
+        max_size=max_size,
+        prepared_statements=settings.database.prepared_statements,
+        role=role if role is not None else consumer_role(settings),
+    )
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+def consumer_runner(
+    settings: Settings,
+    parts: ProcessParts,
+    *,
+    pool: AsyncConnectionPool[AsyncConnection],
+    registry: ConsumerRegistry,
+    owner: str,
+    lease: timedelta | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> ProcessDeliveries:
+    """The runner use case over ``pool``; retries follow OUTBOX_RETRY_SCHEDULE_SECONDS."""
+    worker = settings.worker
+    return ProcessDeliveries(
+        store=PostgresConsumerStore(pool),
+        registry=registry,
+        clock=parts.clock,
+        telemetry=parts.telemetry,
+        owner=owner,
+        retry_policy=RetryPolicy(schedule=worker.retry_schedule),
+        batch_size=batch_size,
+        lease=lease or worker.lease,
+        concurrency=concurrency,
+    )
+
+
 async def run_consumers(
     settings: Settings,
     *,
@@ -78,39 +134,26 @@ async def run_consumers(
     """Run ``consumers`` (default: every one ``registry`` serves) until SIGTERM/SIGINT, or,
     with ``drain``, until none has a claimable delivery; each one's totals.
 
-    The pool acts as ``role`` (default: the API's role, ``api_role``) on ``url`` (default:
-    the API's database URL). Retries follow the worker's schedule (OUTBOX_RETRY_SCHEDULE).
+    The pool acts as ``role`` (default: ``consumer_role``) on ``url`` (default: the API's
+    database URL). Retries follow the worker's schedule (OUTBOX_RETRY_SCHEDULE_SECONDS).
     """
     chosen = choose(registry, consumers)
     parts = build_process_parts(settings, seal_keys=False)  # a consumer seals nothing
-    worker = settings.worker
-    database_url = (
-        url if url is not None else await asyncio.to_thread(resolve_database_url, settings)
-    )
-    pool = await open_pool(
-        database_url,
-        min_size=1,
-        max_size=concurrency + 1,
-        prepared_statements=settings.database.prepared_statements,
-        role=role if role is not None else api_role(settings),
-    )
-    try:
-        process = ProcessDeliveries(
-            store=PostgresConsumerStore(pool),
-            registry=registry,
-            clock=parts.clock,
-            telemetry=parts.telemetry,
-            owner=worker_owner(),
-            retry_policy=RetryPolicy(schedule=worker.retry_schedule),
-            batch_size=batch_size,
-            lease=lease or worker.lease,
-            concurrency=concurrency,
-        )
+    async with consumer_pool(settings, max_size=concurrency + 1, url=url, role=role) as pool:
         loop = ConsumerLoop(
-            process=process,
+            process=consumer_runner(
+                settings,
+                parts,
+                pool=pool,
+                registry=registry,
+                owner=worker_owner(),
+                lease=lease,
+                batch_size=batch_size,
+                concurrency=concurrency,
+            ),
             consumers=chosen,
             telemetry=parts.telemetry,
-            poll_interval=worker.poll_interval,
+            poll_interval=settings.worker.poll_interval,
             drain=drain,
         )
         running = asyncio.get_running_loop()
@@ -125,8 +168,6 @@ async def run_consumers(
                 running.remove_signal_handler(signum)
         parts.telemetry.event("consumers.stopped", consumers=",".join(chosen))
         return totals
-    finally:
-        await pool.close()
 
 
 @contextlib.asynccontextmanager
