@@ -7,6 +7,7 @@ lane is one entry here and one in ``entrypoints/settings/lanes.py`` (its variabl
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -18,15 +19,23 @@ import attrs
 from adapters.postgres.event_outbox_store import PostgresEventOutboxStore
 from adapters.postgres.readiness import PostgresReadinessProbe
 from adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
+from application.errors import InvalidRequest, PermissionDenied
 from application.events.ports import PublicationTarget
+from application.events.process_deliveries import ProcessDeliveries, ProcessingResult
 from application.events.publish_due_events import PublicationResult, PublishDueEvents
 from application.events.purge_retained_events import PurgeRetainedEvents
 from application.outbox.dispatch_due_messages import DispatchResult
 from application.outbox.ports import DeliveryProvider
-from application.ports import ReadinessProbe
+from application.ports import ReadinessProbe, ReadinessReport, Telemetry
 from domain.channels import Channel
 from domain.outbox.retention import RetentionPolicy
 from domain.outbox.retry_policy import DEFAULT_JITTER, RetryPolicy
+from entrypoints.bootstrap.consumers import (
+    consumer_pool,
+    consumer_role,
+    consumer_runner,
+    shipped_consumers,
+)
 from entrypoints.bootstrap.database import (
     DatabaseAccess,
     database_pool,
@@ -35,7 +44,7 @@ from entrypoints.bootstrap.database import (
 )
 from entrypoints.bootstrap.parts import ProcessParts
 from entrypoints.bootstrap.worker import sweep_schedule, worker_services
-from entrypoints.settings.lanes import EVENTS, SECURITY, LaneSettings
+from entrypoints.settings.lanes import CONSUMERS, EVENTS, SECURITY, LaneSettings
 from entrypoints.settings.tree import Settings
 from entrypoints.worker.loop import WorkerLoop
 from entrypoints.worker.schedule import Every
@@ -188,10 +197,114 @@ def _retry_policy(settings: Settings) -> RetryPolicy:
     )
 
 
+@attrs.frozen(kw_only=True)
+class _ConsumerTurn:
+    """One batch of each consumer in turn: the consumers lane's dispatch."""
+
+    process: ProcessDeliveries
+    consumers: tuple[str, ...]
+
+    telemetry: Telemetry
+
+    async def __call__(self) -> ProcessingResult:
+        total = ProcessingResult()
+        for consumer in self.consumers:
+            try:
+                batch = await self.process(consumer)
+            except (PermissionDenied, InvalidRequest) as error:
+                # Not granted, or not registered yet: the other lanes must not stop for it.
+                self.telemetry.event(
+                    "consumer.refused",
+                    level="error",
+                    consumer=consumer,
+                    error_class=type(error).__name__,
+                )
+                continue
+            total = ProcessingResult(
+                **{
+                    field.name: getattr(total, field.name) + getattr(batch, field.name)
+                    for field in attrs.fields(ProcessingResult)
+                }
+            )
+        return total
+
+
+@contextlib.asynccontextmanager
+async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
+    """The consumers of tenant events this package ships (SPEC §17), inside the worker.
+
+    A consumer runs with its module's role, never the worker's: the lane's pool is the one
+    ``outboxctl consume`` opens (the API's URL and role, the identity module's). With no
+    shipped consumer the lane opens nothing and only idles.
+    """
+    settings, parts = request.settings, request.parts
+    sizing = settings.worker.lane_sizing[CONSUMERS]
+    registry = shipped_consumers()
+    async with contextlib.AsyncExitStack() as stack:
+        probe: ReadinessProbe = _AlwaysReady()
+        dispatch: Callable[[], Awaitable[ProcessingResult]] = _nothing
+        if registry.consumers:
+            pool = await stack.enter_async_context(
+                consumer_pool(settings, max_size=sizing.concurrency * sizing.parallel_batches + 1)
+            )
+            dispatch = _ConsumerTurn(
+                process=consumer_runner(
+                    settings,
+                    parts,
+                    pool=pool,
+                    registry=registry,
+                    owner=request.owner,
+                    batch_size=sizing.batch_size,
+                    concurrency=sizing.concurrency,
+                ),
+                consumers=registry.consumers,
+                telemetry=parts.telemetry,
+            )
+            probe = PostgresReadinessProbe(pool, role=consumer_role(settings))
+        yield Lane(
+            name=CONSUMERS,
+            sizing=sizing,
+            loop=WorkerLoop(
+                dispatch=dispatch,
+                wait_for_work=_poll,
+                telemetry=parts.telemetry,
+                poll_interval=settings.worker.poll_interval,
+                drain=request.drain,
+                parallel_batches=sizing.parallel_batches,
+                totals=ProcessingResult(),
+            ),
+            sweeps=[],
+            probe=probe,
+            listening=lambda: True,  # it polls: a delivery's hint would come at publication
+            start_listening=_listen_to_nothing,
+        )
+
+
+class _AlwaysReady:
+    """The readiness of a lane with nothing to run."""
+
+    async def check(self) -> ReadinessReport:
+        """Ready: it reaches nothing."""
+        return ReadinessReport(database_reachable=True)
+
+
+async def _nothing() -> ProcessingResult:
+    return ProcessingResult()
+
+
+async def _poll(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+async def _listen_to_nothing() -> None:
+    return None
+
+
 # In the order a worker opens them; the keys are the lane names of settings/lanes.py.
 LANE_BUILDERS: Mapping[str, LaneBuilder] = {
     SECURITY: security_lane,
     EVENTS: events_lane,
+    CONSUMERS: consumers_lane,
 }
 
 

@@ -16,6 +16,7 @@ from entrypoints.settings.reader import PREFIX, EnvironmentReader
 
 SECURITY = "security"
 EVENTS = "events"
+CONSUMERS = "consumers"
 
 
 @attrs.frozen(kw_only=True)
@@ -44,6 +45,12 @@ LANES: Mapping[str, _LaneVariables] = {
     EVENTS: _LaneVariables(
         prefix="EVENTS",
         defaults=LaneSettings(batch_size=100, concurrency=4, parallel_batches=1),
+    ),
+    # The consumers of tenant events this package ships (SPEC §17): batches per consumer,
+    # handlers (each in its own transaction) at once.
+    CONSUMERS: _LaneVariables(
+        prefix="CONSUMERS",
+        defaults=LaneSettings(batch_size=50, concurrency=4, parallel_batches=1),
     ),
 }
 LANES_VARIABLE = "WORKER_LANES"

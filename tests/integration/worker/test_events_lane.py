@@ -90,6 +90,6 @@ async def test_a_worker_drains_every_lane_by_default(
 ) -> None:
     totals = _drain(database_url, tmp_path)
 
-    assert ["security", "events"] == list(totals)
+    assert ["security", "events", "consumers"] == list(totals)
     assert 8 == totals["events"]["published"]
     assert 0 == totals["security"]["claimed"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from entrypoints.settings.lanes import EVENTS, LANES, SECURITY, LaneSettings, parse_lanes
+from entrypoints.settings.lanes import CONSUMERS, EVENTS, LANES, SECURITY, LaneSettings, parse_lanes
 from entrypoints.settings.reader import SettingsError
 from entrypoints.settings.tree import load_settings
 
@@ -105,7 +105,7 @@ def test_the_events_lane_has_its_own_variables_and_defaults() -> None:
 
 def test_either_lane_may_run_alone() -> None:
     assert (EVENTS,) == load_settings({"OUTBOX_WORKER_LANES": "events"}).worker.lanes
-    assert (SECURITY, EVENTS) == load_settings({}).worker.lanes
+    assert (SECURITY, EVENTS, CONSUMERS) == load_settings({}).worker.lanes
 
 
 def test_a_bad_events_variable_is_named() -> None:
