@@ -220,3 +220,21 @@ async def test_a_publication_hands_the_head_on_at_once_when_no_producer_holds_it
             conn, "SELECT head FROM events.outbox_records WHERE domain_event_id = %s", later
         )
         assert [(0,)] == await rows(conn, "SELECT count(*) FROM events.head_vacancies")
+
+
+async def test_claims_from_a_random_point_wrap_around_to_every_organization(onboarded, connect_as):
+    """Fifty organizations with one event each, claims of five: each claim visits at most
+    twenty organizations from a random one on, wrapping around, and all are served."""
+    organizations = [uuid.UUID(int=n + 1) for n in range(50)]
+    async with connect_as(SALES) as conn:
+        for organization in organizations:
+            await append(conn, organization)
+
+    served: list[uuid.UUID] = []
+    async with connect_as(WORKER) as conn:
+        for _ in range(10):
+            batch = await claim(conn, 5)
+            assert len(batch) == 5
+            served.extend(c["organization_id"] for c in batch)
+
+    assert sorted(organizations) == sorted(served)

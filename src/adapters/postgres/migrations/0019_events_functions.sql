@@ -409,12 +409,13 @@ $$;
 -- The worker ------------------------------------------------------------------------------------
 
 -- Lease up to p_limit due heads (pending and due, or leased with an expired lease) for
--- p_lease_seconds, each with a fresh token. Organizations are served fairly: the due
--- organizations are visited from a random point (a loose index scan, one probe each, at most
--- 4 x p_limit of them), each gets an equal share of the batch first, and the rest is filled
--- oldest first. So when at most p_limit organizations have due events, each of them is in the
--- batch, whatever one of them has queued. Vacancies noted since the last claim are filled
--- first, under their aggregate's lock (never waited for).
+-- p_lease_seconds, each with a fresh token. Organizations are served fairly: the
+-- organizations with a head are visited from a random point (a loose index scan, one probe
+-- each, at most 4 x p_limit of them), the due ones get an equal share of the batch first, and
+-- the rest is filled oldest first. So when at most p_limit organizations have due events (and
+-- at most 4 x p_limit have any), each of them is in the batch, whatever one of them has
+-- queued; with more, each batch serves a random run of them. Vacancies noted since the last
+-- claim are filled first, under their aggregate's lock (never waited for).
 CREATE FUNCTION events.claim_outbox_batch(
     p_owner text,
     p_limit integer,
@@ -515,10 +516,9 @@ BEGIN
         v_org := v_next;
     END LOOP;
 
-    IF pg_catalog.cardinality(v_orgs) = 0 THEN
-        RETURN;
-    END IF;
-    v_share := (p_limit + pg_catalog.cardinality(v_orgs) - 1) / pg_catalog.cardinality(v_orgs);
+    -- No due organization among those visited: the fill below still finds any due head.
+    v_share := (p_limit + pg_catalog.cardinality(v_orgs) - 1)
+        / GREATEST(pg_catalog.cardinality(v_orgs), 1);
 
     -- An equal share per organization, by rank: every organization's oldest first.
     SELECT COALESCE(pg_catalog.array_agg(s.id), '{}') INTO v_ids
