@@ -43,7 +43,8 @@ async def run_worker(
         concurrency=concurrency or worker.security.concurrency,
     )
     settings = attrs.evolve(settings, worker=worker.resized(SECURITY, sizing))
-    parts = build_process_parts(settings)
+    # Only the security lane opens sealed secrets: a worker of tenant events alone needs no key.
+    parts = build_process_parts(settings, seal_keys=SECURITY in settings.worker.lanes)
     request = LaneRequest(
         settings=settings, parts=parts, owner=worker_owner(), drain=drain, targets=targets
     )

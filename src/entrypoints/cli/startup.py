@@ -3,21 +3,35 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import structlog
 
 from entrypoints.cli.guard import run_guarded
 from entrypoints.observability import configure_logging
+from entrypoints.settings.reader import SettingsError
 from entrypoints.settings.tree import Settings, load_settings
 
 
-def start(*, providers: bool = False) -> Settings:
+def start(*, providers: bool | Callable[[Settings], bool] = False) -> Settings:
     """The settings (exit 3 listing every bad variable), with logging configured from them.
 
-    ``providers`` also reads the provider settings (processes that send). The tree's
-    start-up warnings (an unset link base URL in production…) are logged here, once.
+    ``providers`` also reads the provider settings (processes that send); given a function,
+    they are read when it says so of the rest of the settings (a worker whose lanes send).
+    The tree's start-up warnings (an unset link base URL in production…) are logged here, once.
     """
-    settings = run_guarded(lambda: load_settings(os.environ, providers=providers))
+
+    def load() -> Settings:
+        if isinstance(providers, bool):
+            return load_settings(os.environ, providers=providers)
+        try:
+            settings = load_settings(os.environ)
+        except SettingsError:
+            # Refused anyway: read the providers too, so every bad variable is named at once.
+            return load_settings(os.environ, providers=True)
+        return load_settings(os.environ, providers=True) if providers(settings) else settings
+
+    settings = run_guarded(load)
     configure_logging(settings.log_format, settings.log_level, development=settings.is_development)
     log = structlog.get_logger()
     for warning in settings.warnings:

@@ -14,7 +14,7 @@ from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail, run_guarded
 from entrypoints.cli.output import print_json
 from entrypoints.cli.startup import start
-from entrypoints.settings.lanes import LANES, parse_lanes
+from entrypoints.settings.lanes import LANES, SECURITY, parse_lanes
 from entrypoints.settings.tree import Settings
 
 
@@ -62,12 +62,15 @@ def worker(
     SIGTERM or SIGINT stops claiming, lets the batches in flight finish within
     OUTBOX_WORKER_SHUTDOWN_GRACE_SECONDS, records them and exits 0.
     """
-    settings = _settings(providers=True)
+    chosen: tuple[str, ...] | None = None
     if lanes is not None:
         try:
             chosen = parse_lanes(lanes)
         except ValueError as error:
             raise fail(f"--lanes: {error}", ExitCode.CONFIGURATION) from None
+    # Only the security lane sends: a worker of tenant events alone needs no provider settings.
+    settings = start(providers=lambda s: SECURITY in (chosen or s.worker.lanes))
+    if chosen is not None:
         settings = attrs.evolve(settings, worker=attrs.evolve(settings.worker, lanes=chosen))
     totals = run_guarded(
         lambda: asyncio.run(

@@ -152,3 +152,12 @@ def test_an_unknown_lane_on_the_command_line_exits_3_naming_the_option(tmp_path:
 
     _assert_refused(result, "--lanes")
     assert "unknown lane 'bogus'" in result.stderr
+
+
+def test_a_worker_of_tenant_events_alone_needs_no_provider_settings(tmp_path: Path) -> None:
+    """Only the security lane sends: its provider variables are asked of it alone."""
+    sending = _run(tmp_path, "worker", "--drain", "--lanes", "security", OUTBOX_ENV="production")
+    publishing = _run(tmp_path, "worker", "--drain", "--lanes", "events", OUTBOX_ENV="production")
+
+    _assert_refused(sending, "OUTBOX_CHANNEL_EMAIL")
+    assert "OUTBOX_CHANNEL_EMAIL" not in publishing.stdout + publishing.stderr
