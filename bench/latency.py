@@ -21,9 +21,11 @@ from adapters.crypto.keyring import parse_keyring
 from adapters.postgres.outbox_writer import PostgresOutboxWriter
 from adapters.system.clock import SystemClock
 from adapters.system.ids import Uuid7Ids
-from bench import workload
+from bench import events_workload, workload
 from bench.databases import Database
 from bench.enqueue import sealed_message
+from bench.event_flood import READY as FLOOD_READY
+from bench.events_append import EventShape
 from bench.harness import Setting
 from bench.worker import WorkerConfig
 from bench.worker_process import KEYRING_VARIABLE, READY
@@ -34,6 +36,7 @@ FLOOD_LEFT = (
     "SELECT count(*) FROM outbox.messages"
     " WHERE purpose = 'notification' AND state IN ('pending', 'leased')"
 )
+EVENTS_LEFT = "SELECT count(*) FROM events.outbox_records WHERE state IN ('pending', 'leased')"
 SETTLE_TIMEOUT = 60.0
 PRODUCER_CONNECTIONS = 8
 
@@ -48,6 +51,8 @@ class Percentiles:
     messages: int
     offered_rate: float
     flood_left: int = 0  # notifications still queued when the last code was committed
+    events_left: int = 0  # tenant events still queued when the last code was committed
+    events_appended: int = 0  # tenant events appended while the codes were enqueued
 
 
 @attrs.frozen(kw_only=True)
@@ -60,6 +65,12 @@ class SteadyLatency:
     With ``flood``, that many notifications are queued (due, normal priority) before the
     worker starts, so it drains them all the while the codes arrive: the codes' latency
     under a notification flood. Only the codes are measured.
+
+    The worker process runs the events lane beside the security lane, as ``outboxctl worker``
+    does by default. With ``events_flood``, that many tenant events are queued before it
+    starts and ``event_appenders`` producer connections append more, as fast as they can,
+    the whole time the codes are enqueued: the codes' latency while the events lane is
+    saturated.
     """
 
     database: Database
@@ -71,6 +82,11 @@ class SteadyLatency:
     # The codes' priority; None keeps the purpose's (high). NORMAL puts them in line with
     # the flood, as a queue without priorities would: the comparison that shows what they buy.
     code_priority: Priority | None = None
+    events_flood: int = 0
+    event_appenders: int = 0
+    event_shape: EventShape = attrs.field(
+        factory=lambda: EventShape(organizations=10, aggregates=5_000)
+    )
 
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
@@ -81,7 +97,17 @@ class SteadyLatency:
                 f"one paced process, {PRODUCER_CONNECTIONS} connections taking turns, "
                 "one sealed sign_up code per transaction"
             ),
-            "worker": "separate process, WorkerLoop with LISTEN wake-up",
+            "worker": (
+                "separate process, WorkerLoop with LISTEN wake-up, and the events lane "
+                "(entrypoints.bootstrap.lanes.events_lane) in the same process"
+            ),
+            "events_flood": (
+                f"{self.events_flood} tenant events queued before the worker starts, then "
+                f"{self.event_appenders} connections appending continuously "
+                f"over {self.event_shape.organizations} organizations"
+                if self.events_flood or self.event_appenders
+                else "none"
+            ),
             "flood": (
                 f"{self.flood} notifications queued before the worker starts"
                 if self.flood
@@ -95,11 +121,23 @@ class SteadyLatency:
             **self.config.settings(),
         }
 
+    async def prepare(self) -> None:
+        """Register the bench events module and its producer role (the events flood's)."""
+        await events_workload.onboard(self.database.conninfo)
+
     async def once(self) -> Percentiles:
         """Run the worker and the paced producer; return this repetition's percentiles."""
         await workload.empty(self.database.conninfo)
+        await events_workload.empty(self.database.conninfo)
         if self.flood:
             await workload.bulk_load(self.database.conninfo, self.flood)
+        if self.events_flood:
+            await events_workload.bulk_load(
+                self.database.conninfo,
+                self.events_flood,
+                organizations=self.event_shape.organizations,
+                aggregates=self.event_shape.aggregates,
+            )
         with tempfile.TemporaryDirectory(prefix="outbox-bench-") as scratch:
             out = Path(scratch) / "received.json"
             worker = await asyncio.create_subprocess_exec(
@@ -112,6 +150,7 @@ class SteadyLatency:
                 str(self.config.batch_size),
                 str(self.config.concurrency),
                 str(self.config.lanes),
+                "events",
                 stdout=asyncio.subprocess.PIPE,
                 env={**os.environ, KEYRING_VARIABLE: self.keyring},
             )
@@ -120,8 +159,9 @@ class SteadyLatency:
                 line = await asyncio.wait_for(worker.stdout.readline(), 60)
                 if line.decode().strip() != READY:
                     raise RuntimeError("the worker process did not start")
-                committed, offered = await self._produce()
+                committed, offered, appended = await self._produce()
                 flood_left = await self._count(FLOOD_LEFT)
+                events_left = await self._count(EVENTS_LEFT)
                 await self._settle()
             finally:
                 if worker.returncode is None:
@@ -143,10 +183,13 @@ class SteadyLatency:
             messages=len(latencies),
             offered_rate=offered,
             flood_left=flood_left,
+            events_left=events_left,
+            events_appended=appended,
         )
 
-    async def _produce(self) -> tuple[dict[str, float], float]:
-        """Start message n at ``n / rate`` seconds on a free connection; return commit times.
+    async def _produce(self) -> tuple[dict[str, float], float, int]:
+        """Start message n at ``n / rate`` seconds on a free connection; return commit times,
+        the rate achieved and how many tenant events the appenders added meanwhile.
 
         One message per transaction: a single connection cannot commit 500 times a second
         when each commit waits for its WAL flush, so ``PRODUCER_CONNECTIONS`` connections
@@ -176,6 +219,7 @@ class SteadyLatency:
                 idle.put_nowait(conn)
 
         sends: list[asyncio.Task[None]] = []
+        flood = await self._start_event_flood()
         try:
             started = time.perf_counter()
             for n in range(count):
@@ -186,12 +230,44 @@ class SteadyLatency:
             await asyncio.gather(*sends)
             elapsed = time.perf_counter() - started
         finally:
+            appended = await self._stop_event_flood(flood)
             for task in sends:
                 task.cancel()
             await asyncio.gather(*sends, return_exceptions=True)
             while not idle.empty():
                 await idle.get_nowait().close()
-        return committed, count / elapsed
+        return committed, count / elapsed, appended
+
+    async def _start_event_flood(self) -> asyncio.subprocess.Process | None:
+        """The appenders' own process, ready to append (None without appenders)."""
+        if not self.event_appenders:
+            return None
+        flood = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.event_flood",
+            self.database.conninfo,
+            str(self.event_appenders),
+            str(self.event_shape.organizations),
+            str(self.event_shape.aggregates),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert flood.stdout is not None
+        line = await asyncio.wait_for(flood.stdout.readline(), 60)
+        if line.decode().strip() != FLOOD_READY:
+            raise RuntimeError("the event flood process did not start")
+        return flood
+
+    async def _stop_event_flood(self, flood: asyncio.subprocess.Process | None) -> int:
+        """Stop the appenders; return how many events they appended."""
+        if flood is None:
+            return 0
+        if flood.returncode is None:
+            flood.send_signal(signal.SIGTERM)
+        out, _ = await flood.communicate()
+        if flood.returncode != 0:
+            raise RuntimeError("the event flood process failed")
+        return int(out.decode().split()[-1])
 
     async def _count(self, query: LiteralString) -> int:
         async with await psycopg.AsyncConnection.connect(

@@ -17,6 +17,14 @@ from bench.databases import Server
 from bench.dispatch_drain import DispatchDrain
 from bench.enqueue import SealedEnqueue
 from bench.events_append import EventAppend, EventShape, PlainEventInsert
+from bench.events_ceiling import EventsSqlCeiling
+from bench.events_drain import (
+    EventsBacklog,
+    EventsLaneDrain,
+    lane_settings,
+    lane_sizing,
+    running_events_lane,
+)
 from bench.harness import Drained, Figure, Results, Setting
 from bench.latency import Percentiles, SteadyLatency
 from bench.pgqueuer_drain import PgqueuerDrain
@@ -26,7 +34,15 @@ from bench.sql_ceiling import SqlCeiling
 from bench.worker import WorkerConfig, running_worker
 from domain.outbox.priorities import Priority
 
-GROUPS = ("drain", "enqueue", "latency", "backlog", "events-append", "consumers")
+GROUPS = (
+    "drain",
+    "enqueue",
+    "latency",
+    "backlog",
+    "events-append",
+    "events-drain",
+    "consumers",
+)
 WARM_UP_MESSAGES = 500
 
 
@@ -84,6 +100,8 @@ class Plan:
             await self._backlog(results, keyring, config)
         if "events-append" in self.groups:
             await self._events_append(results)
+        if "events-drain" in self.groups:
+            await self._events_drain(results)
         if "consumers" in self.groups:
             await self._consumers(results)
         _checks(results)
@@ -230,11 +248,19 @@ class Plan:
                 seconds=sizes.latency_seconds,
                 config=config,
             )
+            await latency.prepare()
             flooded = attrs.evolve(latency, flood=sizes.latency_flood)
             in_line = attrs.evolve(flooded, code_priority=Priority.NORMAL)
+            events_flooded = attrs.evolve(
+                latency,
+                events_flood=sizes.latency_flood,
+                event_appenders=sizes.producers,
+                event_shape=self._event_shape(),
+            )
             runs: list[Percentiles] = []
             flood_runs: list[Percentiles] = []
             in_line_runs: list[Percentiles] = []
+            events_runs: list[Percentiles] = []
             for repetition in range(sizes.repetitions):
                 self.console.log(f"latency, repetition {repetition + 1}/{sizes.repetitions}")
                 runs.append(await latency.once())
@@ -246,6 +272,10 @@ class Plan:
                     f"latency under a flood, codes in line, repetition {repetition + 1}"
                 )
                 in_line_runs.append(await in_line.once())
+                self.console.log(
+                    f"latency under a tenant events flood, repetition {repetition + 1}"
+                )
+                events_runs.append(await events_flooded.once())
         settings = {
             **latency.settings(),
             "messages_per_repetition": runs[0].messages,
@@ -257,6 +287,13 @@ class Plan:
             "offered_rate_median": round(statistics.median(r.offered_rate for r in flood_runs), 1),
             # Above 0, the worker was still draining the flood when the last code arrived.
             "flood_left_at_last_code_min": min(r.flood_left for r in flood_runs),
+        }
+        events_settings = {
+            **events_flooded.settings(),
+            "messages_per_repetition": events_runs[0].messages,
+            "offered_rate_median": round(statistics.median(r.offered_rate for r in events_runs), 1),
+            # Above 0, the events lane still had work when the last code arrived: saturated.
+            "events_left_at_last_code_min": min(r.events_left for r in events_runs),
         }
         results.add(
             Figure(
@@ -289,6 +326,18 @@ class Plan:
                     settings=flood_settings,
                 )
             )
+            results.add(
+                Figure(
+                    key=f"latency.events_flood_{name}",
+                    label=(
+                        f"Code latency {name} at {sizes.latency_rate}/s, events lane saturated "
+                        f"({sizes.latency_flood:,} queued, {sizes.producers} appenders)"
+                    ),
+                    unit="ms",
+                    samples=tuple(getattr(r, name) for r in events_runs),
+                    settings=events_settings,
+                )
+            )
         results.add(
             Figure(
                 key="latency.flood_in_line_p99",
@@ -308,6 +357,24 @@ class Plan:
                 unit="msgs",
                 samples=tuple(float(r.flood_left) for r in flood_runs),
                 settings=flood_settings,
+            )
+        )
+        results.add(
+            Figure(
+                key="latency.events_left",
+                label="Tenant events still queued when the last code was committed",
+                unit="events",
+                samples=tuple(float(r.events_left) for r in events_runs),
+                settings=events_settings,
+            )
+        )
+        results.add(
+            Figure(
+                key="latency.events_appended",
+                label="Tenant events appended while the codes were enqueued",
+                unit="events",
+                samples=tuple(float(r.events_appended) for r in events_runs),
+                settings=events_settings,
             )
         )
 
@@ -456,6 +523,79 @@ class Plan:
             for samples in figures.values():
                 results.add(samples.figure())
 
+    async def _events_drain(self, results: Results) -> None:
+        sizes = self.sizes
+        count = sizes.drain_messages
+        async with (
+            self.server.fresh_database("events_pgqueuer") as pgq_db,
+            self.server.fresh_database("events_ceiling") as ceiling_db,
+            self.server.fresh_database("events_lane") as lane_db,
+        ):
+            backlogs = []
+            for database in (ceiling_db, lane_db):
+                await apply_migrations(database.conninfo)
+                backlog = EventsBacklog(
+                    database=database,
+                    events=count,
+                    organizations=sizes.event_organizations,
+                    aggregates=sizes.event_aggregates,
+                )
+                await backlog.prepare()
+                backlogs.append(backlog)
+            ceiling_backlog, lane_backlog = backlogs
+            sizing = lane_sizing(lane_settings(lane_db.conninfo))
+            peer = PgqueuerDrain(database=pgq_db, jobs=count, batch_size=sizing.batch_size)
+            await peer.install()
+            ceiling = EventsSqlCeiling(
+                database=ceiling_db, batch_size=sizing.batch_size, lanes=sizing.parallel_batches
+            )
+            lane = EventsLaneDrain(backlog=lane_backlog, sizing=sizing)
+            figures = {
+                "pgqueuer": Samples(
+                    "events_drain.pgqueuer",
+                    "pgqueuer no-op drain (same number of jobs)",
+                    "msg/s",
+                    peer.settings(),
+                ),
+                "ceiling": Samples(
+                    "events_drain.sql_ceiling",
+                    "Events SQL-only ceiling (claim + record)",
+                    "events/s",
+                    {**ceiling.settings(), **ceiling_backlog.settings()},
+                ),
+                "lane": Samples(
+                    "events_drain.lane",
+                    "Events lane publishing a backlog (fan-out to 1 consumer)",
+                    "events/s",
+                    lane.settings(),
+                ),
+            }
+            cpu = {name: samples.cpu() for name, samples in figures.items()}
+
+            def keep(name: str, drained: Drained) -> None:
+                figures[name].values.append(drained.rate)
+                cpu[name].values.append(drained.cpu_us)
+
+            async def ceiling_once(events: int) -> Drained:
+                await ceiling_backlog.load(events)
+                drained = await ceiling.once()
+                await ceiling_backlog.check(events)
+                return drained
+
+            warm = min(WARM_UP_MESSAGES, count)
+            async with running_events_lane(lane_db.conninfo) as events_lane:
+                self.console.log("warming up the three events drains")
+                await attrs.evolve(peer, jobs=warm).once()
+                await ceiling_once(warm)
+                await lane.once(events_lane, warm)
+                for repetition in range(sizes.repetitions):
+                    self.console.log(f"events drain, repetition {repetition + 1}")
+                    keep("pgqueuer", await peer.once())
+                    keep("ceiling", await ceiling_once(count))
+                    keep("lane", await lane.once(events_lane))
+            for samples in [*figures.values(), *cpu.values()]:
+                results.add(samples.figure())
+
     async def _consumers(self, results: Results) -> None:
         sizes = self.sizes
         async with (
@@ -581,6 +721,20 @@ def _checks(results: Results) -> None:
             "latency.flood_p99",
             at_most=50.0,
         )
+    if "latency.events_flood_p99" in have:
+        results.limit(
+            "latency_events_flood_p99",
+            "Code p99 with the events lane saturated",
+            "latency.events_flood_p99",
+            at_most=50.0,
+        )
+        results.ratio(
+            "latency_events_flood_vs_idle",
+            "Code p99, events lane saturated / idle",
+            "latency.events_flood_p99",
+            "latency.p99",
+            at_least=None,
+        )
     if "backlog.large" in have:
         results.ratio(
             "backlog_large_vs_small",
@@ -603,6 +757,21 @@ def _checks(results: Results) -> None:
             "Tenant event append with NOTIFY / without",
             "events_append.append",
             "events_append.append_no_notify",
+            at_least=None,
+        )
+    if "events_drain.lane" in have:
+        results.ratio(
+            "events_lane_vs_pgqueuer",
+            "Events lane / pgqueuer",
+            "events_drain.lane",
+            "events_drain.pgqueuer",
+            at_least=1.0,
+        )
+        results.ratio(
+            "events_lane_vs_ceiling",
+            "Events lane / its SQL-only ceiling",
+            "events_drain.lane",
+            "events_drain.sql_ceiling",
             at_least=None,
         )
     if "consumers.runner" in have:

@@ -21,7 +21,7 @@ class Sizes:
     backlog_drained: int  # messages drained per repetition in both backlog cases
     consumer_deliveries: int = 5_000  # deliveries completed per repetition, runner and ceiling
     event_organizations: int = 10  # organizations the tenant events are spread over
-    event_aggregates: int = 1_000  # aggregates they are spread over (event n: n % aggregates)
+    event_aggregates: int = 5_000  # aggregates they are spread over (event n: n % aggregates)
     batch_size: int = 100
     concurrency: int = 32  # the worker's in-batch send concurrency
 

@@ -1,14 +1,17 @@
 """The worker in its own process, for latency (serve) and peak memory (drain) measurements.
 
-Run as ``python -m bench.worker_process serve|drain CONNINFO OUT BATCH CONCURRENCY LANES``;
-the keyring comes in the ``BENCH_KEYRING`` environment variable. ``serve`` prints ``ready``
-once it listens, runs until SIGTERM, then writes when each message reached the provider.
+Run as ``python -m bench.worker_process serve|drain CONNINFO OUT BATCH CONCURRENCY LANES
+[events]``; the keyring comes in the ``BENCH_KEYRING`` environment variable. ``serve`` prints
+``ready`` once it listens, runs until SIGTERM, then writes when each message reached the
+provider; with ``events`` it runs the worker's events lane beside the security lane, in the
+same process and event loop, as ``outboxctl worker`` does by default.
 ``drain`` runs until nothing is due and writes its count, duration and peak resident memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -16,9 +19,14 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
+import attrs
+
+from application.events.publish_due_events import PublicationResult
 from application.outbox.dispatch_due_messages import DispatchResult
+from bench.events_drain import running_events_lane
 from bench.worker import WorkerConfig, running_worker
 from entrypoints.worker.loop import WorkerLoop
 
@@ -34,13 +42,18 @@ def peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-async def serve(conninfo: str, config: WorkerConfig) -> dict[str, float]:
+async def serve(conninfo: str, config: WorkerConfig, *, events: bool) -> dict[str, float]:
     """Run the worker loop until SIGTERM; return when each message reached the provider."""
     received: dict[UUID, float] = {}
-    async with running_worker(
-        conninfo, os.environ[KEYRING_VARIABLE], config, received=received
-    ) as worker:
+    async with contextlib.AsyncExitStack() as stack:
+        worker = await stack.enter_async_context(
+            running_worker(conninfo, os.environ[KEYRING_VARIABLE], config, received=received)
+        )
         await worker.store.wait_for_work(0.2)  # opens the LISTEN connection before "ready"
+        loops: list[WorkerLoop[Any]] = []
+        if events:
+            lane = await stack.enter_async_context(running_events_lane(conninfo))
+            loops.append(attrs.evolve(lane.loop, drain=False, totals=PublicationResult()))
         loop = WorkerLoop(
             totals=DispatchResult(),
             dispatch=worker.dispatch,
@@ -49,9 +62,15 @@ async def serve(conninfo: str, config: WorkerConfig) -> dict[str, float]:
             poll_interval=config.poll_interval,
             parallel_batches=config.lanes,
         )
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, loop.stop)
+        loops.append(loop)
+
+        def stop() -> None:
+            for each in loops:
+                each.stop()
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
         print(READY, flush=True)
-        await loop.run()
+        await asyncio.gather(*(each.run() for each in loops))
     return {str(key): value for key, value in received.items()}
 
 
@@ -70,11 +89,14 @@ async def drain(conninfo: str, config: WorkerConfig) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point: ``serve|drain CONNINFO OUT_JSON BATCH_SIZE CONCURRENCY LANES``."""
+    """Entry point: ``serve|drain CONNINFO OUT_JSON BATCH_SIZE CONCURRENCY LANES [events]``."""
     mode, conninfo, out = argv[0], argv[1], Path(argv[2])
     config = WorkerConfig(batch_size=int(argv[3]), concurrency=int(argv[4]), lanes=int(argv[5]))
-    runner = serve if mode == "serve" else drain
-    out.write_text(json.dumps(asyncio.run(runner(conninfo, config))))
+    if mode == "serve":
+        done = asyncio.run(serve(conninfo, config, events=argv[6:7] == ["events"]))
+    else:
+        done = asyncio.run(drain(conninfo, config))
+    out.write_text(json.dumps(done))
 
 
 if __name__ == "__main__":

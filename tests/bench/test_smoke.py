@@ -36,6 +36,11 @@ FIGURES = {
     "latency.flood_p99",
     "latency.flood_in_line_p99",
     "latency.flood_left",
+    "latency.events_flood_p50",
+    "latency.events_flood_p95",
+    "latency.events_flood_p99",
+    "latency.events_left",
+    "latency.events_appended",
     "backlog.small",
     "backlog.large",
     "backlog.cpu_small",
@@ -45,6 +50,12 @@ FIGURES = {
     "events_append.plain_insert",
     "events_append.append",
     "events_append.append_no_notify",
+    "events_drain.pgqueuer",
+    "events_drain.sql_ceiling",
+    "events_drain.lane",
+    "events_drain.cpu_pgqueuer",
+    "events_drain.cpu_sql_ceiling",
+    "events_drain.cpu_lane",
     "consumers.sql_ceiling",
     "consumers.runner",
     "consumers.cpu_sql_ceiling",
@@ -62,10 +73,14 @@ CHECKS = {
     "notify_cost",
     "latency_p99",
     "latency_flood_p99",
+    "latency_events_flood_p99",
+    "latency_events_flood_vs_idle",
     "backlog_large_vs_small",
     "worker_peak_rss",
     "events_append_vs_insert",
     "events_append_notify_cost",
+    "events_lane_vs_pgqueuer",
+    "events_lane_vs_ceiling",
     "consumer_vs_ceiling",
 }
 TARGETED = CHECKS - {
@@ -74,6 +89,8 @@ TARGETED = CHECKS - {
     "cpu_pgqueuer_vs_sealed",
     "notify_cost",
     "events_append_notify_cost",
+    "latency_events_flood_vs_idle",
+    "events_lane_vs_ceiling",
 }
 
 
@@ -103,7 +120,7 @@ def smoke_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]
 
 # Figures that count rows rather than time them: zero is a true reading (the worker may
 # clear the whole flood before the last code is committed on a quiet machine).
-COUNTS = {"latency.flood_left"}
+COUNTS = {"latency.flood_left", "latency.events_left"}
 
 
 @pytest.mark.integration
