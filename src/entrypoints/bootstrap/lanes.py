@@ -20,6 +20,7 @@ from adapters.postgres.event_outbox_store import PostgresEventOutboxStore
 from adapters.postgres.readiness import PostgresReadinessProbe
 from adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
 from application.errors import InvalidRequest, PermissionDenied
+from application.events.consumer_handlers import ConsumerRegistry
 from application.events.ports import PublicationTarget
 from application.events.process_deliveries import ProcessDeliveries, ProcessingResult
 from application.events.publish_due_events import PublicationResult, PublishDueEvents
@@ -60,6 +61,7 @@ class LaneRequest:
     drain: bool = False
     providers: Mapping[Channel, DeliveryProvider] | None = None  # tests replace the configured
     targets: Sequence[PublicationTarget] = ()  # the events lane's; none is configured yet
+    consumers: ConsumerRegistry | None = None  # the consumers lane's; None: the shipped ones
 
 
 def _no_providers() -> frozenset[str]:
@@ -205,6 +207,7 @@ class _ConsumerTurn:
     consumers: tuple[str, ...]
 
     telemetry: Telemetry
+    refused: set[str] = attrs.field(factory=set)  # consumers it was refused for, said once
 
     async def __call__(self) -> ProcessingResult:
         total = ProcessingResult()
@@ -213,12 +216,15 @@ class _ConsumerTurn:
                 batch = await self.process(consumer)
             except (PermissionDenied, InvalidRequest) as error:
                 # Not granted, or not registered yet: the other lanes must not stop for it.
-                self.telemetry.event(
-                    "consumer.refused",
-                    level="error",
-                    consumer=consumer,
-                    error_class=type(error).__name__,
-                )
+                # Said once per process; the lane keeps trying (a GRANT needs no restart).
+                if consumer not in self.refused:
+                    self.refused.add(consumer)
+                    self.telemetry.event(
+                        "consumer.refused",
+                        level="error",
+                        consumer=consumer,
+                        error_class=type(error).__name__,
+                    )
                 continue
             total = ProcessingResult(
                 **{
@@ -239,7 +245,7 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
     """
     settings, parts = request.settings, request.parts
     sizing = settings.worker.lane_sizing[CONSUMERS]
-    registry = shipped_consumers()
+    registry = request.consumers if request.consumers is not None else shipped_consumers()
     async with contextlib.AsyncExitStack() as stack:
         probe: ReadinessProbe = _AlwaysReady()
         dispatch: Callable[[], Awaitable[ProcessingResult]] = _nothing

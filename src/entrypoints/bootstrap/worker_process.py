@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 from prometheus_client import CollectorRegistry
 
+from application.events.consumer_handlers import ConsumerRegistry
 from application.events.ports import PublicationTarget
 from entrypoints.bootstrap.consumers import consumer_lag_gauges
 from entrypoints.bootstrap.lanes import Lane, LaneRequest, open_lanes
@@ -29,11 +30,13 @@ async def run_worker(
     batch_size: int | None = None,
     concurrency: int | None = None,
     targets: Sequence[PublicationTarget] = (),
+    consumers: ConsumerRegistry | None = None,
 ) -> dict[str, BatchResult]:
     """``outboxctl worker``: run the selected lanes until stopped (or drained); their totals.
 
     ``batch_size`` and ``concurrency`` replace the security lane's configured ones.
-    ``targets`` are the events lane's publication targets (``outboxctl`` passes none). Serves
+    ``targets`` are the events lane's publication targets (``outboxctl`` passes none);
+    ``consumers`` the consumers lane's handlers (default: the shipped ones). Serves
     /metrics, /healthz and /readyz when OUTBOX_WORKER_METRICS_PORT is set.
     """
     worker = settings.worker
@@ -46,7 +49,12 @@ async def run_worker(
     # Only the security lane opens sealed secrets: a worker of tenant events alone needs no key.
     parts = build_process_parts(settings, seal_keys=SECURITY in settings.worker.lanes)
     request = LaneRequest(
-        settings=settings, parts=parts, owner=worker_owner(), drain=drain, targets=targets
+        settings=settings,
+        parts=parts,
+        owner=worker_owner(),
+        drain=drain,
+        targets=targets,
+        consumers=consumers,
     )
     async with (
         stop_tracing(parts),
