@@ -530,25 +530,28 @@ class Plan:
             self.server.fresh_database("events_pgqueuer") as pgq_db,
             self.server.fresh_database("events_ceiling") as ceiling_db,
             self.server.fresh_database("events_lane") as lane_db,
+            self.server.fresh_database("events_bare") as bare_db,
         ):
             backlogs = []
-            for database in (ceiling_db, lane_db):
+            for database in (ceiling_db, lane_db, bare_db):
                 await apply_migrations(database.conninfo)
                 backlog = EventsBacklog(
                     database=database,
                     events=count,
                     organizations=sizes.event_organizations,
                     aggregates=sizes.event_aggregates,
+                    subscribed=database is not bare_db,
                 )
                 await backlog.prepare()
                 backlogs.append(backlog)
-            ceiling_backlog, lane_backlog = backlogs
+            ceiling_backlog, lane_backlog, bare_backlog = backlogs
             sizing = lane_sizing(lane_settings(lane_db.conninfo))
             peer = PgqueuerDrain(database=pgq_db, jobs=count, batch_size=sizing.batch_size)
             await peer.install()
             ceiling = EventsSqlCeiling(
                 database=ceiling_db, batch_size=sizing.batch_size, lanes=sizing.parallel_batches
             )
+            bare = attrs.evolve(ceiling, database=bare_db)
             lane = EventsLaneDrain(backlog=lane_backlog, sizing=sizing)
             figures = {
                 "pgqueuer": Samples(
@@ -569,6 +572,12 @@ class Plan:
                     "events/s",
                     lane.settings(),
                 ),
+                "bare": Samples(
+                    "events_drain.sql_ceiling_no_consumer",
+                    "Events SQL-only ceiling, no consumer subscribed (no fan-out)",
+                    "events/s",
+                    {**bare.settings(), **bare_backlog.settings()},
+                ),
             }
             cpu = {name: samples.cpu() for name, samples in figures.items()}
 
@@ -576,10 +585,11 @@ class Plan:
                 figures[name].values.append(drained.rate)
                 cpu[name].values.append(drained.cpu_us)
 
-            async def ceiling_once(events: int) -> Drained:
-                await ceiling_backlog.load(events)
-                drained = await ceiling.once()
-                await ceiling_backlog.check(events)
+            async def ceiling_once(events: int, *, fan_out: bool = True) -> Drained:
+                backlog, drain = (ceiling_backlog, ceiling) if fan_out else (bare_backlog, bare)
+                await backlog.load(events)
+                drained = await drain.once()
+                await backlog.check(events)
                 return drained
 
             warm = min(WARM_UP_MESSAGES, count)
@@ -588,11 +598,13 @@ class Plan:
                 await attrs.evolve(peer, jobs=warm).once()
                 await ceiling_once(warm)
                 await lane.once(events_lane, warm)
+                await ceiling_once(warm, fan_out=False)
                 for repetition in range(sizes.repetitions):
                     self.console.log(f"events drain, repetition {repetition + 1}")
                     keep("pgqueuer", await peer.once())
                     keep("ceiling", await ceiling_once(count))
                     keep("lane", await lane.once(events_lane))
+                    keep("bare", await ceiling_once(count, fan_out=False))
             for samples in [*figures.values(), *cpu.values()]:
                 results.add(samples.figure())
 
@@ -772,6 +784,13 @@ def _checks(results: Results) -> None:
             "Events lane / its SQL-only ceiling",
             "events_drain.lane",
             "events_drain.sql_ceiling",
+            at_least=None,
+        )
+        results.ratio(
+            "events_fan_out_cost",
+            "Events ceiling with one consumer's fan-out / without",
+            "events_drain.sql_ceiling",
+            "events_drain.sql_ceiling_no_consumer",
             at_least=None,
         )
     if "consumers.runner" in have:

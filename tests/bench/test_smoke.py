@@ -56,6 +56,8 @@ FIGURES = {
     "events_drain.cpu_pgqueuer",
     "events_drain.cpu_sql_ceiling",
     "events_drain.cpu_lane",
+    "events_drain.sql_ceiling_no_consumer",
+    "events_drain.cpu_sql_ceiling_no_consumer",
     "consumers.sql_ceiling",
     "consumers.runner",
     "consumers.cpu_sql_ceiling",
@@ -81,6 +83,7 @@ CHECKS = {
     "events_append_notify_cost",
     "events_lane_vs_pgqueuer",
     "events_lane_vs_ceiling",
+    "events_fan_out_cost",
     "consumer_vs_ceiling",
 }
 TARGETED = CHECKS - {
@@ -91,6 +94,7 @@ TARGETED = CHECKS - {
     "events_append_notify_cost",
     "latency_events_flood_vs_idle",
     "events_lane_vs_ceiling",
+    "events_fan_out_cost",
 }
 
 
