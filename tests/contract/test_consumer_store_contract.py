@@ -10,13 +10,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from adapters.postgres.pool import open_pool
 from application.errors import PermissionDenied
 from application.events.consumer_handlers import ConsumerRegistry, Reject, RetryAfter
-from application.events.consumer_ports import DeliveredEvent, ProcessingAttempt
+from application.events.consumer_ports import ClaimedDelivery, DeliveredEvent, ProcessingAttempt
 from application.events.errors import ConsumerPaused
 from application.events.process_deliveries import ProcessDeliveries
 from domain.outbox.outcomes import RecordResult
@@ -29,13 +30,17 @@ from tests.contract.consumer_harness import (
     PostgresConsumerHarness,
 )
 from tests.fakes.telemetry import RecordingTelemetry
+from tests.postgres_fixtures import ConnectAs
+
+if TYPE_CHECKING:
+    from tests.postgres_server import TestServer
 
 ORG_A = uuid.UUID("00000000-0000-4000-8000-00000000000a")
 ORG_B = uuid.UUID("00000000-0000-4000-8000-00000000000b")
 
 
 @pytest.fixture
-def database_url(postgres_server, migrated_template) -> Iterator[str]:
+def database_url(postgres_server: TestServer, migrated_template: str) -> Iterator[str]:
     """A fresh database per test: these tests write events tables and a table of effects."""
     name = postgres_server.create_database(prefix="outbox_test", template=migrated_template)
     try:
@@ -46,7 +51,7 @@ def database_url(postgres_server, migrated_template) -> Iterator[str]:
 
 @pytest.fixture(params=["memory", pytest.param("postgres", marks=pytest.mark.integration)])
 async def consumers(
-    request: pytest.FixtureRequest, database_url: str, connect_as
+    request: pytest.FixtureRequest, database_url: str, connect_as: ConnectAs
 ) -> AsyncIterator[ConsumerHarness]:
     """The store under test, shop.fulfilment registered and subscribed to versions 1-2.
 
@@ -71,7 +76,9 @@ async def consumers(
             await pool.close()
 
 
-def _runner(consumers: ConsumerHarness, registry: ConsumerRegistry, **options) -> ProcessDeliveries:
+def _runner(
+    consumers: ConsumerHarness, registry: ConsumerRegistry, **options: Any
+) -> ProcessDeliveries:
     return ProcessDeliveries(
         store=consumers.store,
         registry=registry,
@@ -82,7 +89,9 @@ def _runner(consumers: ConsumerHarness, registry: ConsumerRegistry, **options) -
     )
 
 
-def _effect_registry(consumers: ConsumerHarness, *, fail: Exception | None = None):
+def _effect_registry(
+    consumers: ConsumerHarness, *, fail: Exception | None = None
+) -> ConsumerRegistry:
     registry = ConsumerRegistry()
 
     @registry.register(CONSUMER, event_types=[EVENT_TYPE], versions=(1, 2))
@@ -94,7 +103,7 @@ def _effect_registry(consumers: ConsumerHarness, *, fail: Exception | None = Non
     return registry
 
 
-async def test_a_handled_event_leaves_one_effect_and_is_done(consumers):
+async def test_a_handled_event_leaves_one_effect_and_is_done(consumers: ConsumerHarness) -> None:
     event_id = await consumers.publish(ORG_A)
     run = _runner(consumers, _effect_registry(consumers))
 
@@ -106,7 +115,9 @@ async def test_a_handled_event_leaves_one_effect_and_is_done(consumers):
     assert 0 == (await run(CONSUMER)).claimed
 
 
-async def test_a_version_outside_the_subscription_is_never_delivered(consumers):
+async def test_a_version_outside_the_subscription_is_never_delivered(
+    consumers: ConsumerHarness,
+) -> None:
     await consumers.publish(ORG_A, version=3)
 
     assert [] == await consumers.states()
@@ -115,7 +126,7 @@ async def test_a_version_outside_the_subscription_is_never_delivered(consumers):
     )
 
 
-async def test_a_failing_handler_leaves_no_effect_and_retries(consumers):
+async def test_a_failing_handler_leaves_no_effect_and_retries(consumers: ConsumerHarness) -> None:
     await consumers.publish(ORG_A)
     run = _runner(consumers, _effect_registry(consumers, fail=RuntimeError("secret detail")))
 
@@ -131,7 +142,9 @@ async def test_a_failing_handler_leaves_no_effect_and_retries(consumers):
     assert "secret detail" not in repr(telemetry.events)
 
 
-async def test_a_rejection_dead_letters_now_and_the_last_retry_too(consumers):
+async def test_a_rejection_dead_letters_now_and_the_last_retry_too(
+    consumers: ConsumerHarness,
+) -> None:
     await consumers.register(max_attempts=1)
     await consumers.publish(ORG_A, aggregate=("o", "1"))
     await consumers.publish(ORG_A, aggregate=("o", "2"))
@@ -149,7 +162,9 @@ async def test_a_rejection_dead_letters_now_and_the_last_retry_too(consumers):
     assert ["dead_lettered"] * 3 == await consumers.states()
 
 
-async def test_an_ordered_consumer_waits_for_the_aggregate_s_previous_event(consumers):
+async def test_an_ordered_consumer_waits_for_the_aggregate_s_previous_event(
+    consumers: ConsumerHarness,
+) -> None:
     first = await consumers.publish(ORG_A)
     second = await consumers.publish(ORG_A)
     seen: list[uuid.UUID] = []
@@ -173,19 +188,19 @@ class _Rollback(Exception):
         self.result = result
 
 
-async def _complete_and_roll_back(consumers: ConsumerHarness, claimed) -> None:
+async def _complete_and_roll_back(consumers: ConsumerHarness, claimed: ClaimedDelivery) -> None:
     async with consumers.store.transaction() as transaction:
         await consumers.write_effect(transaction.handle, claimed.event)
         raise _Rollback(await transaction.record(ProcessingAttempt.completed(claimed)))
 
 
-async def _complete(consumers: ConsumerHarness, claimed) -> RecordResult:
+async def _complete(consumers: ConsumerHarness, claimed: ClaimedDelivery) -> RecordResult:
     async with consumers.store.transaction() as transaction:
         await consumers.write_effect(transaction.handle, claimed.event)
         return await transaction.record(ProcessingAttempt.completed(claimed))
 
 
-async def test_a_completion_under_a_lost_lease_is_refused(consumers):
+async def test_a_completion_under_a_lost_lease_is_refused(consumers: ConsumerHarness) -> None:
     await consumers.publish(ORG_A)
     lease = consumers.short_lease
     [stale] = await consumers.store.claim(consumer=CONSUMER, owner="a", limit=1, lease=lease)
@@ -200,7 +215,7 @@ async def test_a_completion_under_a_lost_lease_is_refused(consumers):
     assert [(fresh.event.event_id, 0)] == await consumers.effects()
 
 
-async def test_a_rolled_back_completion_keeps_nothing(consumers):
+async def test_a_rolled_back_completion_keeps_nothing(consumers: ConsumerHarness) -> None:
     await consumers.publish(ORG_A)
     [claimed] = await consumers.store.claim(
         consumer=CONSUMER, owner="a", limit=1, lease=timedelta(seconds=30)
@@ -214,7 +229,9 @@ async def test_a_rolled_back_completion_keeps_nothing(consumers):
     assert ["leased"] == await consumers.states()
 
 
-async def test_a_paused_consumer_claims_nothing_and_cannot_complete(consumers):
+async def test_a_paused_consumer_claims_nothing_and_cannot_complete(
+    consumers: ConsumerHarness,
+) -> None:
     await consumers.publish(ORG_A)
     [claimed] = await consumers.store.claim(
         consumer=CONSUMER, owner="a", limit=1, lease=timedelta(seconds=30)
@@ -232,7 +249,7 @@ async def test_a_paused_consumer_claims_nothing_and_cannot_complete(consumers):
     assert 1 == result.completed  # the one published while paused
 
 
-async def test_replay_delivers_each_event_again_once(consumers):
+async def test_replay_delivers_each_event_again_once(consumers: ConsumerHarness) -> None:
     ids = [await consumers.publish(ORG_A, aggregate=("o", str(n))) for n in range(3)]
     run = _runner(consumers, _effect_registry(consumers))
     await run(CONSUMER)
@@ -242,7 +259,7 @@ async def test_replay_delivers_each_event_again_once(consumers):
     assert sorted([*((i, 0) for i in ids), (ids[1], 1), (ids[2], 1)]) == await consumers.effects()
 
 
-async def test_organizations_share_the_batch(consumers):
+async def test_organizations_share_the_batch(consumers: ConsumerHarness) -> None:
     await consumers.register(ordered=False)
     for n in range(8):
         await consumers.publish(ORG_A, aggregate=("o", str(n)))
@@ -256,7 +273,7 @@ async def test_organizations_share_the_batch(consumers):
     assert ORG_B in {c.event.organization_id for c in claimed}
 
 
-async def test_an_event_without_a_handler_is_dead_lettered(consumers):
+async def test_an_event_without_a_handler_is_dead_lettered(consumers: ConsumerHarness) -> None:
     await consumers.publish(ORG_A, version=2)
     registry = ConsumerRegistry()
 
@@ -267,10 +284,11 @@ async def test_an_event_without_a_handler_is_dead_lettered(consumers):
     assert 1 == (await _runner(consumers, registry)(CONSUMER)).dead_lettered
 
 
-async def test_another_module_s_consumer_is_refused(consumers):
+async def test_another_module_s_consumer_is_refused(consumers: ConsumerHarness) -> None:
     if isinstance(consumers, MemoryConsumerHarness):
         consumers.fake.register("billing.ledger", "billing")
     else:
+        assert isinstance(consumers, PostgresConsumerHarness)
         await consumers.owner.execute("INSERT INTO events.modules (code) VALUES ('billing')")
         await consumers.owner.execute(
             "SELECT events.register_consumer('billing.ledger', 'billing')"

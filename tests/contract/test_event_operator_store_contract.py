@@ -37,8 +37,10 @@ ORG = UUID("00000000-0000-4000-8000-0000000000d1")
 class Harness(Protocol):
     """Both stores (the API's, the database operator's) and what a test puts in place."""
 
-    api: EventOperatorStore
-    admin: EventOperatorStore
+    @property
+    def api(self) -> EventOperatorStore: ...
+    @property
+    def admin(self) -> EventOperatorStore: ...
 
     async def staff(self) -> StaffActor: ...
     async def elevate(self, actor: StaffActor) -> StaffActor: ...
@@ -129,7 +131,7 @@ class PostgresHarness:
             "SELECT action, dead_letter_id, reason, idempotency_key, elevation_id IS NOT NULL"
             " FROM events.operator_audit ORDER BY id"
         )
-        return [tuple(row) for row in found]  # type: ignore[misc]
+        return [tuple(row) for row in found]
 
 
 @pytest.fixture
@@ -166,7 +168,7 @@ async def _release(store: EventOperatorStore, actor: StaffActor, dead: UUID, key
     return await store.release(actor=actor, dead_letter_id=dead, reason="why", idempotency_key=key)
 
 
-async def test_dead_letters_page_newest_first(harness: Harness):
+async def test_dead_letters_page_newest_first(harness: Harness) -> None:
     dead = [await harness.dead_letter(f"p-{n}") for n in range(3)]
 
     first = await harness.admin.dead_letters(
@@ -203,7 +205,7 @@ async def test_dead_letters_page_newest_first(harness: Harness):
         )
 
 
-async def test_a_release_resolves_once_replays_and_leaves_the_parked_list(harness: Harness):
+async def test_a_release_resolves_once_replays_and_leaves_the_parked_list(harness: Harness) -> None:
     actor = await harness.staff()
     dead = await harness.dead_letter("r-1")
 
@@ -242,7 +244,7 @@ async def test_a_release_resolves_once_replays_and_leaves_the_parked_list(harnes
     assert [("release", dead, "why", "k-1", False)] == await harness.audit()
 
 
-async def test_a_republish_names_its_new_record(harness: Harness):
+async def test_a_republish_names_its_new_record(harness: Harness) -> None:
     actor = await harness.elevate(await harness.staff())
     dead = await harness.dead_letter("x-1")
     new_record = uuid.uuid4()
@@ -268,7 +270,7 @@ async def test_a_republish_names_its_new_record(harness: Harness):
     assert [("republish", dead, "fixed", "k-1", True)] == await harness.audit()
 
 
-async def test_the_api_needs_a_staff_member_with_a_fresh_step_up(harness: Harness):
+async def test_the_api_needs_a_staff_member_with_a_fresh_step_up(harness: Harness) -> None:
     actor = await harness.staff()
     stranger = StaffActor(identity_id=uuid.uuid4(), elevation_digest="0" * 64)
     stale = attrs.evolve(actor, elevation_digest="0" * 64)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from typing import Any
 
+import attrs
 import psycopg
 import pytest
+from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.event_outbox_store import PostgresEventOutboxStore
 from adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
@@ -53,7 +56,9 @@ async def database_url(shared_queue_database: str) -> str:
 
 
 @pytest.fixture
-async def event_store(database_url, worker_pool) -> AsyncIterator[PostgresEventOutboxStore]:
+async def event_store(
+    database_url: str, worker_pool: AsyncConnectionPool
+) -> AsyncIterator[PostgresEventOutboxStore]:
     store = PostgresEventOutboxStore(worker_pool, WorkListener(database_url, EVENTS_CHANNEL))
     try:
         yield store
@@ -71,21 +76,22 @@ def events(request: pytest.FixtureRequest) -> EventHarness:
     )
 
 
-async def _claim(events: EventHarness, limit: int = 10, lease: timedelta = LEASE):
+async def _claim(
+    events: EventHarness, limit: int = 10, lease: timedelta = LEASE
+) -> list[ClaimedEvent]:
     return list(await events.store.claim(owner="w1", limit=limit, lease=lease))
 
 
 async def _record(
-    events: EventHarness, claimed: ClaimedEvent, outcome: Outcome, **changes
+    events: EventHarness, claimed: ClaimedEvent, outcome: Outcome, **changes: Any
 ) -> RecordResult:
-    fields = {
-        "record_id": claimed.record_id,
-        "lease_token": claimed.lease_token,
-        "attempt": claimed.attempts + 1,
-        "outcome": outcome,
-    }
-    fields.update(changes)
-    [result] = await events.store.record([PublicationRecord(**fields)])
+    record = PublicationRecord(
+        record_id=claimed.record_id,
+        lease_token=claimed.lease_token,
+        attempt=claimed.attempts + 1,
+        outcome=outcome,
+    )
+    [result] = await events.store.record([attrs.evolve(record, **changes)])
     return result
 
 
@@ -99,7 +105,9 @@ def _retry(events: EventHarness, seconds: float = 3600) -> Retry:
 # Append ---------------------------------------------------------------------------------------
 
 
-async def test_an_appended_event_is_claimed_with_everything_the_producer_gave(events):
+async def test_an_appended_event_is_claimed_with_everything_the_producer_gave(
+    events: EventHarness,
+) -> None:
     event = new_event(ORG_A, payload={"total": 42, "lines": [1, 2]}, trace_context=TRACE)
     event_id = await events.append(event)
 
@@ -123,7 +131,7 @@ async def test_an_appended_event_is_claimed_with_everything_the_producer_gave(ev
     )
 
 
-async def test_a_replay_with_the_same_content_returns_the_first_id(events):
+async def test_a_replay_with_the_same_content_returns_the_first_id(events: EventHarness) -> None:
     event = new_event(ORG_A, key="order-1-placed")
     first = await events.append(event)
 
@@ -140,21 +148,23 @@ async def test_a_replay_with_the_same_content_returns_the_first_id(events):
     ],
     ids=["payload", "aggregate", "occurred-at"],
 )
-async def test_a_replay_with_other_content_is_an_idempotency_conflict(events, change):
+async def test_a_replay_with_other_content_is_an_idempotency_conflict(
+    events: EventHarness, change: dict[str, Any]
+) -> None:
     await events.append(new_event(ORG_A, key="order-1-placed"))
 
     with pytest.raises(IdempotencyConflict):
         await events.append(new_event(ORG_A, key="order-1-placed", **change))
 
 
-async def test_the_same_key_in_another_organization_is_another_event(events):
+async def test_the_same_key_in_another_organization_is_another_event(events: EventHarness) -> None:
     first = await events.append(new_event(ORG_A, key="k"))
     second = await events.append(new_event(ORG_B, key="k"))
 
     assert first != second
 
 
-async def test_a_retired_type_takes_no_new_event_but_answers_a_replay(events):
+async def test_a_retired_type_takes_no_new_event_but_answers_a_replay(events: EventHarness) -> None:
     event = new_event(ORG_A, key="before")
     first = await events.append(event)
     await events.retire("sales.order_placed")
@@ -169,17 +179,19 @@ async def test_a_retired_type_takes_no_new_event_but_answers_a_replay(events):
     [{"version": 2}, {"event_type": "sales.order_cancelled"}],
     ids=["unpublished-version", "unknown-type"],
 )
-async def test_an_unpublished_contract_is_refused(events, change):
+async def test_an_unpublished_contract_is_refused(
+    events: EventHarness, change: dict[str, Any]
+) -> None:
     with pytest.raises(ContractVersionUnpublished):
         await events.append(new_event(ORG_A, **change))
 
 
-async def test_a_module_cannot_append_another_modules_type(events):
+async def test_a_module_cannot_append_another_modules_type(events: EventHarness) -> None:
     with pytest.raises(PermissionDenied):
         await events.append(new_event(ORG_A), module="billing")
 
 
-async def test_a_role_that_is_no_producer_cannot_append(events):
+async def test_a_role_that_is_no_producer_cannot_append(events: EventHarness) -> None:
     with pytest.raises(PermissionDenied):
         await events.append(new_event(ORG_A), module=None)
 
@@ -187,7 +199,7 @@ async def test_a_role_that_is_no_producer_cannot_append(events):
 # Order ----------------------------------------------------------------------------------------
 
 
-async def test_only_the_oldest_event_of_an_aggregate_is_claimed(events):
+async def test_only_the_oldest_event_of_an_aggregate_is_claimed(events: EventHarness) -> None:
     first = await events.append(new_event(ORG_A, "order-1"))
     second = await events.append(new_event(ORG_A, "order-1"))
     other = await events.append(new_event(ORG_A, "order-2"))
@@ -204,7 +216,7 @@ async def test_only_the_oldest_event_of_an_aggregate_is_claimed(events):
     assert {first, second, other} == set(await events.published())
 
 
-async def test_a_retried_event_holds_its_aggregate_back_until_it_goes(events):
+async def test_a_retried_event_holds_its_aggregate_back_until_it_goes(events: EventHarness) -> None:
     first = await events.append(new_event(ORG_A))
     second = await events.append(new_event(ORG_A))
     [claimed] = await _claim(events)
@@ -220,7 +232,7 @@ async def test_a_retried_event_holds_its_aggregate_back_until_it_goes(events):
     assert second == then.event_id
 
 
-async def test_a_dead_letter_parks_its_aggregate_while_others_flow(events):
+async def test_a_dead_letter_parks_its_aggregate_while_others_flow(events: EventHarness) -> None:
     await events.append(new_event(ORG_A, "order-1"))
     parked = await events.append(new_event(ORG_A, "order-1"))
     [claimed] = await _claim(events)
@@ -241,7 +253,9 @@ async def test_a_dead_letter_parks_its_aggregate_while_others_flow(events):
     assert parked == released.event_id
 
 
-async def test_a_republished_dead_letter_goes_before_its_aggregates_later_events(events):
+async def test_a_republished_dead_letter_goes_before_its_aggregates_later_events(
+    events: EventHarness,
+) -> None:
     first = await events.append(new_event(ORG_A))
     second = await events.append(new_event(ORG_A))
     [claimed] = await _claim(events)
@@ -260,7 +274,7 @@ async def test_a_republished_dead_letter_goes_before_its_aggregates_later_events
 # Fairness -------------------------------------------------------------------------------------
 
 
-async def test_one_organizations_backlog_does_not_hold_another_back(events):
+async def test_one_organizations_backlog_does_not_hold_another_back(events: EventHarness) -> None:
     for n in range(30):
         await events.append(new_event(ORG_A, f"order-{n}"))
     late = await events.append(new_event(ORG_B))
@@ -271,7 +285,7 @@ async def test_one_organizations_backlog_does_not_hold_another_back(events):
     assert late in {c.event_id for c in batch}
 
 
-async def test_a_lone_organization_fills_the_batch(events):
+async def test_a_lone_organization_fills_the_batch(events: EventHarness) -> None:
     for n in range(8):
         await events.append(new_event(ORG_A, f"order-{n}"))
 
@@ -282,7 +296,9 @@ async def test_a_lone_organization_fills_the_batch(events):
 # Recording ------------------------------------------------------------------------------------
 
 
-async def test_a_stale_token_a_wrong_attempt_or_a_repeat_loses_the_lease(events):
+async def test_a_stale_token_a_wrong_attempt_or_a_repeat_loses_the_lease(
+    events: EventHarness,
+) -> None:
     await events.append(new_event(ORG_A))
     [claimed] = await _claim(events)
 
@@ -302,7 +318,9 @@ async def test_a_stale_token_a_wrong_attempt_or_a_repeat_loses_the_lease(events)
     assert [(1, True, "published")] == await events.history(claimed.record_id)
 
 
-async def test_an_expired_lease_is_claimed_again_and_the_old_holder_is_fenced(events):
+async def test_an_expired_lease_is_claimed_again_and_the_old_holder_is_fenced(
+    events: EventHarness,
+) -> None:
     await events.append(new_event(ORG_A))
     [first] = await _claim(events, lease=timedelta(seconds=0.3))
     await events.sleep(0.4)
@@ -314,7 +332,7 @@ async def test_an_expired_lease_is_claimed_again_and_the_old_holder_is_fenced(ev
     assert RecordResult.RECORDED == await _record(events, second, Published())
 
 
-async def test_a_release_does_not_spend_an_attempt(events):
+async def test_a_release_does_not_spend_an_attempt(events: EventHarness) -> None:
     await events.append(new_event(ORG_A))
     [claimed] = await _claim(events)
     release = Release(
@@ -330,7 +348,9 @@ async def test_a_release_does_not_spend_an_attempt(events):
     assert [(1, False, "release")] == await events.history(claimed.record_id)
 
 
-async def test_a_retry_time_in_the_past_is_refused_and_nothing_is_recorded(events):
+async def test_a_retry_time_in_the_past_is_refused_and_nothing_is_recorded(
+    events: EventHarness,
+) -> None:
     await events.append(new_event(ORG_A))
     [claimed] = await _claim(events)
 
@@ -341,7 +361,7 @@ async def test_a_retry_time_in_the_past_is_refused_and_nothing_is_recorded(event
     assert "leased" == (await events.record_view(claimed.record_id)).state
 
 
-async def test_a_provider_suspension_is_no_reason_to_dead_letter(events):
+async def test_a_provider_suspension_is_no_reason_to_dead_letter(events: EventHarness) -> None:
     await events.append(new_event(ORG_A))
     [claimed] = await _claim(events)
 
@@ -349,7 +369,7 @@ async def test_a_provider_suspension_is_no_reason_to_dead_letter(events):
         await _record(events, claimed, DeadLetter(reason=FailureClass.PROVIDER_SUSPENDED))
 
 
-async def test_final_records_stay_final(events):
+async def test_final_records_stay_final(events: EventHarness) -> None:
     await events.append(new_event(ORG_A))
     [claimed] = await _claim(events)
     await _record(events, claimed, Published())
@@ -358,7 +378,7 @@ async def test_final_records_stay_final(events):
     assert "published" == (await events.record_view(claimed.record_id)).state
 
 
-async def test_a_bad_claim_is_refused_naming_the_parameter(events):
+async def test_a_bad_claim_is_refused_naming_the_parameter(events: EventHarness) -> None:
     with pytest.raises(InvalidRequest, match="p_limit"):
         await events.store.claim(owner="w1", limit=0, lease=LEASE)
     with pytest.raises(InvalidRequest, match="p_owner"):

@@ -120,7 +120,9 @@ class FakeConsumerStore:
 
     # The database operator's side ---------------------------------------------------------
 
-    def register(self, code: str, module: str, *, max_attempts: int = 5, ordered: bool = True):
+    def register(
+        self, code: str, module: str, *, max_attempts: int = 5, ordered: bool = True
+    ) -> None:
         """Register a consumer (or change its attempts and ordering)."""
         known = self.consumers.get(code)
         if known is None:
