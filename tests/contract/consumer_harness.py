@@ -9,7 +9,6 @@ handler's transaction handle and read back once committed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Protocol
 from uuid import UUID
@@ -164,8 +163,3 @@ class PostgresConsumerHarness:
             "SELECT state FROM events.consumer_deliveries ORDER BY delivery_sequence"
         )
         return [state for (state,) in await cursor.fetchall()]
-
-
-def payload_of(event: DeliveredEvent) -> Mapping[str, Any]:
-    """The delivered payload (a helper for assertions)."""
-    return event.payload
