@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import date, datetime, timedelta
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import attrs
 
+from application.errors import PermissionDenied
+from application.events.errors import (
+    ContractVersionUnpublished,
+    EventTypeRetired,
+    IdempotencyConflict,
+)
 from application.identity.errors import IdentifierTaken
 from application.identity.ports import MagicLinkTarget, RecoveryTarget
 from application.outbox.errors import DuplicateMessage
 from application.ports import ReadinessReport
 from domain.channels import Channel
+from domain.events.domain_events import NewDomainEvent
+from domain.identity.account_events import CONTRACT_VERSION, AccountEvent
 from domain.identity.challenges import Challenge, ChallengeState
 from domain.identity.code_budgets import Audience, CodeBudget
 from domain.identity.identities import Account, Identity, LoginIdentifier
@@ -49,6 +57,8 @@ class IdentityTables:
     magic_links: dict[UUID, MagicLink] = attrs.field(factory=dict)
     messages: dict[UUID, Message] = attrs.field(factory=dict)
     code_budgets: dict[tuple[UUID, Audience, date], CodeBudget] = attrs.field(factory=dict)
+    # Appended domain events by id, in append order (dicts keep insertion order).
+    domain_events: dict[UUID, NewDomainEvent] = attrs.field(factory=dict)
 
     def copy(self) -> IdentityTables:
         """A copy whose dicts can change independently (the rows are immutable)."""
@@ -111,6 +121,53 @@ class InMemoryOutbox:
                 self.tables.messages[other.id] = other.cancel(reason, self.clock.now())
                 cancelled += 1
         return cancelled
+
+
+IDENTITY_EVENT_TYPES = frozenset((kind.value, CONTRACT_VERSION) for kind in AccountEvent)
+
+
+def _content(event: NewDomainEvent) -> NewDomainEvent:
+    """What an idempotent replay must repeat (the trace context may differ)."""
+    return attrs.evolve(event, trace_context=None)
+
+
+@attrs.define
+class InMemoryEventAppender:
+    """DomainEventAppender over the tables' events, with the rules of
+    events.append_domain_event: the producer module is the caller's (``module``), never the
+    event's; a type of another module is refused, an unpublished version or a retired type too,
+    and an idempotency key is per (organization, module)."""
+
+    tables: IdentityTables
+    faults: Faults
+    ids: Callable[[], UUID]
+    module: str = "identity"
+    published: frozenset[tuple[str, int]] = IDENTITY_EVENT_TYPES
+    retired: frozenset[str] = frozenset()
+
+    async def append(self, event: NewDomainEvent) -> UUID:
+        """Append ``event``; a replay of the same content returns the first id, even once its
+        type retired."""
+        self.faults.check("append")
+        if not any(code == event.event_type for code, _ in self.published):
+            raise ContractVersionUnpublished("OXE03")
+        if event.module != self.module:
+            raise PermissionDenied("42501")
+        for event_id, earlier in self.tables.domain_events.items():
+            if (earlier.organization_id, earlier.idempotency_key) == (
+                event.organization_id,
+                event.idempotency_key,
+            ):
+                if _content(earlier) != _content(event):
+                    raise IdempotencyConflict("OXE01")
+                return event_id
+        if event.event_type in self.retired:
+            raise EventTypeRetired("OXE02")
+        if (event.event_type, event.contract_version) not in self.published:
+            raise ContractVersionUnpublished("OXE03")
+        event_id = self.ids()
+        self.tables.domain_events[event_id] = event
+        return event_id
 
 
 @attrs.define
@@ -418,6 +475,7 @@ class InMemoryUnitOfWork:
 
     identity: InMemoryIdentityStore
     outbox: InMemoryOutbox
+    events: InMemoryEventAppender
     transactions: InMemoryIdentityTransactions
 
     async def commit(self) -> None:
@@ -448,8 +506,17 @@ class InMemoryIdentityTransactions:
         yield InMemoryUnitOfWork(
             identity=InMemoryIdentityStore(tables=working, faults=self.faults, outbox=outbox),
             outbox=outbox,
+            events=InMemoryEventAppender(tables=working, faults=self.faults, ids=uuid4),
             transactions=self,
         )
+
+    def domain_events(self, event_type: AccountEvent | None = None) -> list[NewDomainEvent]:
+        """Committed domain events (of ``event_type``), in append order."""
+        return [
+            e
+            for e in self.tables.domain_events.values()
+            if event_type is None or e.event_type == event_type.value
+        ]
 
     def live_messages(self, subject_id: UUID | None = None) -> list[Message]:
         """Committed messages that can still be sent, optionally of one subject."""

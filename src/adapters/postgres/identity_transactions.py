@@ -1,23 +1,43 @@
-"""Units of work on a pooled connection: the identity store and the outbox writer share one
-transaction, committed explicitly."""
+"""Units of work on a pooled connection: the identity store, the outbox writer and the
+domain-event appender share one transaction, committed explicitly."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from uuid import UUID
 
+import attrs
 import psycopg
 from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
+from adapters.postgres.event_appender import PostgresDomainEventAppender
 from adapters.postgres.identity_errors import identity_errors
 from adapters.postgres.identity_store import PostgresIdentityStore
 from adapters.postgres.outbox_writer import PostgresOutboxWriter
+from domain.events.domain_events import NewDomainEvent
+
+
+class TracedEventAppender:
+    """Appends on the unit of work's connection, with the request's trace context (if traced)."""
+
+    def __init__(
+        self, conn: AsyncConnection, trace_context: Callable[[], str | None] | None
+    ) -> None:
+        self._appender = PostgresDomainEventAppender(conn)
+        self._trace_context = trace_context
+
+    async def append(self, event: NewDomainEvent) -> UUID:
+        """Append ``event`` (module ``identity``, the role's); return its id."""
+        if event.trace_context is None and self._trace_context is not None:
+            event = attrs.evolve(event, trace_context=self._trace_context())
+        return await self._appender.append(event)
 
 
 class PostgresUnitOfWork:
-    """One transaction: ``identity`` and ``outbox`` run on the same connection."""
+    """One transaction: ``identity``, ``outbox`` and ``events`` run on the same connection."""
 
     def __init__(
         self, conn: AsyncConnection, *, trace_context: Callable[[], str | None] | None = None
@@ -25,6 +45,7 @@ class PostgresUnitOfWork:
         self._conn = conn
         self.identity = PostgresIdentityStore(conn)
         self.outbox = PostgresOutboxWriter(conn, trace_context=trace_context)
+        self.events = TracedEventAppender(conn, trace_context)
 
     async def commit(self) -> None:
         """Commit; raises StoreUnavailable (or Conflict) when the commit fails."""

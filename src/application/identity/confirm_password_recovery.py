@@ -13,6 +13,7 @@ from application.identity.ports import IdentityTransactions
 from application.identity.request_limits import RequestLimits
 from application.identity.security_notices import SecurityNotices
 from application.ports import Clock, SecretHasher, Telemetry
+from domain.identity.account_events import password_reset
 from domain.identity.security_changes import SecurityChange
 from domain.purposes import Purpose
 
@@ -60,6 +61,14 @@ class ConfirmPasswordRecovery:
                 identity_id=consumed.identity_id, password_hash=password_hash, now=now
             )
             revoked = await uow.identity.revoke_sessions(identity_id=consumed.identity_id, now=now)
+            await uow.events.append(
+                password_reset(
+                    identity_id=consumed.identity_id,
+                    challenge_id=consumed.id,
+                    sessions_revoked=revoked,
+                    now=now,
+                )
+            )
             await self.notices.send(
                 uow,
                 identity_id=consumed.identity_id,

@@ -15,6 +15,7 @@ from application.identity.request_limits import RequestLimits
 from application.identity.security_notices import SecurityNotices
 from application.ports import Clock, Telemetry
 from domain.destinations import mask
+from domain.identity.account_events import sign_in_method_added
 from domain.identity.identities import LoginIdentifier
 from domain.identity.security_changes import SecurityChange
 from domain.purposes import Purpose
@@ -54,7 +55,7 @@ class ConfirmSignInMethod:
                 identity_id=command.identity_id,
                 identifier=identifier.value,
             )
-            await self.answers.consume(uow, challenge, command.code, now)
+            challenge_id = (await self.answers.consume(uow, challenge, command.code, now)).id
             account = await uow.identity.find_account(identifier.value)
             if account is not None and account.identifier.is_verified:
                 if account.identity_id == command.identity_id:
@@ -70,6 +71,15 @@ class ConfirmSignInMethod:
                     identity_id=command.identity_id,
                     created_at=now,
                     verified_at=now,
+                )
+            )
+            await uow.events.append(
+                sign_in_method_added(
+                    identity_id=command.identity_id,
+                    challenge_id=challenge_id,
+                    channel=identifier.channel,
+                    masked_identifier=mask(identifier.value),
+                    now=now,
                 )
             )
             await self.notices.send(

@@ -1,4 +1,5 @@
-"""Confirm a sign-up: the right code verifies the identifier and sets the chosen password.
+"""Confirm a sign-up: the right code verifies the identifier and sets the chosen password, and
+the account's ``identity.account_verified`` event is appended in the same transaction.
 
 The password is chosen here, by whoever holds the code the address received, never at the
 sign-up request: a stranger who signs the same address up cannot choose the password the
@@ -18,6 +19,7 @@ from application.identity.ports import IdentityTransactions
 from application.identity.request_limits import RequestLimits
 from application.ports import Clock, SecretHasher, Telemetry
 from domain.destinations import mask
+from domain.identity.account_events import account_verified
 from domain.purposes import Purpose
 
 ROUTE = "sign_up_confirmation"
@@ -64,6 +66,14 @@ class ConfirmSignUp:
             await uow.identity.save_login_identifier(account.identifier.verify(now))
             await uow.identity.save_password(
                 identity_id=consumed.identity_id, password_hash=password_hash, now=now
+            )
+            await uow.events.append(
+                account_verified(
+                    identity_id=consumed.identity_id,
+                    challenge_id=consumed.id,
+                    channel=account.identifier.channel,
+                    now=now,
+                )
             )
             await uow.commit()
         self.telemetry.event(

@@ -1,7 +1,8 @@
 """The ports of the reference Identity module (typing.Protocol, async).
 
-One unit of work gives the identity store and the outbox writer in one database
-transaction, so a challenge, invitation or magic link and its message commit together.
+One unit of work gives the identity store, the outbox writer and the domain-event appender in
+one database transaction, so a challenge, invitation or magic link and its message commit
+together, and an account's change and its domain event too.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from uuid import UUID
 
 import attrs
 
+from application.events.ports import DomainEventAppender
 from application.outbox.ports import OutboxWriter
 from domain.identity.challenges import Challenge
 from domain.identity.code_budgets import Audience, CodeBudget
@@ -202,7 +204,8 @@ class IdentityStore(Protocol):
 
 
 class IdentityUnitOfWork(Protocol):
-    """One database transaction: the identity store and the outbox writer share it.
+    """One database transaction: the identity store, the outbox writer and the event appender
+    share it.
 
     Leaving the ``begin()`` block without ``commit()`` rolls everything back.
     """
@@ -215,6 +218,11 @@ class IdentityUnitOfWork(Protocol):
     @property
     def outbox(self) -> OutboxWriter:
         """The outbox producer API in this transaction."""
+        ...
+
+    @property
+    def events(self) -> DomainEventAppender:
+        """The domain-event producer API in this transaction (module ``identity``)."""
         ...
 
     async def commit(self) -> None:

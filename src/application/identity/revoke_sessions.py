@@ -7,7 +7,8 @@ import attrs
 from application.identity.ports import IdentityTransactions
 from application.identity.principal import Principal
 from application.identity.security_notices import SecurityNotices
-from application.ports import Clock, Telemetry
+from application.ports import Clock, Ids, Telemetry
+from domain.identity.account_events import sessions_revoked
 from domain.identity.security_changes import SecurityChange
 
 
@@ -21,6 +22,7 @@ class RevokeSessions:
 
     transactions: IdentityTransactions
     notices: SecurityNotices
+    ids: Ids
     clock: Clock
     telemetry: Telemetry
 
@@ -29,6 +31,15 @@ class RevokeSessions:
         now = self.clock.now()
         async with self.transactions.begin() as uow:
             revoked = await uow.identity.revoke_sessions(identity_id=principal.identity_id, now=now)
+            await uow.events.append(
+                sessions_revoked(
+                    identity_id=principal.identity_id,
+                    revocation_id=self.ids.new_id(),
+                    session_id=principal.session_id,
+                    count=revoked,
+                    now=now,
+                )
+            )
             await self.notices.send(
                 uow,
                 identity_id=principal.identity_id,

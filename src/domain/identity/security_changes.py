@@ -8,6 +8,7 @@ import enum
 class SecurityChange(enum.StrEnum):
     """What happened; the value is the ``change`` parameter of the security_notice template."""
 
+    ACCOUNT_VERIFIED = "account_verified"
     SIGN_IN_METHOD_ADDED = "sign_in_method_added"
     PASSWORD_RESET = "password_reset"  # noqa: S105 - a kind of change, not a password
     SESSIONS_REVOKED = "sessions_revoked"

@@ -95,7 +95,7 @@ def build_identity_services(
         sign_in=SignIn(sessions=sessions, hasher=hasher, limits=limits, **common),
         authenticate=AuthenticateBearer(transactions=transactions, clock=clock),
         sign_out=SignOut(**common),
-        revoke_sessions=RevokeSessions(notices=notices, **common),
+        revoke_sessions=RevokeSessions(notices=notices, ids=ids, **common),
         request_sign_in_method=RequestSignInMethod(issuer=issuer, limits=limits, **common),
         confirm_sign_in_method=ConfirmSignInMethod(
             answers=answers, notices=notices, limits=limits, **common

@@ -164,8 +164,9 @@ FUNCTION_GRANTS.update(
     )
 )
 # The tenant events outbox (0019_events_functions.sql): the worker claims and records; the
-# registration functions and the producer's append are the owner's until map_producer_role
-# grants append to a producer role (none is mapped in a fresh database).
+# registration functions are the owner's, and the producer's append is granted by
+# map_producer_role only: identity_service is mapped to module identity
+# (0022_identity_events.sql).
 FUNCTION_GRANTS.update(
     {
         "events.claim_outbox_batch(text,integer,double precision)": EXECUTE_BY_WORKER,
@@ -176,7 +177,7 @@ FUNCTION_GRANTS.update(
         (
             "events.append_domain_event(uuid,text,integer,text,text,text,jsonb,"
             "timestamp with time zone,text)"
-        ): set(),
+        ): EXECUTE_BY_IDENTITY,
         "events.register_module(text)": set(),
         "events.register_event_type(text,text,text)": set(),
         "events.publish_contract_version(text,integer)": set(),
@@ -319,7 +320,8 @@ SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     # API role and the worker call (0008_readiness_function.sql, 0015_worker_readiness.sql).
     "outbox_meta": {("outbox_owner", "USAGE"), (IDENTITY, "USAGE"), (WORKER, "USAGE")},
     # The worker's and the API's (the staff functions and metrics counts of 0020); a producer
-    # role gets USAGE when map_producer_role maps it; the consumers' group role (0021).
+    # role gets USAGE when map_producer_role maps it (identity_service is one, 0022); the consumers' group role
+    # (0021).
     "events": {(WORKER, "USAGE"), (IDENTITY, "USAGE"), (CONSUMER, "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
@@ -502,7 +504,7 @@ async def test_a_mapped_producer_role_may_append_and_nothing_else(connect_as):
         "events.append_domain_event(uuid,text,integer,text,text,text,jsonb,"
         "timestamp with time zone,text)"
     )
-    assert {(SALES, "EXECUTE"), (BILLING, "EXECUTE")} == functions[append]
+    assert {(IDENTITY, "EXECUTE"), (SALES, "EXECUTE"), (BILLING, "EXECUTE")} == functions[append]
     assert {append} == effective
     assert {
         (WORKER, "USAGE"),

@@ -134,7 +134,7 @@ class World:
 
     @property
     def revoke_sessions(self) -> RevokeSessions:
-        return RevokeSessions(notices=self.notices, **self._common())
+        return RevokeSessions(notices=self.notices, ids=self.ids, **self._common())
 
     @property
     def request_sign_in_method(self) -> RequestSignInMethod:
