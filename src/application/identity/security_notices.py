@@ -1,19 +1,22 @@
 """Security notices: every verified identifier of an account hears of a security change.
 
 A notice carries no secret: what changed, when, and for an added sign-in method its masked
-value. It is enqueued in the transaction that makes the change, so the change and its
-notice commit together.
+value. It is enqueued in a transaction that sees the change: the change's own (the wrong-code
+budget), or the delivery of the change's domain event to the ``identity.security_notices``
+consumer (security_notice_consumer.py), which commits the notices with the delivery.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Protocol
 from uuid import UUID
 
 import attrs
 
-from application.identity.ports import IdentityUnitOfWork
+from application.identity.ports import IdentityStore
+from application.outbox.ports import OutboxWriter
 from application.ports import Ids
 from domain.identity.identities import LoginIdentifier
 from domain.identity.security_changes import SecurityChange
@@ -21,6 +24,20 @@ from domain.outbox.messages import Message
 from domain.purposes import Purpose
 
 TEMPLATE = Purpose.SECURITY_NOTICE.value
+
+
+class NoticeScope(Protocol):
+    """One open transaction with the identity tables and the outbox (a unit of work)."""
+
+    @property
+    def identity(self) -> IdentityStore:
+        """The identity tables in this transaction."""
+        ...
+
+    @property
+    def outbox(self) -> OutboxWriter:
+        """The outbox producer API in this transaction."""
+        ...
 
 
 @attrs.frozen(kw_only=True)
@@ -32,21 +49,24 @@ class SecurityNotices:
 
     async def send(
         self,
-        uow: IdentityUnitOfWork,
+        uow: NoticeScope,
         *,
         identity_id: UUID,
         change: SecurityChange,
         now: datetime,
+        occurred_at: datetime | None = None,
         recipients: Sequence[LoginIdentifier] | None = None,
         details: Mapping[str, str] | None = None,
     ) -> int:
-        """Enqueue the notice in ``uow``; return how many identifiers it goes to.
+        """Enqueue the notice in ``uow`` at ``now``; return how many identifiers it goes to.
 
+        ``occurred_at`` (default ``now``) is when the change happened, as the notice says;
         ``recipients`` defaults to the account's verified identifiers as ``uow`` sees them.
         """
         if recipients is None:
             recipients = await uow.identity.find_verified_identifiers(identity_id)
-        params = {"change": change.value, "occurred_at": now.isoformat(), **(details or {})}
+        when = (occurred_at or now).isoformat()
+        params = {"change": change.value, "occurred_at": when, **(details or {})}
         for login in recipients:
             await uow.outbox.enqueue(
                 Message.enqueue(
