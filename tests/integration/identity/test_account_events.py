@@ -68,9 +68,17 @@ async def test_every_account_change_appends_its_event_for_the_platform_organizat
         "identity.password_reset",
         "identity.sessions_revoked",
     ] == [row[1] for row in rows]
-    for organization, _, version, module, aggregate_type, aggregate_id, key, payload, records in (
-        rows
-    ):
+    for (
+        organization,
+        _,
+        version,
+        module,
+        aggregate_type,
+        aggregate_id,
+        key,
+        payload,
+        records,
+    ) in rows:
         assert (PLATFORM, 1, "identity") == (organization, version, module)
         assert ("identity", identity_id, 1) == (aggregate_type, aggregate_id, records)
         assert identity_id == payload["identity_id"]
@@ -78,7 +86,7 @@ async def test_every_account_change_appends_its_event_for_the_platform_organizat
         for secret in (ALICE, PHONE, PASSWORD, NEW_PASSWORD, code, recovery, token, owner):
             assert secret not in text
     assert "+34***78" == rows[1][7]["identifier"]
-    assert [f"{row[7]['change']}:" for row in rows] == [str(row[6])[: -36] for row in rows]
+    assert [f"{row[7]['change']}:" for row in rows] == [str(row[6])[:-36] for row in rows]
 
 
 async def test_a_refused_append_leaves_the_change_undone(api: Api) -> None:
