@@ -26,7 +26,8 @@ EXECUTE_BY_IDENTITY = {(IDENTITY, "EXECUTE")}
 EXECUTE_BY_WORKER = {(WORKER, "EXECUTE")}
 EXECUTE_BY_CONSUMER = {(CONSUMER, "EXECUTE")}
 # Who is a member of whom among the outbox's roles (the migrator's own login aside).
-MEMBERSHIPS = {(IDENTITY, PRODUCER), (DEPRECATED, PRODUCER)}
+# identity_service runs module identity's consumer (0022_identity_events.sql).
+MEMBERSHIPS = {(IDENTITY, PRODUCER), (DEPRECATED, PRODUCER), (IDENTITY, CONSUMER)}
 
 FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.enqueue_message(uuid,text,text,text,uuid,text,jsonb,text,text,"
@@ -320,8 +321,8 @@ SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     # API role and the worker call (0008_readiness_function.sql, 0015_worker_readiness.sql).
     "outbox_meta": {("outbox_owner", "USAGE"), (IDENTITY, "USAGE"), (WORKER, "USAGE")},
     # The worker's and the API's (the staff functions and metrics counts of 0020); a producer
-    # role gets USAGE when map_producer_role maps it (identity_service is one, 0022); the consumers' group role
-    # (0021).
+    # role gets USAGE when map_producer_role maps it (identity_service is one, 0022); the
+    # consumers' group role (0021).
     "events": {(WORKER, "USAGE"), (IDENTITY, "USAGE"), (CONSUMER, "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
