@@ -163,5 +163,9 @@ async def test_the_event_types_list_their_module_versions_and_retirement(rows: E
     assert [
         ("demo.old_thing", "demo", [], True),
         ("demo.thing_happened", "demo", [1, 2], False),
-    ] == [(t["code"], t["module"], t["versions"], t["retiredAt"] is not None) for t in listed]
+    ] == [
+        (t["code"], t["module"], t["versions"], t["retiredAt"] is not None)
+        for t in listed
+        if t["module"] != "identity"  # the identity module's own types (0022)
+    ]
     assert "demo.thing_happened" in table.stdout
