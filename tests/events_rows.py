@@ -86,7 +86,7 @@ class EventRows:
         """Lease due records as the worker: (record id, event id, attempts, lease token)."""
         async with await self.connect(WORKER) as conn:
             cursor = await conn.execute(CLAIM, ("tests", limit))
-            return [tuple(row) for row in await cursor.fetchall()]  # type: ignore[misc]
+            return [tuple(row) for row in await cursor.fetchall()]
 
     async def _record(
         self, outcome: str, failure_class: str | None, event_ids: Sequence[UUID]
@@ -119,7 +119,7 @@ class EventRows:
     async def rows(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
         """Run ``query`` as the superuser; its rows."""
         async with await self.connect(None) as conn:
-            cursor = await conn.execute(query, params)  # type: ignore[arg-type]
+            cursor = await conn.execute(query, params)
             return await cursor.fetchall() if cursor.description else []
 
     async def age(self, event_id: UUID, by: timedelta) -> None:
