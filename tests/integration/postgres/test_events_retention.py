@@ -189,3 +189,50 @@ async def test_bad_arguments_are_refused_by_name(
                 "SELECT events.purge_events(%s::interval, %s::interval, %s)",
                 (published, dead_lettered, limit),
             )
+
+
+async def _subscribe_consumer(rows: EventRows) -> None:
+    await rows.rows(
+        "SELECT events.register_consumer('demo.lagging', 'demo'),"
+        " events.subscribe('demo.lagging', 'demo.thing_happened', 1, 1)"
+    )
+
+
+async def _deliveries(rows: EventRows, event: UUID) -> list[str]:
+    found = await rows.rows(
+        "SELECT state FROM events.consumer_deliveries WHERE domain_event_id = %s", event
+    )
+    return [row[0] for row in found]
+
+
+async def test_an_event_a_consumer_has_not_handled_is_kept_past_retention(rows: EventRows):
+    await _subscribe_consumer(rows)
+    lagging = await rows.append(ORG, "lagging")
+    await rows.publish(lagging)
+    await rows.age(lagging, 31 * DAY)
+    assert ["pending"] == await _deliveries(rows, lagging)
+
+    assert 0 == await _purge(rows)
+
+    assert {lagging} == await _events(rows)
+    assert ["pending"] == await _deliveries(rows, lagging)
+
+
+async def test_a_consumer_s_recent_dead_letter_keeps_its_event(rows: EventRows):
+    await _subscribe_consumer(rows)
+    kept, gone = await rows.append(ORG, "kept"), await rows.append(ORG, "gone")
+    await rows.publish(kept, gone)
+    for event, dead_for in ((kept, 10 * DAY), (gone, 91 * DAY)):
+        await rows.age(event, 91 * DAY)
+        async with await rows.connect(None) as conn:
+            await conn.execute("SET session_replication_role = replica")
+            await conn.execute(
+                "UPDATE events.consumer_deliveries SET state = 'dead_lettered',"
+                " dead_lettered_at = now() - %s, dead_letter_reason = 'rejected',"
+                " available_at = now() WHERE domain_event_id = %s",
+                (dead_for, event),
+            )
+
+    assert 1 == await _purge(rows)
+
+    assert {kept} == await _events(rows)
