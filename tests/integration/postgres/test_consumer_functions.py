@@ -1,4 +1,5 @@
-"""The consumers' SQL (0021_consumers.sql): fan-out, claim, record, replay, pause, lag, roles."""
+"""The consumers' SQL (0021_consumers.sql, 0024_batched_fan_out.sql): fan-out, claim, record,
+replay, pause, lag, roles."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from tests.consumer_rows import consumer_role, define_type, publish
+from tests.consumer_rows import consumer_role, define_type, publish, publish_many
 
 pytestmark = pytest.mark.integration
 
@@ -80,6 +81,46 @@ async def test_a_publication_fans_out_to_the_subscribed_versions_only(owner):
     )
     # One aggregate, an ordered consumer: the second waits behind the first.
     assert [(one.event_id, "pending"), (two.event_id, "waiting")] == await cursor.fetchall()
+
+
+async def test_a_batch_fans_out_in_one_statement_as_one_publication_at_a_time(owner):
+    await owner.execute("SELECT events.register_consumer('shop.audit', 'shop', 5, false)")
+    await owner.execute("SELECT events.subscribe('shop.audit', 'sales.order_placed', 1, 1)")
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")  # order 1
+    # Five more in one INSERT: orders 1, 0, 1, 0, 1 in publication order.
+    await publish_many(
+        owner, organization_ids=[ORG_A], event_type="sales.order_placed", count=5, aggregates=2
+    )
+
+    cursor = await owner.execute(
+        "SELECT d.publication_sequence, c.code, d.aggregate_id, d.state, d.replay_round"
+        " FROM events.consumer_deliveries AS d JOIN events.consumers AS c ON c.id = d.consumer_id"
+        " ORDER BY d.delivery_sequence"
+    )
+    rows = await cursor.fetchall()
+    # In publication order, then consumer order (ids are random: sort each publication's pair).
+    assert [row[0] for row in rows] == sorted(row[0] for row in rows)
+    ordered = [row for row in rows if row[1] == "shop.fulfilment"]
+    unordered = [row for row in rows if row[1] == "shop.audit"]
+    assert [
+        (1, "1", "pending"),
+        (2, "1", "waiting"),  # behind the live delivery of an earlier statement
+        (3, "0", "pending"),
+        (4, "1", "waiting"),
+        (5, "0", "waiting"),  # behind an earlier publication of the same statement
+        (6, "1", "waiting"),
+    ] == [(row[0], row[2], row[3]) for row in ordered]
+    assert [(n, "pending") for n in range(1, 7)] == [(row[0], row[3]) for row in unordered]
+
+
+async def test_a_fan_out_that_writes_a_delivery_notifies_the_consumers(owner, connect_as):
+    async with connect_as() as listener:
+        await listener.execute("LISTEN consumers_work")
+        await publish(owner, organization_id=ORG_A, event_type="sales.order_paid")  # nobody's
+        await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+        heard = [n.channel async for n in listener.notifies(timeout=2.0, stop_after=2)]
+
+    assert ["consumers_work"] == heard
 
 
 async def test_a_retired_type_is_still_delivered(owner):
