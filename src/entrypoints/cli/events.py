@@ -1,8 +1,10 @@
 """``outboxctl events backlog|dead-letters|parked|show|republish|release``: operate the tenant
-events outbox (SPEC §11, §16) as the database operator."""
+events outbox (SPEC §11, §16) as the database operator; ``events demo`` appends sample events
+in development."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 from uuid import UUID
 
@@ -22,6 +24,7 @@ from application.operator.show_event import EventQuery
 from application.operator.show_event_backlog import DEFAULT_LIMIT as BACKLOG_LIMIT
 from application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_MAX
 from application.operator.show_event_backlog import EventBacklogQuery
+from entrypoints.bootstrap.events_demo import DemoReceipt, run_events_demo
 from entrypoints.cli.event_output import (
     backlog_json,
     backlog_table,
@@ -35,9 +38,12 @@ from entrypoints.cli.event_output import (
     types_json,
     types_table,
 )
+from entrypoints.cli.exit_codes import ExitCode
+from entrypoints.cli.guard import fail
 from entrypoints.cli.operator_output import page_hints, page_json
-from entrypoints.cli.operator_run import run_operator
+from entrypoints.cli.operator_run import operator_guarded, run_operator
 from entrypoints.cli.output import print_json, print_table
+from entrypoints.cli.startup import start
 
 events_app = typer.Typer(
     help="Operate the tenant events outbox: backlog, dead letters, parked aggregates, repairs.",
@@ -250,3 +256,51 @@ def types(as_json: AsJson = False) -> None:
         typer.echo("no event types are registered")
         return
     print_table(types_table(found))
+
+
+DEMO_HINT = "watch them drain: outboxctl events backlog (a running worker publishes them)"
+
+
+@events_app.command("demo")
+def demo(
+    organizations: Annotated[
+        int, typer.Option(min=1, max=20, help="Random organizations to spread the events over.")
+    ] = 2,
+    events: Annotated[int, typer.Option(min=1, max=1000, help="Events to append.")] = 20,
+    as_json: AsJson = False,
+) -> None:
+    """Development only: onboard module demo (idempotent) and append order-placed events for
+    a few random organizations as its producer role, for the worker to publish."""
+    settings = start()
+    if not settings.is_development:
+        raise fail(
+            "refused: outboxctl events demo appends sample events and runs only with"
+            f" OUTBOX_ENV=development (this is {settings.environment.value})",
+            ExitCode.REFUSED,
+        )
+    with operator_guarded():
+        receipt = asyncio.run(run_events_demo(settings, organizations=organizations, count=events))
+    if as_json:
+        print_json(_demo_json(receipt))
+    else:
+        typer.echo(
+            f"appended {receipt.appended} {receipt.event_type} events as"
+            f" {receipt.producer_role} for {len(receipt.by_organization)} organizations:"
+        )
+        for organization, count in receipt.by_organization.items():
+            typer.echo(f"  {organization}  {count}")
+    typer.echo(DEMO_HINT, err=True)
+
+
+def _demo_json(receipt: DemoReceipt) -> dict[str, object]:
+    return {
+        "module": receipt.module,
+        "eventType": receipt.event_type,
+        "producerRole": receipt.producer_role,
+        "appended": receipt.appended,
+        "organizations": [
+            {"organizationId": str(organization), "appended": count}
+            for organization, count in receipt.by_organization.items()
+        ],
+        "hint": DEMO_HINT,
+    }
