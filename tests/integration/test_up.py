@@ -1,8 +1,10 @@
-"""``outboxctl up`` from a clean environment: embedded PostgreSQL, API, worker, console codes."""
+"""``outboxctl up`` from a clean environment: embedded PostgreSQL, API, worker, console codes,
+and the whole events path: a verified account's event published, consumed, its notice sent."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -11,6 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.outboxctl import run_outboxctl
 
 pytestmark = pytest.mark.integration
 
@@ -27,6 +31,14 @@ async def _line_matching(
                 pytest.fail(f"the stream ended before a line matching {pattern!r}")
             if match := re.search(pattern, line):
                 return match
+
+
+def _consumers_lag(env: dict[str, str]) -> list[dict[str, object]]:
+    """``outboxctl consumers lag --json`` against the stack's embedded server."""
+    listed = run_outboxctl("consumers", "lag", "--json", variables=env)
+    assert 0 == listed.returncode, listed.stderr
+    items: list[dict[str, object]] = json.loads(listed.stdout)["items"]
+    return items
 
 
 async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
@@ -63,6 +75,16 @@ async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
                 json={**identity, "code": code, "password": "correct horse battery staple"},
             )
             assert confirmed.is_success, confirmed.text
+            # identity.account_verified is published by the events lane and handled by the
+            # identity.security_notices consumer (the consumers lane), whose notice the
+            # security lane prints.
+            await _line_matching(stack.stdout, r"Your account was created, and this address", 60)
+        [lag] = await asyncio.to_thread(_consumers_lag, env)
+        assert ("identity.security_notices", 0, 0) == (
+            lag["consumer"],
+            lag["eventsBehind"],
+            lag["deadLetters"],
+        )
         async with httpx.AsyncClient(base_url=admin, timeout=10) as client:
             assert b"# HELP" in (await client.get("/metrics")).content
         stack.send_signal(signal.SIGTERM)

@@ -19,20 +19,29 @@ from adapters.postgres.identity_store import PostgresIdentityStore
 from adapters.postgres.outbox_writer import PostgresOutboxWriter
 from domain.events.domain_events import NewDomainEvent
 
+# events.append_domain_event takes the module from the current role, else the login. A
+# configured API login is a member of identity_service without SET ROLE, so the append acts
+# as identity_service itself (mapped to module identity, 0022) for the rest of the transaction.
+ACT_AS_IDENTITY = "SET LOCAL ROLE identity_service"
+
 
 class TracedEventAppender:
-    """Appends on the unit of work's connection, with the request's trace context (if traced)."""
+    """Appends on the unit of work's connection as identity_service, with the request's trace
+    context (if traced)."""
 
     def __init__(
         self, conn: AsyncConnection, trace_context: Callable[[], str | None] | None
     ) -> None:
+        self._conn = conn
         self._appender = PostgresDomainEventAppender(conn)
         self._trace_context = trace_context
 
     async def append(self, event: NewDomainEvent) -> UUID:
-        """Append ``event`` (module ``identity``, the role's); return its id."""
+        """Append ``event`` (module ``identity``); return its id."""
         if event.trace_context is None and self._trace_context is not None:
             event = attrs.evolve(event, trace_context=self._trace_context())
+        with identity_errors():
+            await self._conn.execute(ACT_AS_IDENTITY)
         return await self._appender.append(event)
 
 

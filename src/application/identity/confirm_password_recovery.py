@@ -1,5 +1,6 @@
 """Confirm a password recovery: the right code sets the new password, ends all sessions and
-tells every verified identifier of the account (a security notice, SPEC §14)."""
+appends ``identity.password_reset``; the identity.security_notices consumer tells every
+verified identifier of the account (SPEC §14, §17)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,8 @@ from application.identity.challenge_answers import ChallengeAnswers
 from application.identity.inputs import parse_identifier, parse_password
 from application.identity.ports import IdentityTransactions
 from application.identity.request_limits import RequestLimits
-from application.identity.security_notices import SecurityNotices
 from application.ports import Clock, SecretHasher, Telemetry
 from domain.identity.account_events import password_reset
-from domain.identity.security_changes import SecurityChange
 from domain.purposes import Purpose
 
 ROUTE = "password_recovery_confirmation"
@@ -39,7 +38,6 @@ class ConfirmPasswordRecovery:
 
     transactions: IdentityTransactions
     answers: ChallengeAnswers
-    notices: SecurityNotices
     hasher: SecretHasher
     limits: RequestLimits
     clock: Clock
@@ -68,12 +66,6 @@ class ConfirmPasswordRecovery:
                     sessions_revoked=revoked,
                     now=now,
                 )
-            )
-            await self.notices.send(
-                uow,
-                identity_id=consumed.identity_id,
-                change=SecurityChange.PASSWORD_RESET,
-                now=now,
             )
             await uow.commit()
         self.telemetry.event(

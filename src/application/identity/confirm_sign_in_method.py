@@ -1,5 +1,6 @@
-"""Confirm an added sign-in method: the right code attaches the identifier, verified, and the
-identifiers verified before it get a security notice (SPEC §14)."""
+"""Confirm an added sign-in method: the right code attaches the identifier, verified, and
+appends ``identity.sign_in_method_added``; the identity.security_notices consumer then tells
+the identifiers verified before it (SPEC §14, §17)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,10 @@ from application.identity.errors import IdentifierTaken
 from application.identity.inputs import parse_identifier
 from application.identity.ports import IdentityTransactions
 from application.identity.request_limits import RequestLimits
-from application.identity.security_notices import SecurityNotices
 from application.ports import Clock, Telemetry
 from domain.destinations import mask
 from domain.identity.account_events import sign_in_method_added
 from domain.identity.identities import LoginIdentifier
-from domain.identity.security_changes import SecurityChange
 from domain.purposes import Purpose
 
 ROUTE = "sign_in_method_confirmation"
@@ -39,7 +38,6 @@ class ConfirmSignInMethod:
 
     transactions: IdentityTransactions
     answers: ChallengeAnswers
-    notices: SecurityNotices
     limits: RequestLimits
     clock: Clock
     telemetry: Telemetry
@@ -62,8 +60,6 @@ class ConfirmSignInMethod:
                     await uow.commit()
                     return
                 raise IdentifierTaken
-            # The owner's addresses as they were: the thief's new one must not be the only one told.
-            owners = await uow.identity.find_verified_identifiers(command.identity_id)
             await uow.identity.save_login_identifier(
                 LoginIdentifier(
                     value=identifier.value,
@@ -81,14 +77,6 @@ class ConfirmSignInMethod:
                     masked_identifier=mask(identifier.value),
                     now=now,
                 )
-            )
-            await self.notices.send(
-                uow,
-                identity_id=command.identity_id,
-                change=SecurityChange.SIGN_IN_METHOD_ADDED,
-                now=now,
-                recipients=owners,
-                details={"identifier": mask(identifier.value)},
             )
             await uow.commit()
         self.telemetry.event(

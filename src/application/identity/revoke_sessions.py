@@ -1,4 +1,5 @@
-"""Revoke every session of the caller's account (DELETE /sessions), and tell its owner."""
+"""Revoke every session of the caller's account (DELETE /sessions); its
+``identity.sessions_revoked`` event tells the owner (the identity.security_notices consumer)."""
 
 from __future__ import annotations
 
@@ -6,22 +7,19 @@ import attrs
 
 from application.identity.ports import IdentityTransactions
 from application.identity.principal import Principal
-from application.identity.security_notices import SecurityNotices
 from application.ports import Clock, Ids, Telemetry
 from domain.identity.account_events import sessions_revoked
-from domain.identity.security_changes import SecurityChange
 
 
 @attrs.frozen(kw_only=True)
 class RevokeSessions:
-    """Ends every active session of the identity, the caller's too, with a security notice.
+    """Ends every active session of the identity, the caller's too, and appends its event.
 
     No step-up is needed: ending sessions only ever takes access away, and an owner who
     fears a stolen token must be able to do it at once.
     """
 
     transactions: IdentityTransactions
-    notices: SecurityNotices
     ids: Ids
     clock: Clock
     telemetry: Telemetry
@@ -39,12 +37,6 @@ class RevokeSessions:
                     count=revoked,
                     now=now,
                 )
-            )
-            await self.notices.send(
-                uow,
-                identity_id=principal.identity_id,
-                change=SecurityChange.SESSIONS_REVOKED,
-                now=now,
             )
             await uow.commit()
         self.telemetry.event(

@@ -9,18 +9,22 @@ completion commit together, so a crash or a duplicate delivery never sends a not
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
-from typing import Any
-
 import attrs
 
+from application.events.consumer_handlers import Reject
+from application.events.consumer_ports import DeliveredEvent
 from application.identity.security_notices import NoticeScope, SecurityNotices
 from application.ports import Clock
-from domain.identity.account_events import CONTRACT_VERSION, AccountEvent, read_account_event
+from domain.identity.account_events import (
+    CONTRACT_VERSION,
+    AccountEvent,
+    UnreadableAccountEvent,
+    read_account_event,
+)
 
 CONSUMER = "identity.security_notices"
 OWNER_MODULE = "identity"
+UNREADABLE = "unreadable_account_event"  # the dead letter's code of an event it cannot read
 EVENT_TYPES = tuple(kind.value for kind in AccountEvent)
 VERSIONS = (CONTRACT_VERSION, CONTRACT_VERSION)  # from, to: both included
 
@@ -32,25 +36,20 @@ class SendSecurityNotices:
     notices: SecurityNotices
     clock: Clock
 
-    async def __call__(
-        self,
-        scope: NoticeScope,
-        *,
-        event_type: str,
-        contract_version: int,
-        payload: Mapping[str, Any],
-        occurred_at: datetime,
-    ) -> int:
-        """Enqueue the notices; return how many identifiers they go to.
+    async def __call__(self, scope: NoticeScope, event: DeliveredEvent) -> int:
+        """Enqueue the notices of ``event`` in ``scope``; return how many identifiers they go to.
 
-        Raises UnreadableAccountEvent for an event this consumer cannot read.
+        Raises Reject (dead-letter it now) for an event this consumer cannot read.
         """
-        change = read_account_event(
-            event_type=event_type,
-            contract_version=contract_version,
-            payload=payload,
-            occurred_at=occurred_at,
-        )
+        try:
+            change = read_account_event(
+                event_type=event.event_type,
+                contract_version=event.contract_version,
+                payload=event.payload,
+                occurred_at=event.occurred_at,
+            )
+        except UnreadableAccountEvent:
+            raise Reject(UNREADABLE) from None
         verified = await scope.identity.find_verified_identifiers(change.identity_id)
         recipients = [login for login in verified if change.tells(login)]
         details = (
@@ -61,7 +60,7 @@ class SendSecurityNotices:
             identity_id=change.identity_id,
             change=change.change,
             now=self.clock.now(),
-            occurred_at=occurred_at,
+            occurred_at=change.occurred_at,
             recipients=recipients,
             details=details,
         )

@@ -95,14 +95,12 @@ def build_identity_services(
         sign_in=SignIn(sessions=sessions, hasher=hasher, limits=limits, **common),
         authenticate=AuthenticateBearer(transactions=transactions, clock=clock),
         sign_out=SignOut(**common),
-        revoke_sessions=RevokeSessions(notices=notices, ids=ids, **common),
+        revoke_sessions=RevokeSessions(ids=ids, **common),
         request_sign_in_method=RequestSignInMethod(issuer=issuer, limits=limits, **common),
-        confirm_sign_in_method=ConfirmSignInMethod(
-            answers=answers, notices=notices, limits=limits, **common
-        ),
+        confirm_sign_in_method=ConfirmSignInMethod(answers=answers, limits=limits, **common),
         request_password_recovery=RequestPasswordRecovery(issuer=issuer, limits=limits, **common),
         confirm_password_recovery=ConfirmPasswordRecovery(
-            answers=answers, notices=notices, hasher=hasher, limits=limits, **common
+            answers=answers, hasher=hasher, limits=limits, **common
         ),
         request_step_up=RequestStepUp(issuer=issuer, limits=limits, **common),
         confirm_step_up=ConfirmStepUp(

@@ -24,14 +24,23 @@ from adapters.postgres.consumer_store import (
     PostgresConsumerLag,
     PostgresConsumerStore,
 )
+from adapters.postgres.identity_transactions import PostgresUnitOfWork
 from adapters.postgres.pool import open_pool
-from application.events.consumer_handlers import ConsumerRegistry
-from application.events.consumer_ports import ConsumerAdmin
+from adapters.system.clock import SystemClock
+from adapters.system.ids import Uuid7Ids
+from application.events.consumer_handlers import ConsumerHandler, ConsumerRegistry
+from application.events.consumer_ports import ConsumerAdmin, DeliveredEvent
 from application.events.observe_consumer_lag import ObserveConsumerLag
 from application.events.process_deliveries import ProcessDeliveries, ProcessingResult
-from application.ports import Telemetry
+from application.identity.security_notice_consumer import CONSUMER as NOTICES_CONSUMER
+from application.identity.security_notice_consumer import EVENT_TYPES as NOTICE_EVENT_TYPES
+from application.identity.security_notice_consumer import VERSIONS as NOTICE_VERSIONS
+from application.identity.security_notice_consumer import SendSecurityNotices
+from application.identity.security_notices import SecurityNotices
+from application.ports import Clock, Ids, Telemetry
 from domain.outbox.retry_policy import RetryPolicy
 from entrypoints.bootstrap.database import (
+    IDENTITY_ROLE,
     DatabaseAccess,
     api_role,
     database_pool,
@@ -47,9 +56,27 @@ DEFAULT_BATCH_SIZE = 50
 DEFAULT_CONCURRENCY = 4
 
 
-def shipped_consumers() -> ConsumerRegistry:
-    """The consumers this package ships, with their handlers."""
-    return ConsumerRegistry()
+def shipped_consumers(*, clock: Clock | None = None, ids: Ids | None = None) -> ConsumerRegistry:
+    """The consumers this package ships, with their handlers: ``identity.security_notices``
+    (docs/identity.md), whose notices are written through the delivery's own connection."""
+    registry = ConsumerRegistry()
+    send = SendSecurityNotices(
+        notices=SecurityNotices(ids=ids or Uuid7Ids()), clock=clock or SystemClock()
+    )
+
+    async def security_notices(event: DeliveredEvent, conn: AsyncConnection) -> None:
+        await send(PostgresUnitOfWork(conn), event)
+
+    registry.add(
+        ConsumerHandler(
+            consumer=NOTICES_CONSUMER,
+            event_types=NOTICE_EVENT_TYPES,
+            min_version=NOTICE_VERSIONS[0],
+            max_version=NOTICE_VERSIONS[1],
+            handle=security_notices,
+        )
+    )
+    return registry
 
 
 class UnknownConsumer(ValueError):
@@ -66,8 +93,10 @@ def choose(registry: ConsumerRegistry, asked: Sequence[str]) -> tuple[str, ...]:
 
 
 def consumer_role(settings: Settings) -> str | None:
-    """The role the shipped consumers run as: the identity module's, the API's role."""
-    return api_role(settings)
+    """The role the shipped consumers run as: the identity module's, the API's role
+    (``SET ROLE identity_service`` when no API role is configured: a configured login is a
+    member of it, and the claim takes the module from the current role)."""
+    return api_role(settings) or IDENTITY_ROLE
 
 
 @contextlib.asynccontextmanager

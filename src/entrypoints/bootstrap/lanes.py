@@ -245,7 +245,11 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
     """
     settings, parts = request.settings, request.parts
     sizing = settings.worker.lane_sizing[CONSUMERS]
-    registry = request.consumers if request.consumers is not None else shipped_consumers()
+    registry = (
+        request.consumers
+        if request.consumers is not None
+        else shipped_consumers(clock=parts.clock, ids=parts.ids)
+    )
     async with contextlib.AsyncExitStack() as stack:
         probe: ReadinessProbe = _AlwaysReady()
         dispatch: Callable[[], Awaitable[ProcessingResult]] = _nothing

@@ -19,10 +19,16 @@ from psycopg_pool import AsyncConnectionPool
 from adapters.crypto.envelope import EnvelopeSealer
 from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
 from adapters.crypto.keyring import Keyring, SealKey
+from adapters.postgres.consumer_store import PostgresConsumerStore
 from adapters.postgres.dispatch_store import PostgresDispatchStore
+from adapters.postgres.event_outbox_store import PostgresEventOutboxStore
+from adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
 from adapters.system.ids import Uuid7Ids
 from adapters.system.secrets import SystemSecrets
+from application.events.process_deliveries import ProcessDeliveries
+from application.events.publish_due_events import PublishDueEvents
 from application.identity.request_limits import RateLimitPolicy, RequestLimits
+from application.identity.security_notice_consumer import CONSUMER as NOTICES
 from application.identity.services import IdentityServices
 from application.outbox.dispatch_due_messages import DispatchDueMessages
 from application.outbox.links import LinkBases
@@ -33,6 +39,7 @@ from domain.identity.rate_limits import Backoff, RateLimit
 from domain.outbox.retry_policy import RetryPolicy
 from domain.purposes import Purpose
 from entrypoints.bootstrap.api import build_identity_services
+from entrypoints.bootstrap.consumers import shipped_consumers
 from entrypoints.http.app import create_app
 from entrypoints.settings.identity import IdentitySettings
 from entrypoints.settings.tree import load_settings
@@ -109,6 +116,8 @@ class Api:
     telemetry: RecordingTelemetry
     provider: RecordingProvider
     dispatch: DispatchDueMessages
+    publish: PublishDueEvents
+    consume: ProcessDeliveries
     database_url: str
     log: StatementLog
 
@@ -133,8 +142,14 @@ class Api:
         return await self.client.post(path, json=body, headers=sent | (headers or {}))
 
     async def deliver(self) -> list[Delivery]:
-        """Run the worker until nothing is due; return what reached the provider."""
+        """Run the worker until nothing is due (publish the domain events, let the
+        identity.security_notices consumer handle them, send the messages); return what reached
+        the provider."""
         before = len(self.provider.sent)
+        while (await self.publish()).claimed:
+            pass
+        while (await self.consume(NOTICES)).claimed:
+            pass
         while (await self.dispatch()).claimed:
             pass
         return self.provider.sent[before:]
@@ -178,7 +193,10 @@ class Api:
         )
 
     async def signed_up(self, identifier: str = "alice@example.com") -> str:
-        """Sign up, confirm with the delivered code, sign in; return the bearer token."""
+        """Sign up, confirm with the delivered code, sign in; return the bearer token.
+
+        The account's own account_verified notice is delivered here, so what a test delivers
+        next is what it did itself."""
         response = await self.post("/sign-ups", {"identifier": identifier})
         assert 201 == response.status_code, response.text
         code = (await self.deliver_one()).content.text
@@ -187,6 +205,8 @@ class Api:
             {"identifier": identifier, "code": code, "password": PASSWORD},
         )
         assert 204 == response.status_code, response.text
+        [notice] = await self.deliver()
+        assert "security_notice" == notice.content.subject
         return await self.sign_in(identifier)
 
     async def elevated(self, token: str) -> str:
@@ -268,6 +288,32 @@ async def running_api(
         links=LinkBases(invitation=INVITATION_BASE, magic_link=MAGIC_LINK_BASE),
         owner="identity-tests",
     )
+    events_pool: AsyncConnectionPool = AsyncConnectionPool(
+        database_url,
+        min_size=1,
+        max_size=2,
+        kwargs={"autocommit": True},
+        configure=_as_worker,
+        open=False,
+    )
+    await events_pool.open(wait=True)
+    publish = PublishDueEvents(
+        store=PostgresEventOutboxStore(events_pool, WorkListener(database_url, EVENTS_CHANNEL)),
+        targets=(),
+        clock=clock,
+        telemetry=RecordingTelemetry(),
+        policy=RetryPolicy(),
+        owner="identity-tests",
+    )
+    # The shipped consumer runs as the API's role, identity_service (a real consumer process's
+    # pool acts as it too).
+    consume = ProcessDeliveries(
+        store=PostgresConsumerStore(pool),
+        registry=shipped_consumers(clock=clock, ids=Uuid7Ids()),
+        clock=clock,
+        telemetry=RecordingTelemetry(),
+        owner="identity-tests",
+    )
     try:
         # The app runs in this event loop (Litestar's own test client would run it in a
         # thread, away from the loop the pool belongs to).
@@ -280,8 +326,15 @@ async def running_api(
                 telemetry=telemetry,
                 provider=provider,
                 dispatch=dispatch,
+                publish=publish,
+                consume=consume,
                 database_url=database_url,
                 log=log,
             )
     finally:
+        await events_pool.close()
         await pool.close()
+
+
+async def _as_worker(conn: AsyncConnection) -> None:
+    await conn.execute("SET ROLE outbox_worker")

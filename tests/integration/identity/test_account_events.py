@@ -114,3 +114,24 @@ async def test_no_other_job_role_may_append_identity_events(api: Api, role: str)
                 " 'identity', 'x', 'k', '{}'::jsonb, now())",
                 (PLATFORM,),
             )
+
+
+async def test_the_shipped_consumer_enqueues_each_event_s_notices_once(api: Api) -> None:
+    """Published, the event is delivered to identity.security_notices, whose notices commit
+    with the delivery's completion: delivering again sends nothing more."""
+    token = await api.signed_up(ALICE)  # its account_verified notice is delivered there
+    revoked = await api.client.delete("/sessions", headers={"Authorization": f"Bearer {token}"})
+    assert 204 == revoked.status_code
+
+    [notice] = await api.deliver()
+
+    assert (ALICE, "security_notice") == (notice.destination, notice.content.subject)
+    assert "change=sessions_revoked" in notice.content.text
+    assert [] == await api.deliver()
+    assert [("identity.security_notices", "completed", 2)] == await api.rows(
+        "SELECT c.code, d.state, count(*) FROM events.consumer_deliveries AS d"
+        " JOIN events.consumers AS c ON c.id = d.consumer_id GROUP BY c.code, d.state"
+    )
+    assert [(2,)] == await api.rows(
+        "SELECT count(*) FROM outbox.messages WHERE purpose = 'security_notice'"
+    )

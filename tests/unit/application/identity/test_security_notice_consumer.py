@@ -4,20 +4,22 @@ security_notice per verified identifier, written in the delivery's transaction."
 from __future__ import annotations
 
 from datetime import timedelta
+from uuid import uuid4
 
 import attrs
 import pytest
 
+from application.events.consumer_handlers import Reject
 from application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
 from application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
 from application.identity.request_password_recovery import RequestPasswordRecoveryCommand
 from application.identity.request_sign_in_method import RequestSignInMethodCommand
 from application.identity.security_notice_consumer import SendSecurityNotices
 from domain.events.domain_events import NewDomainEvent
-from domain.identity.account_events import AccountEvent, UnreadableAccountEvent
+from domain.identity.account_events import AccountEvent
 from domain.outbox.messages import Message
 from domain.purposes import Purpose
-from tests.unit.application.identity.world import CLIENT, World
+from tests.unit.application.identity.world import CLIENT, World, delivered_event
 
 ALICE = "alice@example.com"
 PHONE = "+34612345678"
@@ -31,13 +33,7 @@ async def handle(world: World, event: NewDomainEvent) -> list[Message]:
     """Deliver ``event`` to the handler in one committed transaction; return its notices."""
     before = {m.id for m in world.messages(Purpose.SECURITY_NOTICE)}
     async with world.db.begin() as uow:
-        await handler(world)(
-            uow,
-            event_type=event.event_type,
-            contract_version=event.contract_version,
-            payload=event.payload,
-            occurred_at=event.occurred_at,
-        )
+        await handler(world)(uow, delivered_event(uuid4(), event))
         await uow.commit()
     return [m for m in world.messages(Purpose.SECURITY_NOTICE) if m.id not in before]
 
@@ -138,7 +134,7 @@ async def test_an_event_it_cannot_read_is_refused_and_enqueues_nothing(
     await world.signed_up(ALICE)
     event = attrs.evolve(the_event(world, AccountEvent.ACCOUNT_VERIFIED), **change)
 
-    with pytest.raises(UnreadableAccountEvent):
+    with pytest.raises(Reject, match="unreadable_account_event"):
         await handle(world, event)
 
     assert [] == world.messages(Purpose.SECURITY_NOTICE)
@@ -149,5 +145,5 @@ async def test_an_added_method_without_its_masked_identifier_is_refused(world: W
     event = the_event(world, AccountEvent.SIGN_IN_METHOD_ADDED)
     payload = {k: v for k, v in event.payload.items() if k != "identifier"}
 
-    with pytest.raises(UnreadableAccountEvent, match="identifier"):
+    with pytest.raises(Reject, match="unreadable_account_event"):
         await handle(world, attrs.evolve(event, payload=payload))

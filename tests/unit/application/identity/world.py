@@ -11,6 +11,7 @@ from adapters.crypto.envelope import EnvelopeSealer
 from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
 from adapters.crypto.keyring import Keyring, SealKey
 from application.check_readiness import CheckReadiness
+from application.events.consumer_ports import DeliveredEvent
 from application.identity.accept_invitation import AcceptInvitation, AcceptInvitationCommand
 from application.identity.authenticate_bearer import AuthenticateBearer
 from application.identity.challenge_answers import ChallengeAnswers
@@ -31,10 +32,12 @@ from application.identity.request_sign_up import RequestSignUp, RequestSignUpCom
 from application.identity.request_step_up import RequestStepUp, RequestStepUpCommand
 from application.identity.revoke_invitation import RevokeInvitation
 from application.identity.revoke_sessions import RevokeSessions
+from application.identity.security_notice_consumer import SendSecurityNotices
 from application.identity.security_notices import SecurityNotices
 from application.identity.services import IdentityServices
 from application.identity.sign_in import SessionStarter, SignIn, SignInCommand
 from application.identity.sign_out import SignOut
+from domain.events.domain_events import NewDomainEvent
 from domain.identity.rate_limits import Backoff
 from domain.outbox.messages import Message
 from domain.purposes import Purpose
@@ -49,6 +52,27 @@ from tests.fakes.ids import SequentialIds
 from tests.fakes.telemetry import RecordingTelemetry
 
 CLIENT = "198.51.100.7"
+
+
+def delivered_event(event_id: UUID, event: NewDomainEvent, sequence: int = 1) -> DeliveredEvent:
+    """``event`` as its first delivery to a consumer."""
+    return DeliveredEvent(
+        delivery_id=event_id,
+        event_id=event_id,
+        organization_id=event.organization_id,
+        event_type=event.event_type,
+        contract_version=event.contract_version,
+        aggregate_type=event.aggregate_type,
+        aggregate_id=event.aggregate_id,
+        append_sequence=sequence,
+        publication_sequence=sequence,
+        replay_round=0,
+        payload=event.payload,
+        occurred_at=event.occurred_at,
+        attempt=1,
+    )
+
+
 UNPACED = Backoff(first_wait=timedelta(0), max_wait=timedelta(0))
 PASSWORD = "correct horse battery"
 
@@ -72,6 +96,7 @@ class World:
     )
     readiness: StaticReadiness = attrs.field(factory=StaticReadiness)
     db: InMemoryIdentityTransactions = attrs.field(init=False)
+    consumed: set[UUID] = attrs.field(factory=set)  # events the notice consumer has handled
 
     def __attrs_post_init__(self) -> None:
         self.db = InMemoryIdentityTransactions(clock=self.clock)
@@ -134,7 +159,7 @@ class World:
 
     @property
     def revoke_sessions(self) -> RevokeSessions:
-        return RevokeSessions(notices=self.notices, ids=self.ids, **self._common())
+        return RevokeSessions(ids=self.ids, **self._common())
 
     @property
     def request_sign_in_method(self) -> RequestSignInMethod:
@@ -142,9 +167,7 @@ class World:
 
     @property
     def confirm_sign_in_method(self) -> ConfirmSignInMethod:
-        return ConfirmSignInMethod(
-            answers=self.answers, notices=self.notices, limits=self.limits, **self._common()
-        )
+        return ConfirmSignInMethod(answers=self.answers, limits=self.limits, **self._common())
 
     @property
     def request_password_recovery(self) -> RequestPasswordRecovery:
@@ -154,7 +177,6 @@ class World:
     def confirm_password_recovery(self) -> ConfirmPasswordRecovery:
         return ConfirmPasswordRecovery(
             answers=self.answers,
-            notices=self.notices,
             hasher=self.hasher,
             limits=self.limits,
             **self._common(),
@@ -234,6 +256,21 @@ class World:
             check_readiness=CheckReadiness(probe=self.readiness, telemetry=self.telemetry),
             telemetry=self.telemetry,
         )
+
+    async def consume_events(self) -> int:
+        """Deliver every committed event not delivered yet to the identity.security_notices
+        handler, each in a committed transaction of its own; return how many."""
+        handle = SendSecurityNotices(notices=self.notices, clock=self.clock)
+        delivered = 0
+        for sequence, (event_id, event) in enumerate(self.db.tables.domain_events.items(), 1):
+            if event_id in self.consumed:
+                continue
+            async with self.db.begin() as uow:
+                await handle(uow, delivered_event(event_id, event, sequence))
+                await uow.commit()
+            self.consumed.add(event_id)
+            delivered += 1
+        return delivered
 
     # -- reading what was sent -------------------------------------------------------------
 
