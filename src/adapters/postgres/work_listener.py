@@ -8,12 +8,14 @@ from typing import Literal, LiteralString
 
 import psycopg
 
-Channel = Literal["outbox_work", "events_work"]
+Channel = Literal["outbox_work", "events_work", "consumers_work"]
 CHANNEL: Channel = "outbox_work"  # the security outbox's producers notify here
 EVENTS_CHANNEL: Channel = "events_work"  # the tenant events' (events.append_domain_event)
+CONSUMERS_CHANNEL: Channel = "consumers_work"  # the consumers' (the fan-out, 0024)
 _LISTEN: dict[Channel, LiteralString] = {
     "outbox_work": "LISTEN outbox_work",
     "events_work": "LISTEN events_work",
+    "consumers_work": "LISTEN consumers_work",
 }
 # Opening the listening connection may take this long even when ``within`` is shorter, so
 # that ``wait(0)`` can start listening without waiting for anything.

@@ -26,6 +26,7 @@ from adapters.postgres.consumer_store import (
 )
 from adapters.postgres.identity_transactions import PostgresUnitOfWork
 from adapters.postgres.pool import open_pool
+from adapters.postgres.work_listener import CONSUMERS_CHANNEL, WorkListener
 from adapters.system.clock import SystemClock
 from adapters.system.ids import Uuid7Ids
 from application.events.consumer_handlers import ConsumerHandler, ConsumerRegistry
@@ -165,10 +166,19 @@ async def run_consumers(
 
     The pool acts as ``role`` (default: ``consumer_role``) on ``url`` (default: the API's
     database URL). Retries follow the worker's schedule (OUTBOX_RETRY_SCHEDULE_SECONDS).
+    While nothing is due it waits for the fan-out's ``consumers_work`` notification, or
+    ``poll_interval``.
     """
     chosen = choose(registry, consumers)
     parts = build_process_parts(settings, seal_keys=False)  # a consumer seals nothing
-    async with consumer_pool(settings, max_size=concurrency + 1, url=url, role=role) as pool:
+    database_url = (
+        url if url is not None else await asyncio.to_thread(resolve_database_url, settings)
+    )
+    listener = WorkListener(database_url, CONSUMERS_CHANNEL)
+    async with (
+        consumer_pool(settings, max_size=concurrency + 1, url=database_url, role=role) as pool,
+        _closing(listener),
+    ):
         loop = ConsumerLoop(
             process=consumer_runner(
                 settings,
@@ -184,6 +194,7 @@ async def run_consumers(
             telemetry=parts.telemetry,
             poll_interval=settings.worker.poll_interval,
             drain=drain,
+            wait_for_work=listener.wait,
         )
         running = asyncio.get_running_loop()
         signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
@@ -197,6 +208,14 @@ async def run_consumers(
                 running.remove_signal_handler(signum)
         parts.telemetry.event("consumers.stopped", consumers=",".join(chosen))
         return totals
+
+
+@contextlib.asynccontextmanager
+async def _closing(listener: WorkListener) -> AsyncIterator[WorkListener]:
+    try:
+        yield listener
+    finally:
+        await listener.close()
 
 
 @contextlib.asynccontextmanager

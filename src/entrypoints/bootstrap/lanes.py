@@ -18,7 +18,7 @@ import attrs
 
 from adapters.postgres.event_outbox_store import PostgresEventOutboxStore
 from adapters.postgres.readiness import PostgresReadinessProbe
-from adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
+from adapters.postgres.work_listener import CONSUMERS_CHANNEL, EVENTS_CHANNEL, WorkListener
 from application.errors import InvalidRequest, PermissionDenied
 from application.events.consumer_handlers import ConsumerRegistry
 from application.events.ports import PublicationTarget
@@ -41,6 +41,7 @@ from entrypoints.bootstrap.database import (
     DatabaseAccess,
     database_pool,
     readiness_role,
+    resolve_database_url,
     resolve_worker_database_url,
 )
 from entrypoints.bootstrap.parts import ProcessParts
@@ -240,8 +241,9 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
     """The consumers of tenant events this package ships (SPEC §17), inside the worker.
 
     A consumer runs with its module's role, never the worker's: the lane's pool is the one
-    ``outboxctl consume`` opens (the API's URL and role, the identity module's). With no
-    shipped consumer the lane opens nothing and only idles.
+    ``outboxctl consume`` opens (the API's URL and role, the identity module's). While nothing
+    is due it waits for the fan-out's ``consumers_work`` notification, or the poll interval.
+    With no shipped consumer the lane opens nothing and only idles.
     """
     settings, parts = request.settings, request.parts
     sizing = settings.worker.lane_sizing[CONSUMERS]
@@ -253,10 +255,18 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
     async with contextlib.AsyncExitStack() as stack:
         probe: ReadinessProbe = _AlwaysReady()
         dispatch: Callable[[], Awaitable[ProcessingResult]] = _nothing
+        wait_for_work: Callable[[float], Awaitable[None]] = _poll
+        listening: Callable[[], bool] = lambda: True  # noqa: E731 - nothing to listen for
+        start_listening: Callable[[], Awaitable[None]] = _listen_to_nothing
         if registry.consumers:
+            url = await asyncio.to_thread(resolve_database_url, settings)
             pool = await stack.enter_async_context(
-                consumer_pool(settings, max_size=sizing.concurrency * sizing.parallel_batches + 1)
+                consumer_pool(
+                    settings, max_size=sizing.concurrency * sizing.parallel_batches + 1, url=url
+                )
             )
+            listener = WorkListener(url, CONSUMERS_CHANNEL)
+            stack.push_async_callback(listener.close)
             dispatch = _ConsumerTurn(
                 process=consumer_runner(
                     settings,
@@ -271,12 +281,15 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                 telemetry=parts.telemetry,
             )
             probe = PostgresReadinessProbe(pool, role=consumer_role(settings))
+            wait_for_work = listener.wait
+            listening = lambda: listener.listening  # noqa: E731
+            start_listening = lambda: listener.wait(0)  # noqa: E731
         yield Lane(
             name=CONSUMERS,
             sizing=sizing,
             loop=WorkerLoop(
                 dispatch=dispatch,
-                wait_for_work=_poll,
+                wait_for_work=wait_for_work,
                 telemetry=parts.telemetry,
                 poll_interval=settings.worker.poll_interval,
                 drain=request.drain,
@@ -285,8 +298,8 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
             ),
             sweeps=[],
             probe=probe,
-            listening=lambda: True,  # it polls: a delivery's hint would come at publication
-            start_listening=_listen_to_nothing,
+            listening=listening,
+            start_listening=start_listening,
         )
 
 

@@ -1,7 +1,8 @@
 """The consumers' loop: one batch per consumer in turn, until stopped (SPEC §17).
 
-Consumers poll: a delivery is written when the worker records a publication, and the loop
-looks again every ``poll_interval`` while nothing is due. A lost database is retried with
+A delivery is written when the worker records a publication, and that transaction notifies
+``consumers_work`` at commit: while nothing is due the loop waits for that hint
+(``wait_for_work``) or ``poll_interval``, whichever comes first. A lost database is retried with
 capped, jittered backoff; nothing is kept between batches, so a restart (or a SIGKILL) leaves
 only leases, which expire.
 """
@@ -46,6 +47,8 @@ class ConsumerLoop:
     telemetry: Telemetry
     poll_interval: timedelta
     drain: bool = False
+    # Returns on a wake-up hint or after its argument's seconds; None: poll only.
+    wait_for_work: Callable[[float], Awaitable[None]] | None = None
     totals: dict[str, ProcessingResult] = attrs.field(factory=dict)
     _stopping: asyncio.Event = attrs.field(factory=asyncio.Event, alias="_stopping")
 
@@ -57,6 +60,8 @@ class ConsumerLoop:
         """Process until stopped (or drained); each consumer's totals."""
         for consumer in self.consumers:
             self.totals.setdefault(consumer, ProcessingResult())
+        if self.wait_for_work is not None and not self.drain:
+            await self.wait_for_work(0)  # listen before the first claim: no hint falls between
         failures = 0
         while not self._stopping.is_set():
             busy = False
@@ -79,8 +84,22 @@ class ConsumerLoop:
             if not busy:
                 if self.drain:
                     break
-                await self._wait(self.poll_interval.total_seconds())
+                await self._idle(self.poll_interval.total_seconds())
         return self.totals
+
+    async def _idle(self, seconds: float) -> None:
+        """Until a wake-up hint, ``stop()`` or ``seconds``, whichever comes first."""
+        if self.wait_for_work is None:
+            await self._wait(seconds)
+            return
+        hint = asyncio.ensure_future(self.wait_for_work(seconds))
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait((hint, stopping), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (hint, stopping):
+                task.cancel()
+            await asyncio.gather(hint, stopping, return_exceptions=True)
 
     async def _wait(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
