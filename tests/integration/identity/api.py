@@ -288,32 +288,7 @@ async def running_api(
         links=LinkBases(invitation=INVITATION_BASE, magic_link=MAGIC_LINK_BASE),
         owner="identity-tests",
     )
-    events_pool: AsyncConnectionPool = AsyncConnectionPool(
-        database_url,
-        min_size=1,
-        max_size=2,
-        kwargs={"autocommit": True},
-        configure=_as_worker,
-        open=False,
-    )
-    await events_pool.open(wait=True)
-    publish = PublishDueEvents(
-        store=PostgresEventOutboxStore(events_pool, WorkListener(database_url, EVENTS_CHANNEL)),
-        targets=(),
-        clock=clock,
-        telemetry=RecordingTelemetry(),
-        policy=RetryPolicy(),
-        owner="identity-tests",
-    )
-    # The shipped consumer runs as the API's role, identity_service (a real consumer process's
-    # pool acts as it too).
-    consume = ProcessDeliveries(
-        store=PostgresConsumerStore(pool),
-        registry=shipped_consumers(clock=clock, ids=Uuid7Ids()),
-        clock=clock,
-        telemetry=RecordingTelemetry(),
-        owner="identity-tests",
-    )
+    events_pool, publish, consume = await open_events_path(database_url, pool, clock)
     try:
         # The app runs in this event loop (Litestar's own test client would run it in a
         # thread, away from the loop the pool belongs to).
@@ -334,6 +309,38 @@ async def running_api(
     finally:
         await events_pool.close()
         await pool.close()
+
+
+async def open_events_path(
+    database_url: str, api_pool: AsyncConnectionPool, clock: FixedClock
+) -> tuple[AsyncConnectionPool, PublishDueEvents, ProcessDeliveries]:
+    """The events lane's publication (a pool of its own, as outbox_worker) and the shipped
+    consumer on ``api_pool`` (identity_service, as a real consumer process acts)."""
+    events_pool: AsyncConnectionPool = AsyncConnectionPool(
+        database_url,
+        min_size=1,
+        max_size=2,
+        kwargs={"autocommit": True},
+        configure=_as_worker,
+        open=False,
+    )
+    await events_pool.open(wait=True)
+    publish = PublishDueEvents(
+        store=PostgresEventOutboxStore(events_pool, WorkListener(database_url, EVENTS_CHANNEL)),
+        targets=(),
+        clock=clock,
+        telemetry=RecordingTelemetry(),
+        policy=RetryPolicy(),
+        owner="identity-tests",
+    )
+    consume = ProcessDeliveries(
+        store=PostgresConsumerStore(api_pool),
+        registry=shipped_consumers(clock=clock, ids=Uuid7Ids()),
+        clock=clock,
+        telemetry=RecordingTelemetry(),
+        owner="identity-tests",
+    )
+    return events_pool, publish, consume
 
 
 async def _as_worker(conn: AsyncConnection) -> None:

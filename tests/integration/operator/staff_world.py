@@ -53,6 +53,7 @@ from tests.integration.identity.api import (
     ApiSettings,
     StatementLog,
     open_api_pool,
+    open_events_path,
 )
 
 STAFF = "staff@example.com"
@@ -208,6 +209,7 @@ async def running_staff_world(
         "OUTBOX_DATA_DIR": str(data_dir),
         "OUTBOX_LOG_LEVEL": "warning",
     }
+    events_pool, publish, consume = await open_events_path(database_url, pool, clock)
     try:
         public = httpx.ASGITransport(app=create_app(services))
         admin = httpx.ASGITransport(
@@ -225,6 +227,8 @@ async def running_staff_world(
                     telemetry=telemetry,
                     provider=provider,
                     dispatch=dispatch,
+                    publish=publish,
+                    consume=consume,
                     database_url=database_url,
                     log=log,
                 ),
@@ -234,5 +238,6 @@ async def running_staff_world(
                 env=env,
             )
     finally:
+        await events_pool.close()
         await pool.close()
         await admin_pool.close()
