@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, sql
 from psycopg_pool import AsyncConnectionPool
 
 from adapters.postgres.error_translation import translated_errors
@@ -120,19 +120,44 @@ class PostgresDeliveryTransaction:
 class PostgresConsumerStore:
     """ConsumerStore on a pool whose connections act as the consumer module's role.
 
+    ``act_as`` names that role when the pool's session may not keep it: each transaction then
+    begins with ``SET LOCAL ROLE``, which a transaction-mode PgBouncer carries (a session
+    ``SET ROLE`` it does not: the next transaction may run on another server connection,
+    and the claim takes the module from the current role).
+
     Every driver error is raised as an application error (PermissionDenied, ConsumerPaused,
     InvalidRequest, StoreUnavailable).
     """
 
-    def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
+    def __init__(
+        self, pool: AsyncConnectionPool[AsyncConnection], *, act_as: str | None = None
+    ) -> None:
         self._pool = pool
+        self._act_as = (
+            sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(act_as)) if act_as else None
+        )
+
+    async def _acting(self, conn: AsyncConnection) -> None:
+        if self._act_as is not None:
+            await conn.execute(self._act_as)
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection]:
+        """A pooled connection acting as the role: in a transaction when it must SET LOCAL."""
+        async with self._pool.connection() as conn:
+            if self._act_as is None:
+                yield conn
+                return
+            async with conn.transaction():
+                await conn.execute(self._act_as)
+                yield conn
 
     async def claim(
         self, *, consumer: str, owner: str, limit: int, lease: timedelta
     ) -> Sequence[ClaimedDelivery]:
         """Lease up to ``limit`` of ``consumer``'s claimable deliveries."""
         with translated_errors():
-            async with self._pool.connection() as conn:
+            async with self._connection() as conn:
                 cursor = await conn.execute(CLAIM, (consumer, owner, limit, lease.total_seconds()))
                 rows = await cursor.fetchall()
         return [_claimed(row) for row in rows]
@@ -142,12 +167,13 @@ class PostgresConsumerStore:
         """A pooled connection in a transaction: committed at the end, rolled back on error."""
         with translated_errors():
             async with self._pool.connection() as conn, conn.transaction():
+                await self._acting(conn)
                 yield PostgresDeliveryTransaction(conn)
 
     async def record(self, attempt: ProcessingAttempt) -> RecordResult:
         """Record ``attempt`` in a transaction of its own."""
         with translated_errors():
-            async with self._pool.connection() as conn:
+            async with self._connection() as conn:
                 return await _record_on(conn, attempt)
 
 

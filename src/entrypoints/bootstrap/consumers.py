@@ -104,8 +104,11 @@ def consumer_role(settings: Settings) -> str | None:
 async def consumer_pool(
     settings: Settings, *, max_size: int, url: str | None = None, role: str | None = None
 ) -> AsyncIterator[AsyncConnectionPool[AsyncConnection]]:
-    """A pool for consumers: ``url`` (default: the API's) acting as ``role`` (default:
-    ``consumer_role``). Closed on exit."""
+    """A pool for consumers on ``url`` (default: the API's). Its sessions ``SET ROLE`` to
+    ``role``, else to the API's configured role, else to none: the store acts as
+    ``consumer_role`` per transaction (``SET LOCAL ROLE``), so that several pools sharing a
+    transaction-mode PgBouncer's server connection never leave their role on one another's
+    sessions. Closed on exit."""
     database_url = (
         url if url is not None else await asyncio.to_thread(resolve_database_url, settings)
     )
@@ -114,7 +117,7 @@ async def consumer_pool(
         min_size=1,
         max_size=max_size,
         prepared_statements=settings.database.prepared_statements,
-        role=role if role is not None else consumer_role(settings),
+        role=role if role is not None else api_role(settings),
     )
     try:
         yield pool
@@ -132,11 +135,12 @@ def consumer_runner(
     lease: timedelta | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     concurrency: int = DEFAULT_CONCURRENCY,
+    act_as: str | None = None,
 ) -> ProcessDeliveries:
     """The runner use case over ``pool``; retries follow OUTBOX_RETRY_SCHEDULE_SECONDS."""
     worker = settings.worker
     return ProcessDeliveries(
-        store=PostgresConsumerStore(pool),
+        store=PostgresConsumerStore(pool, act_as=act_as or consumer_role(settings)),
         registry=registry,
         clock=parts.clock,
         telemetry=parts.telemetry,
@@ -189,6 +193,7 @@ async def run_consumers(
                 lease=lease,
                 batch_size=batch_size,
                 concurrency=concurrency,
+                act_as=role,
             ),
             consumers=chosen,
             telemetry=parts.telemetry,
