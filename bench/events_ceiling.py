@@ -9,7 +9,8 @@ import attrs
 import psycopg
 
 from bench.databases import Database
-from bench.harness import Drained, Setting, Stopwatch
+from bench.harness import Drained, Setting
+from bench.sql_ceiling import drain_on_connections
 
 CLAIM = "SELECT record_id, lease_token, attempts FROM events.claim_outbox_batch(%s, %s, %s)"
 # Only an aggregate's oldest live event is claimable: a lane that finds nothing due while
@@ -48,17 +49,7 @@ class EventsSqlCeiling:
 
     async def once(self) -> Drained:
         """Publish every due event; return how many and the timing."""
-        connections = [
-            await psycopg.AsyncConnection.connect(self.database.conninfo, autocommit=True)
-            for _ in range(self.lanes)
-        ]
-        try:
-            with Stopwatch() as timing:
-                drained = sum(await asyncio.gather(*(self._loop(conn) for conn in connections)))
-        finally:
-            for conn in connections:
-                await conn.close()
-        return Drained(drained, timing)
+        return await drain_on_connections(self.database, self.lanes, self._loop)
 
     async def _loop(self, conn: psycopg.AsyncConnection[tuple[Any, ...]]) -> int:
         drained = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -10,6 +11,26 @@ import psycopg
 
 from bench.databases import Database
 from bench.harness import Drained, Setting, Stopwatch
+
+Connection = psycopg.AsyncConnection[tuple[Any, ...]]
+
+
+async def drain_on_connections(
+    database: Database, lanes: int, loop: Callable[[Connection], Awaitable[int]]
+) -> Drained:
+    """Run ``loop`` on ``lanes`` autocommit connections at once, timed; the rows it drained."""
+    connections = [
+        await psycopg.AsyncConnection.connect(database.conninfo, autocommit=True)
+        for _ in range(lanes)
+    ]
+    try:
+        with Stopwatch() as timing:
+            drained = sum(await asyncio.gather(*(loop(conn) for conn in connections)))
+    finally:
+        for conn in connections:
+            await conn.close()
+    return Drained(drained, timing)
+
 
 CLAIM = "SELECT id, lease_token, attempt_count FROM outbox.claim_messages(%s, %s, %s)"
 RECORD = """
@@ -45,17 +66,7 @@ class SqlCeiling:
 
     async def once(self) -> Drained:
         """Drain every due message; return how many and the timing."""
-        connections = [
-            await psycopg.AsyncConnection.connect(self.database.conninfo, autocommit=True)
-            for _ in range(self.lanes)
-        ]
-        try:
-            with Stopwatch() as timing:
-                drained = sum(await asyncio.gather(*(self._loop(conn) for conn in connections)))
-        finally:
-            for conn in connections:
-                await conn.close()
-        return Drained(drained, timing)
+        return await drain_on_connections(self.database, self.lanes, self._loop)
 
     async def _loop(self, conn: psycopg.AsyncConnection[tuple[Any, ...]]) -> int:
         drained = 0
