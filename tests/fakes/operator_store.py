@@ -64,6 +64,7 @@ class AuditRow:
     new_message_id: UUID | None = None
     target_identity_id: UUID | None = None
     idempotency_key: str | None = None
+    reason: str | None = None  # the console's reason (console_reason)
 
 
 def attempt_columns(outcome: Outcome) -> tuple[str, str | None, str, str, datetime | None]:
@@ -181,7 +182,13 @@ class InMemoryOperatorStore:
     # Repairs
 
     async def requeue(
-        self, *, actor: StaffActor, message_id: UUID, new_message_id: UUID, idempotency_key: str
+        self,
+        *,
+        actor: StaffActor,
+        message_id: UUID,
+        new_message_id: UUID,
+        idempotency_key: str,
+        reason: str | None = None,
     ) -> CopyReceipt:
         """Enqueue a copy of a dead-lettered notification, audited."""
         self._require_staff(actor)
@@ -194,7 +201,9 @@ class InMemoryOperatorStore:
         if any(a.message_id == message_id and a.action == "requeue" for a in self.audit):
             raise DeadLetterRefused(Refusal.ALREADY_REQUEUED)
         await self.outbox.enqueue(message.requeue(new_id=new_message_id, now=self.now()))
-        self._audit("requeue", actor.identity_id, message_id, new_message_id, idempotency_key)
+        self._audit(
+            "requeue", actor.identity_id, message_id, new_message_id, idempotency_key, reason
+        )
         return CopyReceipt(dead_letter_id=message_id, message_id=new_message_id, expires_at=None)
 
     async def reissue(
@@ -206,6 +215,7 @@ class InMemoryOperatorStore:
         sealed_secret: str,
         code_hash: str,
         idempotency_key: str,
+        reason: str | None = None,
     ) -> CopyReceipt:
         """Swap the challenge's hash, enqueue the sealed new code and audit, all or nothing."""
         self._require_staff(actor)
@@ -236,7 +246,9 @@ class InMemoryOperatorStore:
         )
         await self.outbox.enqueue(copy)  # raises for a bad envelope before anything changed
         self.challenges[challenge.id] = attrs.evolve(challenge, code_hash=code_hash)
-        self._audit("reissue", actor.identity_id, message_id, new_message_id, idempotency_key)
+        self._audit(
+            "reissue", actor.identity_id, message_id, new_message_id, idempotency_key, reason
+        )
         return CopyReceipt(
             dead_letter_id=message_id, message_id=new_message_id, expires_at=challenge.expires_at
         )
@@ -405,8 +417,14 @@ class InMemoryOperatorStore:
                 return True
         return False
 
-    def _audit(
-        self, action: str, actor: UUID, message_id: UUID, new_message_id: UUID, key: str
+    def _audit(  # noqa: PLR0917 - the audit row's columns, in the table's order
+        self,
+        action: str,
+        actor: UUID,
+        message_id: UUID,
+        new_message_id: UUID,
+        key: str,
+        reason: str | None = None,
     ) -> None:
         self.audit.append(
             AuditRow(
@@ -416,6 +434,7 @@ class InMemoryOperatorStore:
                 message_id=message_id,
                 new_message_id=new_message_id,
                 idempotency_key=key,
+                reason=reason,
             )
         )
 

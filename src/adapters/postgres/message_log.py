@@ -48,7 +48,8 @@ FROM outbox.message_history(%s::uuid)
 Row = tuple[Any, ...]
 
 
-def _summary(row: Row) -> MessageSummary:
+def message_summary(row: Row) -> MessageSummary:
+    """One row of the find_messages columns as a summary."""
     action, copy_id, repaired_at = row[9:12]
     return MessageSummary(
         id=row[0],
@@ -94,7 +95,7 @@ class PostgresMessageLog:
             before,
             limit,
         )
-        return [_summary(row) for row in await self._all(FIND_MESSAGES, params)]
+        return [message_summary(row) for row in await self._all(FIND_MESSAGES, params)]
 
     async def repairs(self, dead_letter_ids: Sequence[UUID]) -> Mapping[UUID, Repair]:
         """The newest reissue or requeue of each dead letter that had one."""

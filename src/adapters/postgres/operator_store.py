@@ -85,6 +85,12 @@ STAFF_REQUEUE = (
     REQUEUE_COLUMNS
     + "FROM outbox.staff_requeue_dead_letter(%s::uuid, %s::text, %s::uuid, %s::uuid, %s::text)"
 )
+# The same, keeping the console's reason in the audit row (0032_console.sql).
+STAFF_REQUEUE_FOR = (
+    REQUEUE_COLUMNS
+    + "FROM outbox.staff_requeue_dead_letter_for(%s::uuid, %s::text, %s::uuid, %s::uuid,"
+    " %s::text, %s::text)"
+)
 REISSUE_COLUMNS = "SELECT outcome, new_message_id, expires_at "
 REISSUE = (
     REISSUE_COLUMNS
@@ -95,6 +101,11 @@ STAFF_REISSUE = (
     REISSUE_COLUMNS
     + "FROM outbox.staff_reissue_dead_letter(%s::uuid, %s::text, %s::uuid, %s::uuid, %s::text,"
     " %s::text, %s::text)"
+)
+STAFF_REISSUE_FOR = (
+    REISSUE_COLUMNS
+    + "FROM outbox.staff_reissue_dead_letter_for(%s::uuid, %s::text, %s::uuid, %s::uuid,"
+    " %s::text, %s::text, %s::text, %s::text)"
 )
 STAFF_IDENTITY = "SELECT outbox.staff_identity(%s::text)"
 GRANT_STAFF = "SELECT outcome, identity_id FROM outbox.grant_staff(%s::text)"
@@ -283,11 +294,22 @@ class PostgresOperatorStore:
                 return _detail(row, await cursor.fetchall())
 
     async def requeue(
-        self, *, actor: StaffActor, message_id: UUID, new_message_id: UUID, idempotency_key: str
+        self,
+        *,
+        actor: StaffActor,
+        message_id: UUID,
+        new_message_id: UUID,
+        idempotency_key: str,
+        reason: str | None = None,
     ) -> CopyReceipt:
         """Enqueue a copy of a dead-lettered notification, audited, in one transaction."""
         params = (message_id, new_message_id, idempotency_key)
-        row = await self._one(*_gated(actor, STAFF_REQUEUE, REQUEUE, params))
+        if reason is not None and actor.elevation_digest is not None:
+            row = await self._one(
+                STAFF_REQUEUE_FOR, (actor.identity_id, actor.elevation_digest, *params, reason)
+            )
+        else:
+            row = await self._one(*_gated(actor, STAFF_REQUEUE, REQUEUE, params))
         return _receipt(row, message_id)
 
     async def reissue(
@@ -299,10 +321,16 @@ class PostgresOperatorStore:
         sealed_secret: str,
         code_hash: str,
         idempotency_key: str,
+        reason: str | None = None,
     ) -> CopyReceipt:
         """Swap the challenge's code hash, enqueue the new message and audit, in one call."""
         params = (message_id, new_message_id, sealed_secret, code_hash, idempotency_key)
-        row = await self._one(*_gated(actor, STAFF_REISSUE, REISSUE, params))
+        if reason is not None and actor.elevation_digest is not None:
+            row = await self._one(
+                STAFF_REISSUE_FOR, (actor.identity_id, actor.elevation_digest, *params, reason)
+            )
+        else:
+            row = await self._one(*_gated(actor, STAFF_REISSUE, REISSUE, params))
         return _receipt(row, message_id)
 
     async def staff_identity(self, email: str) -> UUID | None:

@@ -8,11 +8,9 @@ import attrs
 
 from application.errors import InvalidField
 from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
-from application.operator.message_filters import MessageFilter, destination_digest
+from application.operator.message_filters import MessageFilter, digest_of_destination
 from application.operator.ports import MessageLog
 from application.operator.views import MessagePage
-from domain.destinations import channel_of, normalize
-from domain.errors import InvalidDestination
 
 
 @attrs.frozen(kw_only=True)
@@ -48,21 +46,10 @@ class ListMessages:
         since, until = query.where.since, query.where.until
         if since is not None and until is not None and until <= since:
             raise InvalidField("until", "must be later than since")
-        where = attrs.evolve(query.where, destination_digest=_digest(query.destination))
+        where = attrs.evolve(
+            query.where, destination_digest=digest_of_destination(query.destination)
+        )
         rows = await self.log.messages(
             where=where, after=query.after, before=query.before, limit=query.limit + 1
         )
         return MessagePage.of(rows, limit=query.limit, after=query.after, before=query.before)
-
-
-def _digest(destination: str | None) -> str | None:
-    """The digest of the destination in the one spelling messages store it in."""
-    if destination is None:
-        return None
-    value = destination.strip()
-    try:
-        return destination_digest(normalize(channel_of(value), value))
-    except InvalidDestination:
-        raise InvalidField(
-            "destination", "must be an e-mail address or an E.164 phone number"
-        ) from None

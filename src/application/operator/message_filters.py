@@ -8,6 +8,9 @@ from uuid import UUID
 
 import attrs
 
+from application.errors import InvalidField
+from domain.destinations import channel_of, normalize
+from domain.errors import InvalidDestination
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import State
 from domain.purposes import Purpose
@@ -16,6 +19,22 @@ from domain.purposes import Purpose
 def destination_digest(destination: str) -> str:
     """The SHA-256 (hex) of a destination as stored: what a search sends instead of it."""
     return hashlib.sha256(destination.encode("utf-8")).hexdigest()
+
+
+def digest_of_destination(destination: str | None) -> str | None:
+    """The digest of a searched destination in the one spelling messages store it in.
+
+    Raises InvalidField for a value that is neither an e-mail address nor an E.164 number.
+    """
+    if destination is None:
+        return None
+    value = destination.strip()
+    try:
+        return destination_digest(normalize(channel_of(value), value))
+    except InvalidDestination:
+        raise InvalidField(
+            "destination", "must be an e-mail address or an E.164 phone number"
+        ) from None
 
 
 @attrs.frozen(kw_only=True)

@@ -55,9 +55,16 @@ class OperatorStore(Protocol):
         ...
 
     async def requeue(
-        self, *, actor: StaffActor, message_id: UUID, new_message_id: UUID, idempotency_key: str
+        self,
+        *,
+        actor: StaffActor,
+        message_id: UUID,
+        new_message_id: UUID,
+        idempotency_key: str,
+        reason: str | None = None,
     ) -> CopyReceipt:
-        """Enqueue a copy of a dead-lettered notification as ``new_message_id``, audited.
+        """Enqueue a copy of a dead-lettered notification as ``new_message_id``, audited
+        (with ``reason``, when given, for a staff member with an elevation).
 
         A replay of ``idempotency_key`` answers the first receipt and enqueues nothing.
         Raises MessageNotFound, DeadLetterRefused, IdempotencyKeyReused or RequestInProgress.
@@ -73,6 +80,7 @@ class OperatorStore(Protocol):
         sealed_secret: str,
         code_hash: str,
         idempotency_key: str,
+        reason: str | None = None,
     ) -> CopyReceipt:
         """In one transaction: replace the challenge's code hash with ``code_hash``, enqueue
         ``new_message_id`` carrying ``sealed_secret`` until the challenge expires, and audit.

@@ -14,6 +14,7 @@ import attrs
 from application.identity.challenge_issuer import ChallengeIssuer
 from application.operator.dead_letter_copies import reported_copy
 from application.operator.errors import DeadLetterRefused
+from application.operator.event_repairs import check_reason
 from application.operator.idempotency_keys import check_idempotency_key
 from application.operator.ports import OperatorStore
 from application.operator.staff_actor import StaffActor
@@ -28,12 +29,14 @@ from domain.outbox.messages import State
 class ReissueCommand:
     """The acting staff member, the dead letter, and the request's idempotency key.
 
-    Without a key the request is not idempotent (each call is a new request).
+    Without a key the request is not idempotent (each call is a new request). ``reason`` (the
+    console asks for one) is kept in the audit row.
     """
 
     actor: StaffActor
     message_id: UUID
     idempotency_key: str | None = None
+    reason: str | None = None
 
 
 def _early_refusal(detail: MessageDetail) -> Refusal | None:
@@ -60,6 +63,8 @@ class ReissueDeadLetter:
         DeadLetterRefused, IdempotencyKeyReused, RequestInProgress or InvalidField (a
         malformed key)."""
         key = check_idempotency_key(command.idempotency_key)
+        if command.reason is not None:
+            command = attrs.evolve(command, reason=check_reason(command.reason))
         return await reported_copy(
             self._reissue(command, key),
             telemetry=self.telemetry,
@@ -85,4 +90,5 @@ class ReissueDeadLetter:
             sealed_secret=sealed,
             code_hash=code_hash,
             idempotency_key=key or str(new_id),
+            reason=command.reason,
         )

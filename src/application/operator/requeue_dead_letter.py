@@ -7,6 +7,7 @@ from uuid import UUID
 import attrs
 
 from application.operator.dead_letter_copies import reported_copy
+from application.operator.event_repairs import check_reason
 from application.operator.idempotency_keys import check_idempotency_key
 from application.operator.ports import OperatorStore
 from application.operator.staff_actor import StaffActor
@@ -18,12 +19,14 @@ from application.ports import Ids, Telemetry
 class RequeueCommand:
     """The acting staff member, the dead letter, and the request's idempotency key.
 
-    Without a key the request is not idempotent (each call is a new request).
+    Without a key the request is not idempotent (each call is a new request). ``reason`` (the
+    console asks for one) is kept in the audit row.
     """
 
     actor: StaffActor
     message_id: UUID
     idempotency_key: str | None = None
+    reason: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -39,6 +42,7 @@ class RequeueDeadLetter:
         DeadLetterRefused, IdempotencyKeyReused, RequestInProgress or InvalidField (a
         malformed key)."""
         key = check_idempotency_key(command.idempotency_key)
+        reason = None if command.reason is None else check_reason(command.reason)
         new_id = self.ids.new_id()
         return await reported_copy(
             self.store.requeue(
@@ -46,6 +50,7 @@ class RequeueDeadLetter:
                 message_id=command.message_id,
                 new_message_id=new_id,
                 idempotency_key=key or str(new_id),
+                reason=reason,
             ),
             telemetry=self.telemetry,
             action="requeue",

@@ -24,6 +24,7 @@ from application.outbox.ports import (
     SendRateLimit,
 )
 from application.outbox.provider_breaker import ProviderBreaker
+from application.outbox.provider_pauses import ProviderPauseBoard
 from application.ports import Clock, Sealer, Telemetry
 from domain.channels import Channel
 from domain.destinations import mask
@@ -97,6 +98,8 @@ class DispatchDueMessages:
     provider_timeout: timedelta = timedelta(seconds=10)
     # Provider name → its send quota; a provider without one sends as fast as it is given work.
     rate_limits: Mapping[str, SendRateLimit] = attrs.field(factory=dict)
+    # Providers staff paused for every worker (None: no pauses are read).
+    pauses: ProviderPauseBoard | None = None
 
     async def __call__(self) -> DispatchResult:
         """Dispatch one batch and return what happened to it.
@@ -108,6 +111,8 @@ class DispatchDueMessages:
         claimed = await self.store.claim(owner=self.owner, limit=self.batch_size, lease=self.lease)
         if not claimed:
             return DispatchResult()
+        if self.pauses is not None:
+            await self.pauses.refresh_if_due(self.clock.now())
         self.telemetry.observe("outbox_claim_batch_size", len(claimed))
         records = await self._deliver_all(claimed, deadline)
         return await self._record(claimed, records)
@@ -194,6 +199,14 @@ class DispatchDueMessages:
             return DeadLetter(reason=expiry_reason(message.purpose), attempted=False)  # never sent
         if provider is None:
             return None
+        if self.pauses is not None and self.pauses.is_paused(provider.name):
+            # Paused by staff: back to pending, no attempt spent, and no probe is sent.
+            failure = DeliveryFailure(
+                failure_class=FailureClass.PROVIDER_SUSPENDED,
+                code="paused_by_operator",
+                retry_after=now + self.pauses.release_for,
+            )
+            return self._decide(message, failure)
         retry_at = self.breaker.admit(provider.name, now)
         if retry_at is not None:
             failure = DeliveryFailure(

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from adapters.postgres.console_store import PostgresConsoleStore
 from adapters.postgres.event_operator_store import (
     PostgresEventBacklogGauge,
     PostgresEventCatalog,
@@ -17,6 +18,7 @@ from adapters.postgres.identity_transactions import PostgresIdentityTransactions
 from adapters.postgres.message_log import PostgresMessageLog
 from adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
 from application.identity.challenge_issuer import ChallengeIssuer
+from application.operator.console_services import ConsoleServices
 from application.operator.grant_staff import GrantStaff
 from application.operator.list_dead_letters import ListDeadLetters
 from application.operator.list_event_dead_letters import ListEventDeadLetters
@@ -25,15 +27,19 @@ from application.operator.list_messages import ListMessages
 from application.operator.list_parked_aggregates import ListParkedAggregates
 from application.operator.observe_backlog import ObserveBacklog
 from application.operator.observe_event_backlog import ObserveEventBacklog
+from application.operator.pause_provider import PauseProvider, ResumeProvider
 from application.operator.reissue_dead_letter import ReissueDeadLetter
 from application.operator.release_parked_aggregate import ReleaseParkedAggregate
+from application.operator.repair_matching_messages import RepairMatchingMessages
 from application.operator.republish_dead_event import RepublishDeadEvent
 from application.operator.requeue_dead_letter import RequeueDeadLetter
 from application.operator.require_elevation import RequireElevation
 from application.operator.resolve_staff_member import ResolveStaffMember
 from application.operator.revoke_staff import RevokeStaff
+from application.operator.search_messages import SearchMessages
 from application.operator.services import EventOperatorServices, OperatorServices
 from application.operator.show_backlog import ShowBacklog
+from application.operator.show_console_overview import ShowConsoleOverview
 from application.operator.show_event import ShowEvent
 from application.operator.show_event_backlog import ShowEventBacklog
 from application.operator.show_message import ShowMessage
@@ -140,3 +146,32 @@ async def operator_services(
     )
     async with database_pool(settings, DatabaseAccess.OPERATOR) as pool:
         yield staff_operator_services(parts, pool, settings.identity.challenges)
+
+
+def build_console_services(
+    *,
+    pool: AsyncConnectionPool[AsyncConnection],
+    operator: OperatorServices,
+    clock: Clock,
+    telemetry: Telemetry,
+) -> ConsoleServices:
+    """The operator console's use cases over the API pool (role ``identity_service``)."""
+    console = PostgresConsoleStore(pool)
+    store = PostgresOperatorStore(pool)
+    search = SearchMessages(search=console)
+    return ConsoleServices(
+        search_messages=search,
+        overview=ShowConsoleOverview(
+            store=store, events=PostgresEventOperatorStore(pool), reads=console, pauses=console
+        ),
+        repair_matching=RepairMatchingMessages(
+            search=search,
+            reissue=operator.reissue_dead_letter,
+            requeue=operator.requeue_dead_letter,
+            clock=clock,
+        ),
+        pause_provider=PauseProvider(store=console, telemetry=telemetry),
+        resume_provider=ResumeProvider(store=console, telemetry=telemetry),
+        reads=console,
+        pauses=console,
+    )

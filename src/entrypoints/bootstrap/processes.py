@@ -16,6 +16,7 @@ from adapters.postgres.migrations import apply_migrations
 from adapters.postgres.readiness import PostgresReadinessProbe
 from application.check_readiness import CheckReadiness
 from entrypoints.bootstrap.api import api_identity_services
+from entrypoints.bootstrap.console import build_console, check_console_exposure
 from entrypoints.bootstrap.database import (
     DatabaseAccess,
     database_pool,
@@ -23,7 +24,7 @@ from entrypoints.bootstrap.database import (
     resolve_database_url,
 )
 from entrypoints.bootstrap.lanes import LaneRequest, open_lanes
-from entrypoints.bootstrap.operator import staff_operator_services
+from entrypoints.bootstrap.operator import build_console_services, staff_operator_services
 from entrypoints.bootstrap.parts import (
     ProcessParts,
     build_process_parts,
@@ -116,6 +117,7 @@ def bind_listeners(settings: Settings) -> tuple[socket.socket, socket.socket]:
     Raises SettingsError naming the port variable when its address cannot be listened on.
     """
     http = settings.http
+    check_console_exposure(settings)
     bound: list[socket.socket] = []
     for variable, host, port in (
         ("HTTP_PORT", http.host, http.port),
@@ -143,11 +145,24 @@ def api_listeners(
     """The public listener (identity routes, probes) and the admin one (metrics, staff)."""
     services = api_identity_services(settings, parts, pool)
     operator = staff_operator_services(parts, pool, settings.identity.challenges)
+    console = None
+    if settings.http.console.enabled:
+        console = build_console(
+            settings.http.console,
+            identity=services,
+            operator=operator,
+            services=build_console_services(
+                pool=pool, operator=operator, clock=parts.clock, telemetry=parts.telemetry
+            ),
+            clock=parts.clock.now,
+        )
     public_socket, admin_socket = sockets
     return (
         Listener(app=create_app(services, middleware=http_middleware(parts)), socket=public_socket),
         Listener(
-            app=create_admin_app(services, operator=operator, registry=parts.registry),
+            app=create_admin_app(
+                services, operator=operator, registry=parts.registry, console=console
+            ),
             socket=admin_socket,
         ),
     )

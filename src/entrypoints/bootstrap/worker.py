@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 import attrs
 from prometheus_client import CollectorRegistry
 
+from adapters.postgres.console_store import PostgresPausedProviders
 from adapters.postgres.dispatch_store import PostgresDispatchStore
 from adapters.postgres.readiness import PostgresReadinessProbe
 from adapters.postgres.work_listener import WorkListener
@@ -20,6 +21,7 @@ from application.outbox.dispatch_due_messages import DispatchDueMessages
 from application.outbox.links import LinkBases
 from application.outbox.ports import DeliveryProvider, DispatchStore
 from application.outbox.provider_breaker import ProviderBreaker
+from application.outbox.provider_pauses import ProviderPauseBoard
 from application.outbox.purge_retained_messages import PurgeRetainedMessages
 from application.outbox.sweep_expired_messages import SweepExpiredMessages
 from application.ports import ReadinessProbe, Telemetry
@@ -131,6 +133,7 @@ async def worker_services(
                 lease=worker.lease,
                 provider_timeout=worker.provider_timeout,
                 rate_limits=build_rate_limits(settings),
+                pauses=ProviderPauseBoard(PostgresPausedProviders(pool)),
             ),
             expire=SweepExpiredMessages(
                 store=store, telemetry=telemetry, batch_size=sweeps.batch_size

@@ -10,12 +10,14 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from litestar import Litestar, Request
+from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.datastructures import CacheControlHeader, State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.problem_details import ProblemDetailsConfig, ProblemDetailsPlugin
+from litestar.template.config import TemplateConfig
 from litestar.types import ControllerRouterHandler
 from prometheus_client import CollectorRegistry
 
@@ -23,6 +25,9 @@ from application.identity.principal import Principal
 from application.identity.services import IdentityServices
 from application.operator.services import OperatorServices
 from entrypoints.http.caller import SECURITY_SCHEME, client_address, principal
+from entrypoints.http.console.context import Console
+from entrypoints.http.console.rendering import template_config
+from entrypoints.http.console.router import console_router
 from entrypoints.http.health import HealthController
 from entrypoints.http.hygiene import MAX_BODY_BYTES, require_json_body
 from entrypoints.http.invitations import InvitationController
@@ -90,23 +95,33 @@ def create_admin_app(
     *,
     operator: OperatorServices,
     registry: CollectorRegistry,
+    console: Console | None = None,
 ) -> Litestar:
-    """The admin listener's app: GET /metrics and the staff routes.
+    """The admin listener's app: GET /metrics, the staff routes and the operator console.
 
     The staff routes (/platform-admin/security-outbox/...) authenticate with a bearer
-    session of the identity module, so they take its ``services`` too.
+    session of the identity module, so they take its ``services`` too; the console (under
+    /console/, when given) signs staff in with the same module.
     """
 
     async def refresh() -> None:
         await operator.observe_backlog()
         await operator.events.observe_backlog()
 
+    handlers: list[ControllerRouterHandler] = [
+        metrics_route(registry, refresh=refresh),
+        StaffOutboxController,
+        StaffEventsController,
+    ]
+    if console is not None:
+        handlers.append(console_router(console))
     return _litestar(
-        [metrics_route(registry, refresh=refresh), StaffOutboxController, StaffEventsController],
+        handlers,
         services=services,
         operator=operator,
         title="outbox admin API",
         description=ADMIN_DESCRIPTION,
+        template_config=template_config() if console is not None else None,
     )
 
 
@@ -119,6 +134,7 @@ def _litestar(
     description: str,
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
     middleware: Sequence[Callable[[Any], Any]] = (),
+    template_config: TemplateConfig[JinjaTemplateEngine] | None = None,
 ) -> Litestar:
     """One listener's app: the given routes, with the problem details and hygiene of all."""
 
@@ -171,4 +187,5 @@ def _litestar(
         # propagate to the one entrypoints.observability installs (JSON, redacted) instead.
         logging_config=None,
         middleware=list(middleware),
+        template_config=template_config,
     )

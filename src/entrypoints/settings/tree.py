@@ -104,6 +104,16 @@ class SweepSettings:
 
 
 @attrs.frozen(kw_only=True)
+class ConsoleSettings:
+    """The operator console on the admin listener (SPEC §20)."""
+
+    enabled: bool  # OUTBOX_CONSOLE (on by default)
+    origin: str | None  # its https origin when reached beyond loopback: Secure cookies
+    idle: timedelta  # a session ends after this long without a request
+    lifetime: timedelta  # ... and after this long in all
+
+
+@attrs.frozen(kw_only=True)
 class HttpSettings:
     """Where the API's two listeners are, and whom they believe (SPEC §14)."""
 
@@ -113,6 +123,7 @@ class HttpSettings:
     admin_port: int
     trusted_proxies: tuple[str, ...]  # peers whose X-Forwarded-For names the client
     request_timeout: timedelta  # a whole request must arrive within this
+    console: ConsoleSettings
 
 
 @attrs.frozen(kw_only=True)
@@ -192,6 +203,12 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
             admin_port=read.port("ADMIN_PORT", 8001, allow_zero=True),
             trusted_proxies=read.networks("TRUSTED_PROXIES"),
             request_timeout=read.seconds("HTTP_REQUEST_TIMEOUT_SECONDS", 10),
+            console=ConsoleSettings(
+                enabled=read.flag("CONSOLE", default=True),
+                origin=read.url("CONSOLE_ORIGIN"),
+                idle=read.seconds("CONSOLE_IDLE_SECONDS", 15 * 60, minimum=60),
+                lifetime=read.seconds("CONSOLE_LIFETIME_SECONDS", 8 * 3600, minimum=60),
+            ),
         ),
         invitation_link_base_url=read.url(
             "INVITATION_LINK_BASE_URL", DEV_INVITATION_LINK_BASE if development else None

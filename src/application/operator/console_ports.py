@@ -1,0 +1,78 @@
+"""The console's ports: staff search, activity, audit, provider pauses and consumers' lag.
+
+Every method takes the acting staff member with the digest of their fresh elevation (a
+StaffActor) and raises StaffRequired or StepUpRequired for a caller the database refuses,
+StoreUnavailable for a transient database error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+from uuid import UUID
+
+from application.operator.console_views import (
+    ActivityMinute,
+    AuditEntry,
+    ConsumerLag,
+    ProviderPause,
+)
+from application.operator.message_filters import MessageFilter
+from application.operator.staff_actor import StaffActor
+from application.operator.views import MessageSummary
+
+
+class StaffMessageSearch(Protocol):
+    """The messages a staff member may search, destinations masked."""
+
+    async def messages(
+        self,
+        *,
+        actor: StaffActor,
+        where: MessageFilter,
+        after: UUID | None,
+        before: UUID | None,
+        limit: int,
+    ) -> Sequence[MessageSummary]:
+        """Up to ``limit`` messages matching ``where``, newest first, older than ``after`` or
+        newer than ``before`` (at most one cursor).
+
+        Raises InvalidRequest when the cursor names no message.
+        """
+        ...
+
+
+class ConsoleReads(Protocol):
+    """The console's other reads: activity, audit and consumers' lag."""
+
+    async def activity(self, *, actor: StaffActor, minutes: int) -> Sequence[ActivityMinute]:
+        """Every minute of the last ``minutes`` (1 to 240), oldest first, zero-filled."""
+        ...
+
+    async def message_audit(self, *, actor: StaffActor, message_id: UUID) -> Sequence[AuditEntry]:
+        """The staff actions on the message (repaired, or made by a repair), oldest first."""
+        ...
+
+    async def event_audit(self, *, actor: StaffActor, event_id: UUID) -> Sequence[AuditEntry]:
+        """The repairs of the event's dead letters, oldest first."""
+        ...
+
+    async def consumer_lag(self, *, actor: StaffActor) -> Sequence[ConsumerLag]:
+        """Every consumer's lag, by code."""
+        ...
+
+
+class ProviderPauseStore(Protocol):
+    """Operator pauses of providers, audited; every worker honours them."""
+
+    async def pauses(self, *, actor: StaffActor) -> Sequence[ProviderPause]:
+        """The paused providers, by name."""
+        ...
+
+    async def pause(self, *, actor: StaffActor, provider: str, reason: str) -> bool:
+        """Pause ``provider``; False (nothing audited) if it was paused already."""
+        ...
+
+    async def resume(self, *, actor: StaffActor, provider: str, reason: str) -> bool:
+        """Resume ``provider``; False (nothing audited) if it was not paused."""
+        ...

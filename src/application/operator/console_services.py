@@ -1,0 +1,24 @@
+"""The use cases and reads the operator console serves, built once by the composition root."""
+
+from __future__ import annotations
+
+import attrs
+
+from application.operator.console_ports import ConsoleReads, ProviderPauseStore
+from application.operator.pause_provider import PauseProvider, ResumeProvider
+from application.operator.repair_matching_messages import RepairMatchingMessages
+from application.operator.search_messages import SearchMessages
+from application.operator.show_console_overview import ShowConsoleOverview
+
+
+@attrs.frozen(kw_only=True)
+class ConsoleServices:
+    """What the console adds to the operator services: search, overview, bulk, pauses."""
+
+    search_messages: SearchMessages
+    overview: ShowConsoleOverview
+    repair_matching: RepairMatchingMessages
+    pause_provider: PauseProvider
+    resume_provider: ResumeProvider
+    reads: ConsoleReads  # activity, audit, lag: plain gated reads, no rule of their own
+    pauses: ProviderPauseStore

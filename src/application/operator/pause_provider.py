@@ -1,0 +1,73 @@
+"""Pause or resume a provider for every worker, audited, with a reason (SPEC §20)."""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from application.errors import InvalidField
+from application.operator.console_ports import ProviderPauseStore
+from application.operator.event_repairs import check_reason
+from application.operator.staff_actor import StaffActor
+from application.ports import Telemetry
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+
+
+def check_provider(name: str) -> str:
+    """The provider's name, stripped; raises InvalidField for anything but a provider name."""
+    stripped = name.strip()
+    if _NAME.fullmatch(stripped) is None:
+        raise InvalidField("provider", "a provider's name: lower-case letters, digits, - and _")
+    return stripped
+
+
+@attrs.frozen(kw_only=True)
+class ProviderCommand:
+    """Who pauses or resumes which provider, and why."""
+
+    actor: StaffActor
+    provider: str
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class PauseProvider:
+    """Stops every worker sending through a provider; its messages wait, no attempt spent."""
+
+    store: ProviderPauseStore
+    telemetry: Telemetry
+
+    async def __call__(self, command: ProviderCommand) -> bool:
+        """Whether it was newly paused; raises InvalidField, StaffRequired or StepUpRequired."""
+        provider, reason = check_provider(command.provider), check_reason(command.reason)
+        changed = await self.store.pause(actor=command.actor, provider=provider, reason=reason)
+        self.telemetry.event(
+            "operator.provider.paused",
+            level="warning",
+            provider=provider,
+            actor_id=str(command.actor.identity_id),
+            changed=changed,
+        )
+        return changed
+
+
+@attrs.frozen(kw_only=True)
+class ResumeProvider:
+    """Lets every worker send through a paused provider again."""
+
+    store: ProviderPauseStore
+    telemetry: Telemetry
+
+    async def __call__(self, command: ProviderCommand) -> bool:
+        """Whether it was paused; raises InvalidField, StaffRequired or StepUpRequired."""
+        provider, reason = check_provider(command.provider), check_reason(command.reason)
+        changed = await self.store.resume(actor=command.actor, provider=provider, reason=reason)
+        self.telemetry.event(
+            "operator.provider.resumed",
+            provider=provider,
+            actor_id=str(command.actor.identity_id),
+            changed=changed,
+        )
+        return changed

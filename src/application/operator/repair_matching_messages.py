@@ -1,0 +1,200 @@
+"""Reissue or requeue every dead letter a filter matches: a preview count, then one repair
+(and one audit row) per message (SPEC §20).
+
+The request's idempotency key names the whole form; each message's repair gets a key of its
+own derived from it, so a retried form replays what it did and repairs only what it had not.
+The preview fixes the moment the filter is read at (``as_of``), and the form carries it: a
+retry never reaches messages created after the preview.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from uuid import UUID
+
+import attrs
+
+from application.errors import InvalidField
+from application.operator.errors import DeadLetterRefused
+from application.operator.event_repairs import check_reason
+from application.operator.idempotency_keys import check_idempotency_key
+from application.operator.message_filters import MessageFilter
+from application.operator.reissue_dead_letter import ReissueCommand, ReissueDeadLetter
+from application.operator.requeue_dead_letter import RequeueCommand, RequeueDeadLetter
+from application.operator.search_messages import SearchMessages, StaffSearch
+from application.operator.staff_actor import StaffActor
+from application.operator.views import CopyReceipt
+from application.outbox.errors import MessageNotFound
+from application.ports import Clock
+from domain.outbox.messages import State
+
+MAX_MATCHES = 1000  # one form repairs at most this many; narrow the filter for more
+PAGE = 500
+KEY_ROOM = 200  # the form's key leaves room for ":" and a message id within 255
+
+
+class BulkAction(enum.StrEnum):
+    """Which repair a bulk form asks for."""
+
+    REISSUE = "reissue"
+    REQUEUE = "requeue"
+
+
+@attrs.frozen(kw_only=True)
+class MatchQuery:
+    """The dead letters that meet ``where`` (its state is always dead-lettered) and, if
+    given, go to ``destination``, created before ``as_of`` (None: now)."""
+
+    actor: StaffActor
+    where: MessageFilter = attrs.field(factory=MessageFilter)
+    destination: str | None = attrs.field(default=None, repr=False)
+    as_of: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MatchPreview:
+    """How many dead letters the filter matches (at most MAX_MATCHES + 1), read at ``as_of``."""
+
+    count: int
+    as_of: datetime
+
+    @property
+    def too_many(self) -> bool:
+        """Whether the filter matches more than one form may repair."""
+        return self.count > MAX_MATCHES
+
+
+@attrs.frozen(kw_only=True)
+class BulkRepairCommand:
+    """Repair every match of ``query`` with ``action``, for ``reason``, once per key."""
+
+    query: MatchQuery
+    action: BulkAction
+    reason: str
+    idempotency_key: str
+
+
+@attrs.frozen(kw_only=True)
+class ItemOutcome:
+    """What became of one matched dead letter: its copy, or why it was refused."""
+
+    dead_letter_id: UUID
+    new_message_id: UUID | None = None
+    replayed: bool = False
+    refusal: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class BulkResult:
+    """Every matched dead letter's outcome, in the order they were listed (newest first)."""
+
+    action: BulkAction
+    items: tuple[ItemOutcome, ...]
+
+    @property
+    def repaired(self) -> int:
+        """How many got a new message now (replays not counted)."""
+        return sum(1 for i in self.items if i.new_message_id and not i.replayed)
+
+    @property
+    def replayed(self) -> int:
+        """How many had been repaired by an earlier try of the same form."""
+        return sum(1 for i in self.items if i.replayed)
+
+    @property
+    def refused(self) -> int:
+        """How many were refused (the reasons are on the items)."""
+        return sum(1 for i in self.items if i.refusal is not None)
+
+
+@attrs.frozen(kw_only=True)
+class RepairMatchingMessages:
+    """Lists the matches page by page, then repairs each through the one-item use case."""
+
+    search: SearchMessages
+    reissue: ReissueDeadLetter
+    requeue: RequeueDeadLetter
+    clock: Clock
+
+    async def preview(self, query: MatchQuery) -> MatchPreview:
+        """The count; raises InvalidField, StaffRequired or StepUpRequired."""
+        as_of = query.as_of or self.clock.now()
+        ids = await self._matches(attrs.evolve(query, as_of=as_of))
+        return MatchPreview(count=len(ids), as_of=as_of)
+
+    async def __call__(self, command: BulkRepairCommand) -> BulkResult:
+        """Every outcome; raises InvalidField (reason, key, too many matches), StaffRequired or
+        StepUpRequired before anything is repaired."""
+        reason = check_reason(command.reason)
+        key = check_idempotency_key(command.idempotency_key, field="idempotency_key")
+        if key is None or len(key) > KEY_ROOM:
+            raise InvalidField("idempotency_key", f"1 to {KEY_ROOM} visible ASCII characters")
+        if command.query.as_of is None:
+            raise InvalidField("as_of", "preview first: the form carries the preview's time")
+        ids = await self._matches(command.query)
+        if len(ids) > MAX_MATCHES:
+            raise InvalidField("filter", f"matches more than {MAX_MATCHES}; narrow it")
+        actor = command.query.actor
+        repair = self._repairer(command.action, actor, reason)
+        items = [
+            await _outcome(message_id, repair(message_id, f"{key}:{message_id}"))
+            for message_id in ids
+        ]
+        return BulkResult(action=command.action, items=tuple(items))
+
+    def _repairer(
+        self, action: BulkAction, actor: StaffActor, reason: str
+    ) -> Callable[[UUID, str], Awaitable[CopyReceipt]]:
+        def reissue(message_id: UUID, key: str) -> Awaitable[CopyReceipt]:
+            return self.reissue(
+                ReissueCommand(
+                    actor=actor, message_id=message_id, idempotency_key=key, reason=reason
+                )
+            )
+
+        def requeue(message_id: UUID, key: str) -> Awaitable[CopyReceipt]:
+            return self.requeue(
+                RequeueCommand(
+                    actor=actor, message_id=message_id, idempotency_key=key, reason=reason
+                )
+            )
+
+        return reissue if action is BulkAction.REISSUE else requeue
+
+    async def _matches(self, query: MatchQuery) -> list[UUID]:
+        """The matching dead letters' ids, newest first, at most MAX_MATCHES + 1."""
+        until = query.where.until
+        if query.as_of is not None and (until is None or query.as_of < until):
+            until = query.as_of
+        where = attrs.evolve(query.where, state=State.DEAD_LETTERED, until=until)
+        ids: list[UUID] = []
+        after: UUID | None = None
+        while len(ids) <= MAX_MATCHES:
+            page = await self.search(
+                StaffSearch(
+                    actor=query.actor,
+                    where=where,
+                    destination=query.destination,
+                    after=after,
+                    limit=PAGE,
+                )
+            )
+            ids.extend(item.id for item in page.items)
+            if not page.has_older:
+                break
+            after = page.older_cursor
+        return ids[: MAX_MATCHES + 1]
+
+
+async def _outcome(message_id: UUID, repairing: Awaitable[CopyReceipt]) -> ItemOutcome:
+    try:
+        receipt = await repairing
+    except DeadLetterRefused as refused:
+        return ItemOutcome(dead_letter_id=message_id, refusal=refused.refusal.value)
+    except MessageNotFound:
+        return ItemOutcome(dead_letter_id=message_id, refusal="not_found")
+    return ItemOutcome(
+        dead_letter_id=message_id, new_message_id=receipt.message_id, replayed=receipt.replayed
+    )

@@ -1,0 +1,260 @@
+"""The console's messages: the filtered list, one message's story, and its repairs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from litestar import Controller, Request, get, post
+from litestar.datastructures import State
+from litestar.di import NamedDependency
+from litestar.response import Redirect, Template
+
+from application.errors import ApplicationError, InvalidField
+from application.operator.errors import DeadLetterRefused
+from application.operator.reissue_dead_letter import ReissueCommand
+from application.operator.repair_matching_messages import (
+    MAX_MATCHES,
+    BulkAction,
+    BulkRepairCommand,
+    MatchQuery,
+)
+from application.operator.requeue_dead_letter import RequeueCommand
+from application.operator.search_messages import StaffSearch
+from application.operator.show_message import MessageQuery
+from domain.outbox.failures import FailureClass
+from domain.outbox.messages import State as MessageState
+from domain.purposes import Purpose
+from entrypoints.http.console.context import PREFIX, Console
+from entrypoints.http.console.filters import FIELDS, parse_filter
+from entrypoints.http.console.guard import CSRF_FIELD, check_form, staff
+from entrypoints.http.console.rendering import form_key, page
+
+ConsoleParts = NamedDependency[Console]
+SECTION = "Messages"
+PAGE_SIZE = 50
+NOTICES = {
+    "reissued": "Reissued: a new code is on its way; the old one no longer works.",
+    "requeued": "Requeued: a copy is on its way.",
+    "replayed": "Already done by an earlier submission of this form: nothing repeated.",
+}
+
+
+def _cursor(raw: str | None) -> UUID | None:
+    try:
+        return UUID(raw) if raw else None
+    except ValueError:
+        raise InvalidField("cursor", "a message id") from None
+
+
+class ConsoleMessagesController(Controller):
+    """Messages: search, detail, reissue, requeue, and the same over a whole filter."""
+
+    path = f"{PREFIX}/messages"
+    include_in_schema = False
+
+    @get("/")
+    async def messages(self, request: Request[Any, Any, State], console: ConsoleParts) -> Template:
+        """The list, newest first, in keyset pages."""
+        caller = await staff(request, console)
+        params = request.query_params
+        context: dict[str, Any] = {
+            "states": list(MessageState),
+            "purposes": list(Purpose),
+            "reasons": list(FailureClass),
+        }
+        try:
+            where = parse_filter({name: params.get(name) for name in FIELDS})
+            result = await console.services.search_messages(
+                StaffSearch(
+                    actor=caller.actor,
+                    where=where.where(),
+                    after=_cursor(params.get("after")),
+                    before=_cursor(params.get("before")),
+                    limit=PAGE_SIZE,
+                )
+            )
+        except InvalidField as bad:
+            return page(
+                "messages.html",
+                caller.signed_in,
+                status=400,
+                section=SECTION,
+                error=f"{bad}",
+                f=parse_filter({}),
+                page=None,
+                query="",
+                query_fields=[],
+                **context,
+            )
+        return page(
+            "messages.html",
+            caller.signed_in,
+            section=SECTION,
+            f=where,
+            page=result,
+            query=where.query(),
+            query_fields=where.fields(),
+            **context,
+        )
+
+    @post("/search", status_code=303)
+    async def search(self, request: Request[Any, Any, State], console: ConsoleParts) -> Redirect:
+        """The filter form: the destination becomes its digest, then the list is shown."""
+        caller = await staff(request, console)
+        form = await request.form()
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        values = {name: form.get(name) for name in (*FIELDS, "destination")}
+        try:
+            where = parse_filter(values)
+        except InvalidField:
+            return Redirect(f"{PREFIX}/messages?invalid=1", status_code=303)
+        return Redirect(f"{PREFIX}/messages?{where.query()}", status_code=303)
+
+    @get("/{message_id:uuid}")
+    async def message(
+        self,
+        request: Request[Any, Any, State],
+        console: ConsoleParts,
+        message_id: UUID,
+        done: str | None = None,
+    ) -> Template:
+        """One message with its attempts and audit."""
+        caller = await staff(request, console)
+        try:
+            detail = await console.operator.show_message(
+                MessageQuery(message_id=message_id, actor=caller.actor)
+            )
+        except ApplicationError:
+            return page(
+                "refused.html",
+                caller.signed_in,
+                status=404,
+                section=SECTION,
+                title="No such message",
+                message="No message has this id (retention may have removed it).",
+                back=f"{PREFIX}/messages",
+            )
+        audit = await console.services.reads.message_audit(
+            actor=caller.actor, message_id=message_id
+        )
+        return page(
+            "message.html",
+            caller.signed_in,
+            section=SECTION,
+            title=f"Message {message_id}",
+            notice=NOTICES.get(done or ""),
+            m=detail,
+            audit=audit,
+            receipts=None,  # delivery receipts join here when they land (SPEC §19)
+            form_key=form_key(),
+        )
+
+    @post("/{message_id:uuid}/repairs", status_code=303)
+    async def repair(
+        self, request: Request[Any, Any, State], console: ConsoleParts, message_id: UUID
+    ) -> Redirect | Template:
+        """Reissue or requeue one dead letter, with a reason, once per form."""
+        caller = await staff(request, console)
+        form = await request.form()
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        action = form.get("action")
+        key, reason = form.get("idempotency_key"), str(form.get("reason", ""))
+        try:
+            if action == "reissue":
+                receipt = await console.operator.reissue_dead_letter(
+                    ReissueCommand(
+                        actor=caller.actor,
+                        message_id=message_id,
+                        idempotency_key=key,
+                        reason=reason,
+                    )
+                )
+            elif action == "requeue":
+                receipt = await console.operator.requeue_dead_letter(
+                    RequeueCommand(
+                        actor=caller.actor,
+                        message_id=message_id,
+                        idempotency_key=key,
+                        reason=reason,
+                    )
+                )
+            else:
+                raise InvalidField("action", "reissue or requeue")  # noqa: TRY301
+        except InvalidField as bad:
+            return _refused(caller.signed_in, message_id, f"{bad}", 400)
+        except DeadLetterRefused as refused:
+            why = refused.refusal.value.replace("_", " ")
+            return _refused(caller.signed_in, message_id, f"Refused: {why}.", 409)
+        done = "replayed" if receipt.replayed else f"{action}d"
+        return Redirect(f"{PREFIX}/messages/{message_id}?done={done}", status_code=303)
+
+    @get("/bulk")
+    async def bulk_preview(
+        self, request: Request[Any, Any, State], console: ConsoleParts
+    ) -> Template:
+        """How many dead letters the filter matches, and the form that repairs them all."""
+        caller = await staff(request, console)
+        params = request.query_params
+        where = parse_filter({name: params.get(name) for name in FIELDS})
+        action = BulkAction(params.get("action") or "requeue")
+        preview = await console.services.repair_matching.preview(
+            MatchQuery(actor=caller.actor, where=where.where())
+        )
+        return page(
+            "bulk_preview.html",
+            caller.signed_in,
+            section=SECTION,
+            title=f"{action.value} every match",
+            action=action.value,
+            preview=preview,
+            max=MAX_MATCHES,
+            query=where.query(),
+            query_fields=where.fields(),
+            form_key=form_key(),
+        )
+
+    @post("/bulk", status_code=200)
+    async def bulk(self, request: Request[Any, Any, State], console: ConsoleParts) -> Template:
+        """Repair every match, one audit row each; a retried form repeats nothing."""
+        caller = await staff(request, console)
+        form = await request.form()
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        try:
+            where = parse_filter({name: form.get(name) for name in FIELDS})
+            as_of = datetime.fromisoformat(str(form.get("as_of", "")))
+            result = await console.services.repair_matching(
+                BulkRepairCommand(
+                    query=MatchQuery(actor=caller.actor, where=where.where(), as_of=as_of),
+                    action=BulkAction(str(form.get("action", ""))),
+                    reason=str(form.get("reason", "")),
+                    idempotency_key=str(form.get("idempotency_key", "")),
+                )
+            )
+        except (InvalidField, ValueError) as bad:
+            detail = f"{bad}" if isinstance(bad, InvalidField) else "bad form"
+            return page(
+                "refused.html",
+                caller.signed_in,
+                status=400,
+                section=SECTION,
+                title="Not done",
+                message=detail,
+                back=f"{PREFIX}/messages?state=dead_lettered",
+            )
+        return page(
+            "bulk_result.html", caller.signed_in, section=SECTION, title="Done", result=result
+        )
+
+
+def _refused(caller: Any, message_id: UUID, message: str, status: int) -> Template:
+    return page(
+        "refused.html",
+        caller,
+        status=status,
+        section=SECTION,
+        title="Not done",
+        message=message,
+        back=f"{PREFIX}/messages/{message_id}",
+    )
