@@ -10,12 +10,12 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from litestar import Litestar, Request
-from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.datastructures import CacheControlHeader, State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
+from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.plugins.problem_details import ProblemDetailsConfig, ProblemDetailsPlugin
 from litestar.template.config import TemplateConfig
 from litestar.types import ControllerRouterHandler

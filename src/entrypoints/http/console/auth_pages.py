@@ -112,11 +112,16 @@ class ConsoleAuthController(Controller):
 
     @get("/step-up")
     async def step_up_page(
-        self, request: Request[Any, Any, State], console: ConsoleParts, sent: bool = False
+        self, request: Request[Any, Any, State], console: ConsoleParts
     ) -> Template:
         """The code form."""
         caller = await signed_in(request, console)
-        return page("step_up.html", caller, title="Step up", sent=sent)
+        return page(
+            "step_up.html",
+            caller,
+            title="Step up",
+            sent=request.query_params.get("sent") == "1",
+        )
 
     @post("/step-up/code", status_code=303)
     async def send_code(

@@ -9,10 +9,11 @@ from uuid import UUID
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency
+from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from application.errors import ApplicationError, InvalidField
-from application.operator.errors import EventRepairRefused
+from application.errors import InvalidField
+from application.operator.errors import DeadLetterNotFound, EventNotFound, EventRepairRefused
 from application.operator.list_event_dead_letters import EventDeadLetterQuery
 from application.operator.list_parked_aggregates import ParkedQuery
 from application.operator.release_parked_aggregate import ReleaseCommand
@@ -106,8 +107,7 @@ class ConsoleEventsController(Controller):
         self,
         request: Request[Any, Any, State],
         console: ConsoleParts,
-        event_id: UUID,
-        done: str | None = None,
+        event_id: FromPath[UUID],
     ) -> Template:
         """One event with its records, attempts and audit."""
         caller = await staff(request, console)
@@ -115,7 +115,7 @@ class ConsoleEventsController(Controller):
             detail = await console.operator.events.show_event(
                 EventQuery(event_id=event_id, actor=caller.actor)
             )
-        except ApplicationError:
+        except EventNotFound:
             return page(
                 "refused.html",
                 caller.signed_in,
@@ -131,7 +131,7 @@ class ConsoleEventsController(Controller):
             caller.signed_in,
             section=SECTION,
             title=f"Event {event_id}",
-            notice=NOTICES.get(done or ""),
+            notice=NOTICES.get(request.query_params.get("done") or ""),
             e=detail,
             audit=audit,
             form_key=form_key(),
@@ -139,7 +139,10 @@ class ConsoleEventsController(Controller):
 
     @post("/dead-letters/{dead_letter_id:uuid}/repairs", status_code=303)
     async def repair(
-        self, request: Request[Any, Any, State], console: ConsoleParts, dead_letter_id: UUID
+        self,
+        request: Request[Any, Any, State],
+        console: ConsoleParts,
+        dead_letter_id: FromPath[UUID],
     ) -> Redirect | Template:
         """Republish or release one dead letter, with a reason, once per form."""
         caller = await staff(request, console)
@@ -170,16 +173,17 @@ class ConsoleEventsController(Controller):
                 )
             else:
                 raise InvalidField("action", "republish or release")  # noqa: TRY301
-        except (InvalidField, EventRepairRefused) as bad:
-            message = (
-                f"{bad}"
-                if isinstance(bad, InvalidField)
-                else f"Refused: already {bad.resolution}."
-            )
+        except (InvalidField, EventRepairRefused, DeadLetterNotFound) as bad:
+            if isinstance(bad, EventRepairRefused):
+                message, status = f"Refused: already {bad.resolution}.", 409
+            elif isinstance(bad, DeadLetterNotFound):
+                message, status = "No such dead letter.", 404
+            else:
+                message, status = str(bad), 400
             return page(
                 "refused.html",
                 caller.signed_in,
-                status=400 if isinstance(bad, InvalidField) else 409,
+                status=status,
                 section=SECTION,
                 title="Not done",
                 message=message,

@@ -20,7 +20,7 @@ from domain.outbox.failures import FailureClass
 from domain.outbox.messages import State
 from domain.purposes import Purpose
 
-FIELDS = ("state", "purpose", "reason", "provider", "since", "until", "id", "dest")
+FIELDS = ("state", "purpose", "failure", "provider", "since", "until", "id", "dest")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _LOCAL = "%Y-%m-%dT%H:%M"
 
@@ -31,7 +31,7 @@ class ListFilter:
 
     state: str | None = None
     purpose: str | None = None
-    reason: str | None = None
+    failure: str | None = None  # the dead letter's failure class
     provider: str | None = None
     since: datetime | None = None
     until: datetime | None = None
@@ -53,7 +53,7 @@ class ListFilter:
         return MessageFilter(
             state=State(self.state) if self.state else None,
             purpose=Purpose(self.purpose) if self.purpose else None,
-            reason=FailureClass(self.reason) if self.reason else None,
+            reason=FailureClass(self.failure) if self.failure else None,
             provider=self.provider,
             since=self.since,
             until=self.until,
@@ -66,7 +66,7 @@ class ListFilter:
         values = {
             "state": self.state,
             "purpose": self.purpose,
-            "reason": self.reason,
+            "failure": self.failure,
             "provider": self.provider,
             "since": self.since.isoformat() if self.since else None,
             "until": self.until.isoformat() if self.until else None,
@@ -121,9 +121,9 @@ def parse_filter(values: Mapping[str, str | None]) -> ListFilter:
     if provider is not None and not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,39}", provider):
         raise InvalidField("provider", "a provider's name")
     return ListFilter(
-        state=_choice(values.get("state"), frozenset(State), "state"),
-        purpose=_choice(values.get("purpose"), frozenset(Purpose), "purpose"),
-        reason=_choice(values.get("reason"), frozenset(FailureClass), "reason"),
+        state=_choice(values.get("state"), frozenset(s.value for s in State), "state"),
+        purpose=_choice(values.get("purpose"), frozenset(p.value for p in Purpose), "purpose"),
+        failure=_choice(values.get("failure"), frozenset(r.value for r in FailureClass), "failure"),
         provider=provider,
         since=_time(values.get("since"), "since"),
         until=_time(values.get("until"), "until"),

@@ -9,9 +9,10 @@ from uuid import UUID
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency
+from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from application.errors import ApplicationError, InvalidField
+from application.errors import InvalidField
 from application.operator.errors import DeadLetterRefused
 from application.operator.reissue_dead_letter import ReissueCommand
 from application.operator.repair_matching_messages import (
@@ -23,12 +24,13 @@ from application.operator.repair_matching_messages import (
 from application.operator.requeue_dead_letter import RequeueCommand
 from application.operator.search_messages import StaffSearch
 from application.operator.show_message import MessageQuery
+from application.outbox.errors import MessageNotFound
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import State as MessageState
 from domain.purposes import Purpose
 from entrypoints.http.console.context import PREFIX, Console
 from entrypoints.http.console.filters import FIELDS, parse_filter
-from entrypoints.http.console.guard import CSRF_FIELD, check_form, staff
+from entrypoints.http.console.guard import CSRF_FIELD, Staff, check_form, staff
 from entrypoints.http.console.rendering import form_key, page
 
 ConsoleParts = NamedDependency[Console]
@@ -38,6 +40,13 @@ NOTICES = {
     "reissued": "Reissued: a new code is on its way; the old one no longer works.",
     "requeued": "Requeued: a copy is on its way.",
     "replayed": "Already done by an earlier submission of this form: nothing repeated.",
+}
+
+
+CHOICES = {
+    "states": [state.value for state in MessageState],
+    "purposes": [purpose.value for purpose in Purpose],
+    "reasons": [reason.value for reason in FailureClass],
 }
 
 
@@ -59,11 +68,6 @@ class ConsoleMessagesController(Controller):
         """The list, newest first, in keyset pages."""
         caller = await staff(request, console)
         params = request.query_params
-        context: dict[str, Any] = {
-            "states": list(MessageState),
-            "purposes": list(Purpose),
-            "reasons": list(FailureClass),
-        }
         try:
             where = parse_filter({name: params.get(name) for name in FIELDS})
             result = await console.services.search_messages(
@@ -76,18 +80,7 @@ class ConsoleMessagesController(Controller):
                 )
             )
         except InvalidField as bad:
-            return page(
-                "messages.html",
-                caller.signed_in,
-                status=400,
-                section=SECTION,
-                error=f"{bad}",
-                f=parse_filter({}),
-                page=None,
-                query="",
-                query_fields=[],
-                **context,
-            )
+            return await self._invalid(caller, str(bad))
         return page(
             "messages.html",
             caller.signed_in,
@@ -96,11 +89,27 @@ class ConsoleMessagesController(Controller):
             page=result,
             query=where.query(),
             query_fields=where.fields(),
-            **context,
+            **CHOICES,
+        )
+
+    async def _invalid(self, caller: Staff, problem: str) -> Template:
+        return page(
+            "messages.html",
+            caller.signed_in,
+            status=400,
+            section=SECTION,
+            error=problem,
+            f=parse_filter({}),
+            page=None,
+            query="",
+            query_fields=[],
+            **CHOICES,
         )
 
     @post("/search", status_code=303)
-    async def search(self, request: Request[Any, Any, State], console: ConsoleParts) -> Redirect:
+    async def search(
+        self, request: Request[Any, Any, State], console: ConsoleParts
+    ) -> Redirect | Template:
         """The filter form: the destination becomes its digest, then the list is shown."""
         caller = await staff(request, console)
         form = await request.form()
@@ -108,8 +117,12 @@ class ConsoleMessagesController(Controller):
         values = {name: form.get(name) for name in (*FIELDS, "destination")}
         try:
             where = parse_filter(values)
-        except InvalidField:
-            return Redirect(f"{PREFIX}/messages?invalid=1", status_code=303)
+            # One row, read as this staff member: the gate answers before the redirect does.
+            await console.services.search_messages(
+                StaffSearch(actor=caller.actor, where=where.where(), limit=1)
+            )
+        except InvalidField as bad:
+            return await self._invalid(caller, str(bad))
         return Redirect(f"{PREFIX}/messages?{where.query()}", status_code=303)
 
     @get("/{message_id:uuid}")
@@ -117,8 +130,7 @@ class ConsoleMessagesController(Controller):
         self,
         request: Request[Any, Any, State],
         console: ConsoleParts,
-        message_id: UUID,
-        done: str | None = None,
+        message_id: FromPath[UUID],
     ) -> Template:
         """One message with its attempts and audit."""
         caller = await staff(request, console)
@@ -126,7 +138,7 @@ class ConsoleMessagesController(Controller):
             detail = await console.operator.show_message(
                 MessageQuery(message_id=message_id, actor=caller.actor)
             )
-        except ApplicationError:
+        except MessageNotFound:
             return page(
                 "refused.html",
                 caller.signed_in,
@@ -144,7 +156,7 @@ class ConsoleMessagesController(Controller):
             caller.signed_in,
             section=SECTION,
             title=f"Message {message_id}",
-            notice=NOTICES.get(done or ""),
+            notice=NOTICES.get(request.query_params.get("done") or ""),
             m=detail,
             audit=audit,
             receipts=None,  # delivery receipts join here when they land (SPEC §19)
@@ -153,7 +165,7 @@ class ConsoleMessagesController(Controller):
 
     @post("/{message_id:uuid}/repairs", status_code=303)
     async def repair(
-        self, request: Request[Any, Any, State], console: ConsoleParts, message_id: UUID
+        self, request: Request[Any, Any, State], console: ConsoleParts, message_id: FromPath[UUID]
     ) -> Redirect | Template:
         """Reissue or requeue one dead letter, with a reason, once per form."""
         caller = await staff(request, console)
@@ -233,7 +245,7 @@ class ConsoleMessagesController(Controller):
                 )
             )
         except (InvalidField, ValueError) as bad:
-            detail = f"{bad}" if isinstance(bad, InvalidField) else "bad form"
+            detail = str(bad) if isinstance(bad, InvalidField) else f"bad form: {bad}"
             return page(
                 "refused.html",
                 caller.signed_in,

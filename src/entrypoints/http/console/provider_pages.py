@@ -7,6 +7,7 @@ from typing import Any
 from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency
+from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
 from application.errors import InvalidField
@@ -31,12 +32,12 @@ class ConsoleProvidersController(Controller):
     include_in_schema = False
 
     @get("/")
-    async def providers(
-        self, request: Request[Any, Any, State], console: ConsoleParts, done: str | None = None
-    ) -> Template:
+    async def providers(self, request: Request[Any, Any, State], console: ConsoleParts) -> Template:
         """The paused providers and the pause form."""
         caller = await staff(request, console)
-        return await _page(console, caller, notice=NOTICES.get(done or ""))
+        return await _page(
+            console, caller, notice=NOTICES.get(request.query_params.get("done") or "")
+        )
 
     @post("/pause", status_code=303)
     async def pause(
@@ -61,7 +62,7 @@ class ConsoleProvidersController(Controller):
 
     @post("/{provider:str}/resume", status_code=303)
     async def resume(
-        self, request: Request[Any, Any, State], console: ConsoleParts, provider: str
+        self, request: Request[Any, Any, State], console: ConsoleParts, provider: FromPath[str]
     ) -> Redirect | Template:
         """Resume a paused provider."""
         caller = await staff(request, console)

@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID
 
 import jinja2
-from litestar.contrib.jinja import JinjaTemplateEngine
+from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Template
 from litestar.template.config import TemplateConfig
 

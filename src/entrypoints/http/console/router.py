@@ -19,7 +19,7 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.status_codes import HTTP_415_UNSUPPORTED_MEDIA_TYPE
 
-from application.operator.errors import StaffRequired
+from application.operator.errors import StaffRequired, StepUpRequired
 from entrypoints.http.console.auth_pages import ConsoleAuthController
 from entrypoints.http.console.context import PREFIX, Console
 from entrypoints.http.console.event_pages import ConsoleEventsController
@@ -114,6 +114,7 @@ def console_router(console: Console) -> Router:
         exception_handlers={
             SignInNeeded: _to_sign_in,
             StepUpNeeded: _to_step_up,
+            StepUpRequired: _to_step_up,  # the database found the elevation gone
             FormRefused: _form_refused,
             StaffRequired: _not_staff,
         },

@@ -1,0 +1,202 @@
+"""Every console route for every kind of caller: anonymous, an account that is not staff,
+staff without a step-up, staff whose step-up went stale, and staff (SPEC §20).
+
+Through the real admin app over HTTP; a refused command changes nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from uuid import UUID
+
+import httpx
+import pytest
+
+from tests.integration.console.world import ConsoleWorld, csrf_of
+
+pytestmark = pytest.mark.integration
+
+STAFF = "staff@example.com"
+STRANGER = "stranger@example.com"
+
+
+def _reads(dead: UUID) -> list[str]:
+    return [
+        "/console/",
+        "/console/overview/live",
+        "/console/messages",
+        "/console/messages?state=dead_lettered&purpose=sign_up",
+        f"/console/messages/{dead}",
+        "/console/messages/bulk?state=dead_lettered&action=requeue",
+        "/console/events",
+        f"/console/events/{dead}",
+        "/console/providers",
+    ]
+
+
+def _commands(dead: UUID) -> list[tuple[str, dict[str, str]]]:
+    return [
+        ("/console/messages/search", {"state": "dead_lettered"}),
+        (
+            f"/console/messages/{dead}/repairs",
+            {"action": "reissue", "reason": "ticket 1", "idempotency_key": "k-1"},
+        ),
+        (
+            "/console/messages/bulk",
+            {
+                "state": "dead_lettered",
+                "action": "requeue",
+                "reason": "ticket 2",
+                "idempotency_key": "k-2",
+                "as_of": "2100-01-01T00:00:00+00:00",
+            },
+        ),
+        (
+            f"/console/events/dead-letters/{dead}/repairs",
+            {"action": "release", "reason": "ticket 3", "idempotency_key": "k-3"},
+        ),
+        ("/console/providers/pause", {"provider": "recording", "reason": "ticket 4"}),
+        ("/console/providers/recording/resume", {"reason": "ticket 5"}),
+    ]
+
+
+async def _state(world: ConsoleWorld) -> tuple[int, int, int]:
+    """Messages, staff audit rows and provider pauses: what a refused command must not move."""
+    [(messages, audit, pauses)] = await world.staff.api.rows(
+        "SELECT (SELECT count(*) FROM outbox.messages),"
+        " (SELECT count(*) FROM outbox.staff_audit),"
+        " (SELECT count(*) FROM outbox.provider_pause_audit)"
+    )
+    return messages, audit, pauses
+
+
+async def _check_refused(
+    world: ConsoleWorld,
+    client: httpx.AsyncClient,
+    dead: UUID,
+    csrf: str,
+    expected: tuple[int, str | None],
+) -> None:
+    for path in _reads(dead):
+        response = await client.get(path)
+        assert expected == (response.status_code, response.headers.get("location")), path
+    before = await _state(world)
+    for path, form in _commands(dead):
+        response = await client.post(path, data={"csrf": csrf, **form})
+        assert expected == (response.status_code, response.headers.get("location")), (
+            path,
+            response.text[-600:],
+        )
+    assert before == await _state(world)
+
+
+async def test_anonymous_callers_are_sent_to_sign_in_and_change_nothing(world: ConsoleWorld):
+    dead = (await world.staff.dead_code()).message_id
+    async with world.client() as client:
+        page = await client.get("/console/sign-in")
+        assert 200 == page.status_code
+        await _check_refused(world, client, dead, "x", (303, "/console/sign-in"))
+        for path in ("/console/step-up",):
+            assert (303, "/console/sign-in") == (
+                (r := await client.get(path)).status_code,
+                r.headers.get("location"),
+            )
+
+
+async def test_an_account_that_is_not_staff_is_refused_everything(world: ConsoleWorld):
+    await world.account(STRANGER, staff=False)
+    dead = (await world.staff.dead_code()).message_id
+    async with world.client() as client:
+        csrf = await world.stepped_up(client, STRANGER)
+        await _check_refused(world, client, dead, csrf, (403, None))
+        assert "Staff only" in (await client.get("/console/")).text
+
+
+async def test_staff_without_a_step_up_are_sent_to_step_up(world: ConsoleWorld):
+    await world.account(STAFF)
+    dead = (await world.staff.dead_code()).message_id
+    async with world.client() as client:
+        csrf = await world.signed_in(client, STAFF)
+        await _check_refused(world, client, dead, csrf, (303, "/console/step-up"))
+
+
+async def test_staff_with_a_stale_step_up_are_sent_to_step_up_again(world: ConsoleWorld):
+    await world.account(STAFF)
+    dead = (await world.staff.dead_code()).message_id
+    async with world.client() as client:
+        csrf = await world.stepped_up(client, STAFF)
+        assert 200 == (await client.get("/console/")).status_code
+        world.advance(timedelta(minutes=6))  # past the five-minute elevation
+        await _check_refused(world, client, dead, csrf, (303, "/console/step-up"))
+
+
+async def test_staff_get_every_page_and_every_command(world: ConsoleWorld):
+    await world.account(STAFF)
+    dead = (await world.staff.dead_code()).message_id
+    async with world.client() as client:
+        csrf = await world.stepped_up(client, STAFF)
+        for path in _reads(dead):
+            response = await client.get(path)
+            expected = 404 if path.startswith("/console/events/") else 200  # not an event id
+            assert expected == response.status_code, path
+            assert "default-src 'none'" in response.headers["content-security-policy"]
+            assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+            assert "DENY" == response.headers["x-frame-options"]
+        answers = [
+            (await client.post(path, data={"csrf": csrf, **form})).status_code
+            for path, form in _commands(dead)
+        ]
+    # search, reissue, bulk (nothing left to requeue), release (a message id names no
+    # event dead letter), pause, resume
+    assert [303, 303, 200, 404, 303, 303] == answers
+    [(actions,)] = await world.staff.api.rows(
+        "SELECT array_agg(action ORDER BY id) FROM outbox.provider_pause_audit"
+    )
+    assert ["pause", "resume"] == actions
+    [(reason,)] = await world.staff.api.rows(
+        "SELECT console_reason FROM outbox.staff_audit WHERE action = 'reissue'"
+    )
+    assert "ticket 1" == reason
+
+
+async def test_a_form_without_the_session_csrf_token_is_refused(world: ConsoleWorld):
+    await world.account(STAFF)
+    async with world.client() as client:
+        await world.stepped_up(client, STAFF)
+        before = await _state(world)
+        for token in ("", "not-the-token"):
+            response = await client.post(
+                "/console/providers/pause",
+                data={"csrf": token, "provider": "ses", "reason": "no"},
+            )
+            assert 403 == response.status_code
+        response = await client.post(
+            "/console/providers/pause",
+            data={
+                "csrf": csrf_of((await client.get("/console/providers")).text),
+                "provider": "ses",
+                "reason": "x",
+            },
+            headers={"origin": "https://evil.example"},
+        )
+        assert 403 == response.status_code
+        assert before == await _state(world)
+
+
+async def test_sign_out_ends_the_session(world: ConsoleWorld):
+    await world.account(STAFF)
+    async with world.client() as client:
+        csrf = await world.stepped_up(client, STAFF)
+        response = await client.post("/console/sign-out", data={"csrf": csrf})
+        assert (303, "/console/sign-in") == (response.status_code, response.headers["location"])
+        response = await client.get("/console/")
+        assert (303, "/console/sign-in") == (response.status_code, response.headers["location"])
+
+
+async def test_an_idle_session_expires(world: ConsoleWorld):
+    await world.account(STAFF)
+    async with world.client() as client:
+        await world.stepped_up(client, STAFF)
+        world.advance(timedelta(minutes=16))
+        response = await client.get("/console/providers")
+        assert (303, "/console/sign-in") == (response.status_code, response.headers["location"])
