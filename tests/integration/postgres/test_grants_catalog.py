@@ -252,6 +252,31 @@ FUNCTION_GRANTS.update(
         ): EXECUTE_BY_CONSUMER,
     }
 )
+# The operator console (0032_console.sql, 0033_console_events.sql): every staff read and
+# repair for the API role, checked against the caller's elevation; the paused providers'
+# names for the worker.
+FUNCTION_GRANTS.update(
+    {
+        "outbox.paused_providers()": EXECUTE_BY_WORKER,
+        "outbox.staff_provider_pauses(uuid,text)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_pause_provider(uuid,text,text,text)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_resume_provider(uuid,text,text,text)": EXECUTE_BY_IDENTITY,
+        (
+            "outbox.staff_find_messages(uuid,text,text,text,text,text,timestamp with time zone,"
+            "timestamp with time zone,uuid,text,uuid,uuid,integer)"
+        ): EXECUTE_BY_IDENTITY,
+        "outbox.staff_activity(uuid,text,integer)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_requeue_dead_letter_for(uuid,text,uuid,uuid,text,text)": (
+            EXECUTE_BY_IDENTITY
+        ),
+        "outbox.staff_reissue_dead_letter_for(uuid,text,uuid,uuid,text,text,text,text)": (
+            EXECUTE_BY_IDENTITY
+        ),
+        "outbox.staff_message_audit(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
+        "events.staff_consumer_lag(uuid,text)": EXECUTE_BY_IDENTITY,
+        "events.staff_event_audit(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
+    }
+)
 # Tables, sequences and views; column grants count too (as table.column).
 RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.messages": set(),
@@ -262,6 +287,10 @@ RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     # The staff audit trail (0006_operator_tables.sql): written by the operator functions only.
     "outbox.staff_audit": set(),
     "outbox.staff_audit_id_seq": set(),
+    # Provider pauses (0032_console.sql): written and read through the functions only.
+    "outbox.provider_pauses": set(),
+    "outbox.provider_pause_audit": set(),
+    "outbox.provider_pause_audit_id_seq": set(),
 }
 # The Identity module's tables (0004_identity_tables.sql): reached only through functions.
 RELATION_GRANTS.update(

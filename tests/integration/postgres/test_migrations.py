@@ -22,6 +22,8 @@ EXPECTED_TABLES = {
     ("outbox", "envelopes"),
     ("outbox", "attempts"),
     ("outbox", "staff_audit"),  # 0006_operator_tables.sql
+    ("outbox", "provider_pauses"),  # 0032_console.sql
+    ("outbox", "provider_pause_audit"),
     ("outbox_meta", "migrations"),
     # The Identity module's tables (0004_identity_tables.sql).
     *(
@@ -127,6 +129,28 @@ EXPECTED_FUNCTIONS = {
         "p_message_id uuid, p_destination_digest text, p_after uuid, p_before uuid, "
         "p_limit integer)"
     ),
+    # The operator console (0032_console.sql).
+    "outbox.paused_providers()",
+    "outbox.staff_provider_pauses(p_actor uuid, p_elevation text)",
+    "outbox.staff_pause_provider(p_actor uuid, p_elevation text, p_provider text, p_reason text)",
+    "outbox.staff_resume_provider(p_actor uuid, p_elevation text, p_provider text, p_reason text)",
+    (
+        "outbox.staff_find_messages(p_actor uuid, p_elevation text, p_state text, "
+        "p_purpose text, p_reason text, p_provider text, p_since timestamp with time zone, "
+        "p_until timestamp with time zone, p_message_id uuid, p_destination_digest text, "
+        "p_after uuid, p_before uuid, p_limit integer)"
+    ),
+    "outbox.staff_activity(p_actor uuid, p_elevation text, p_minutes integer)",
+    (
+        "outbox.staff_requeue_dead_letter_for(p_actor uuid, p_elevation text, "
+        "p_message_id uuid, p_new_message_id uuid, p_idempotency_key text, p_reason text)"
+    ),
+    (
+        "outbox.staff_reissue_dead_letter_for(p_actor uuid, p_elevation text, "
+        "p_message_id uuid, p_new_message_id uuid, p_sealed_secret text, p_code_hash text, "
+        "p_idempotency_key text, p_reason text)"
+    ),
+    "outbox.staff_message_audit(p_actor uuid, p_elevation text, p_message_id uuid)",
 }
 # Trigger functions run as whoever changes the row; every other function as its owner.
 TRIGGER_FUNCTIONS = {"outbox.refuse_final_update()", "outbox.refuse_past_retry()"}
@@ -145,6 +169,8 @@ EXPECTED_INDEXES = {
     "staff_audit_pkey",  # 0006_operator_tables.sql
     "staff_audit_idempotency",
     "staff_audit_by_message",
+    "provider_pauses_pkey",  # 0032_console.sql
+    "provider_pause_audit_pkey",
 }
 
 

@@ -43,7 +43,7 @@ NOTICES = {
 }
 
 
-CHOICES = {
+CHOICES: dict[str, Any] = {
     "states": [state.value for state in MessageState],
     "purposes": [purpose.value for purpose in Purpose],
     "reasons": [reason.value for reason in FailureClass],

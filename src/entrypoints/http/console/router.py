@@ -37,7 +37,7 @@ SECURITY_HEADERS = [
     ResponseHeader(name="Content-Security-Policy", value=CONTENT_SECURITY_POLICY),
     ResponseHeader(name="X-Frame-Options", value="DENY"),
     ResponseHeader(name="X-Content-Type-Options", value="nosniff"),
-    ResponseHeader(name="Referrer-Policy", value="no-referrer"),
+    ResponseHeader(name="Referrer-Policy", value="same-origin"),
     ResponseHeader(name="Cross-Origin-Opener-Policy", value="same-origin"),
 ]
 FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
