@@ -74,6 +74,26 @@ VIOLATIONS = {
     "identity's use cases use the operator domain": Violation(
         "identity-below-operator", "application.identity.sign_in", "domain.operator.dead_letters"
     ),
+    "notifications use identity": Violation(
+        "contexts", "domain.notifications.catalogue", "domain.identity.tokens"
+    ),
+    "notifications' use cases use the identity domain": Violation(
+        "notifications-below-identity",
+        "application.notifications.ports",
+        "domain.identity.tokens",
+    ),
+    "events use notifications": Violation(
+        "contexts", "domain.events.domain_events", "domain.notifications.catalogue"
+    ),
+    "events' use cases use the notifications domain": Violation(
+        "events-below-identity", "application.events.ports", "domain.notifications.snapshots"
+    ),
+    "outbox's use cases use the notifications domain": Violation(
+        "outbox-alone", "application.outbox.links", "domain.notifications.snapshots"
+    ),
+    "the kernel uses notifications": Violation(
+        "kernel", "domain.channels", "domain.notifications.catalogue"
+    ),
     "the kernel uses a context": Violation(
         "kernel", "application.ports", "application.outbox.ports"
     ),

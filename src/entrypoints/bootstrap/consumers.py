@@ -25,6 +25,7 @@ from adapters.postgres.consumer_store import (
     PostgresConsumerStore,
 )
 from adapters.postgres.identity_transactions import PostgresUnitOfWork
+from adapters.postgres.notification_recipients import PostgresNotificationScope
 from adapters.postgres.pool import open_pool
 from adapters.postgres.work_listener import CONSUMERS_CHANNEL, WorkListener
 from adapters.system.clock import SystemClock
@@ -33,12 +34,24 @@ from application.events.consumer_handlers import ConsumerHandler, ConsumerRegist
 from application.events.consumer_ports import ConsumerAdmin, DeliveredEvent
 from application.events.observe_consumer_lag import ObserveConsumerLag
 from application.events.process_deliveries import ProcessDeliveries, ProcessingResult
+from application.identity.account_notification_consumer import (
+    CONSUMER as ACCOUNT_NOTIFICATIONS_CONSUMER,
+)
+from application.identity.account_notification_consumer import (
+    EVENT_TYPES as ACCOUNT_NOTIFICATION_EVENT_TYPES,
+)
+from application.identity.account_notification_consumer import (
+    VERSIONS as ACCOUNT_NOTIFICATION_VERSIONS,
+)
+from application.identity.account_notification_consumer import SendAccountNotifications
 from application.identity.security_notice_consumer import CONSUMER as NOTICES_CONSUMER
 from application.identity.security_notice_consumer import EVENT_TYPES as NOTICE_EVENT_TYPES
 from application.identity.security_notice_consumer import VERSIONS as NOTICE_VERSIONS
 from application.identity.security_notice_consumer import SendSecurityNotices
 from application.identity.security_notices import SecurityNotices
+from application.notifications.request_notification import RequestNotification
 from application.ports import Clock, Ids, Telemetry
+from domain.notifications.catalogue import CATALOGUE
 from domain.outbox.retry_policy import RetryPolicy
 from entrypoints.bootstrap.database import (
     IDENTITY_ROLE,
@@ -59,11 +72,12 @@ DEFAULT_CONCURRENCY = 4
 
 def shipped_consumers(*, clock: Clock | None = None, ids: Ids | None = None) -> ConsumerRegistry:
     """The consumers this package ships, with their handlers: ``identity.security_notices``
-    (docs/identity.md), whose notices are written through the delivery's own connection."""
+    (docs/identity.md) and ``identity.account_notifications`` (docs/notifications.md), whose
+    messages are written through the delivery's own connection."""
     registry = ConsumerRegistry()
-    send = SendSecurityNotices(
-        notices=SecurityNotices(ids=ids or Uuid7Ids()), clock=clock or SystemClock()
-    )
+    ids = ids or Uuid7Ids()
+    send = SendSecurityNotices(notices=SecurityNotices(ids=ids), clock=clock or SystemClock())
+    welcome = SendAccountNotifications(request=RequestNotification(catalogue=CATALOGUE, ids=ids))
 
     async def security_notices(event: DeliveredEvent, conn: AsyncConnection) -> None:
         await send(PostgresUnitOfWork(conn), event)
@@ -75,6 +89,19 @@ def shipped_consumers(*, clock: Clock | None = None, ids: Ids | None = None) -> 
             min_version=NOTICE_VERSIONS[0],
             max_version=NOTICE_VERSIONS[1],
             handle=security_notices,
+        )
+    )
+
+    async def account_notifications(event: DeliveredEvent, conn: AsyncConnection) -> None:
+        await welcome(PostgresNotificationScope(conn), event)
+
+    registry.add(
+        ConsumerHandler(
+            consumer=ACCOUNT_NOTIFICATIONS_CONSUMER,
+            event_types=ACCOUNT_NOTIFICATION_EVENT_TYPES,
+            min_version=ACCOUNT_NOTIFICATION_VERSIONS[0],
+            max_version=ACCOUNT_NOTIFICATION_VERSIONS[1],
+            handle=account_notifications,
         )
     )
     return registry

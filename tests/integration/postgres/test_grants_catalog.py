@@ -20,14 +20,22 @@ IDENTITY = "identity_service"
 WORKER = "outbox_worker"
 DEPRECATED = "outbox_runtime"  # the old producer role: a member of outbox_producer, no grants
 CONSUMER = "events_consumer"  # a module's role that runs its consumers is made a member
-JOB_ROLES = (PRODUCER, IDENTITY, WORKER, DEPRECATED, CONSUMER)
+NOTIFIER = "notifications_producer"  # records notification intents (0027)
+JOB_ROLES = (PRODUCER, IDENTITY, WORKER, DEPRECATED, CONSUMER, NOTIFIER)
 EXECUTE_BY_PRODUCER = {(PRODUCER, "EXECUTE")}
 EXECUTE_BY_IDENTITY = {(IDENTITY, "EXECUTE")}
 EXECUTE_BY_WORKER = {(WORKER, "EXECUTE")}
 EXECUTE_BY_CONSUMER = {(CONSUMER, "EXECUTE")}
+EXECUTE_BY_NOTIFIER = {(NOTIFIER, "EXECUTE")}
 # Who is a member of whom among the outbox's roles (the migrator's own login aside).
 # identity_service runs module identity's consumer (0022_identity_events.sql).
-MEMBERSHIPS = {(IDENTITY, PRODUCER), (DEPRECATED, PRODUCER), (IDENTITY, CONSUMER)}
+# identity_service records the intents of its notifications consumer (0027).
+MEMBERSHIPS = {
+    (IDENTITY, PRODUCER),
+    (DEPRECATED, PRODUCER),
+    (IDENTITY, CONSUMER),
+    (IDENTITY, NOTIFIER),
+}
 
 FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.enqueue_message(uuid,text,text,text,uuid,text,jsonb,text,text,"
@@ -277,6 +285,23 @@ FUNCTION_GRANTS.update(
         "events.staff_event_audit(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
     }
 )
+# The notifications catalogue (0028_notifications_functions.sql): every function for the role
+# that records intents; the identity module's preferred locale for the API role.
+FUNCTION_GRANTS.update(
+    {
+        "notifications.refuse_change()": set(),
+        (
+            "notifications.take_snapshot(uuid,text,text,uuid,text,uuid,text,text,text,text,"
+            "text,jsonb)"
+        ): EXECUTE_BY_NOTIFIER,
+        "notifications.opt_out(uuid,text,text[])": EXECUTE_BY_NOTIFIER,
+        "notifications.opt_in(uuid,text,text[])": EXECUTE_BY_NOTIFIER,
+        "notifications.opt_outs(uuid)": EXECUTE_BY_NOTIFIER,
+        "notifications.intent_snapshots(uuid)": EXECUTE_BY_NOTIFIER,
+        "identity.preferred_locale(uuid)": EXECUTE_BY_IDENTITY,
+        "identity.set_preferred_locale(uuid,text)": EXECUTE_BY_IDENTITY,
+    }
+)
 # Tables, sequences and views; column grants count too (as table.column).
 RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.messages": set(),
@@ -343,6 +368,11 @@ RELATION_GRANTS.update(
         "consumer_processing_attempts_id_seq",
     )
 )
+# The notifications catalogue's tables (0027_notifications_tables.sql): functions only.
+RELATION_GRANTS.update(
+    (f"notifications.{table}", set())
+    for table in ("categories", "intents", "snapshots", "consent_opt_outs")
+)
 SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox": {(PRODUCER, "USAGE"), (WORKER, "USAGE")},
     "identity": {(IDENTITY, "USAGE")},
@@ -353,6 +383,7 @@ SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     # role gets USAGE when map_producer_role maps it (identity_service is one, 0022); the
     # consumers' group role (0021).
     "events": {(WORKER, "USAGE"), (IDENTITY, "USAGE"), (CONSUMER, "USAGE")},
+    "notifications": {(NOTIFIER, "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
 

@@ -47,4 +47,4 @@ def test_domain_reads_no_clock_and_draws_no_randomness() -> None:
 def test_domain_has_modules_to_check() -> None:
     assert len(_modules()) >= 8
     contexts = {path.parent.name for path in _modules() if path.parent != DOMAIN}
-    assert {"outbox", "events", "identity", "operator"} <= contexts
+    assert {"outbox", "events", "identity", "notifications", "operator"} <= contexts

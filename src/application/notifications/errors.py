@@ -1,0 +1,9 @@
+"""Errors the notifications use cases raise."""
+
+from __future__ import annotations
+
+from application.errors import ApplicationError
+
+
+class UnknownRecipient(ApplicationError):
+    """The recipient directory knows no such recipient."""
