@@ -224,9 +224,13 @@ class InMemoryRecipientDirectory:
     recipients: dict[UUID, Recipient] = attrs.field(factory=dict)
 
     async def resolve(self, recipient_id: UUID) -> Recipient | None:
-        """The recipient, or None; one without an address is no recipient (as identity's)."""
+        """The recipient with its addresses emails first (else in the order given), or None;
+        one without an address is no recipient (as identity's)."""
         recipient = self.recipients.get(recipient_id)
-        return recipient if recipient is not None and recipient.addresses else None
+        if recipient is None or not recipient.addresses:
+            return None
+        ordered = sorted(recipient.addresses, key=lambda a: a.channel is not Channel.EMAIL)
+        return attrs.evolve(recipient, addresses=tuple(ordered))
 
 
 @attrs.define
