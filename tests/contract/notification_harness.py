@@ -147,7 +147,7 @@ class PostgresNotificationHarness:
                 (message_id,),
             )
             row: Any = await cursor.fetchone()
-        return None if row is None else tuple(row)  # type: ignore[return-value]
+        return None if row is None else tuple(row)
 
 
 async def postgres_notification_harness(
