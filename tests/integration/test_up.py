@@ -41,6 +41,17 @@ def _consumers_lag(env: dict[str, str]) -> list[dict[str, object]]:
     return items
 
 
+async def _lines_matching(stream: asyncio.StreamReader, patterns: list[str], within: float) -> None:
+    """Read until a line matching each of ``patterns`` was seen, in any order."""
+    waiting = list(patterns)
+    async with asyncio.timeout(within):
+        while waiting:
+            line = (await stream.readline()).decode()
+            if not line:
+                pytest.fail(f"the stream ended before lines matching {waiting!r}")
+            waiting = [p for p in waiting if not re.search(p, line)]
+
+
 async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
     tmp_path: Path,
 ) -> None:
@@ -76,15 +87,18 @@ async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
             )
             assert confirmed.is_success, confirmed.text
             # identity.account_verified is published by the events lane and handled by the
-            # identity.security_notices consumer (the consumers lane), whose notice the
-            # security lane prints.
-            await _line_matching(stack.stdout, r"Your account was created, and this address", 60)
-        [lag] = await asyncio.to_thread(_consumers_lag, env)
-        assert ("identity.security_notices", 0, 0) == (
-            lag["consumer"],
-            lag["eventsBehind"],
-            lag["deadLetters"],
-        )
+            # identity.security_notices consumer and the identity.account_notifications one
+            # (the consumers lane), whose notice and welcome the security lane prints.
+            await _lines_matching(
+                stack.stdout,
+                [r"Your account was created, and this address", r"Welcome! Your account is ready"],
+                60,
+            )
+        lags = await asyncio.to_thread(_consumers_lag, env)
+        assert [
+            ("identity.account_notifications", 0, 0),
+            ("identity.security_notices", 0, 0),
+        ] == sorted((lag["consumer"], lag["eventsBehind"], lag["deadLetters"]) for lag in lags)
         async with httpx.AsyncClient(base_url=admin, timeout=10) as client:
             assert b"# HELP" in (await client.get("/metrics")).content
         stack.send_signal(signal.SIGTERM)

@@ -35,7 +35,8 @@ async def test_the_worker_role_observes_each_consumer_s_lag(connect_as, worker_p
         source=PostgresConsumerLag(worker_pool), telemetry=build_telemetry(registry)
     )
 
-    assert 3 == await observe()  # the two here and the shipped identity.security_notices
+    # The two here and the two shipped: identity.security_notices, identity.account_notifications.
+    assert 4 == await observe()
 
     def sample(name: str, consumer: str) -> float | None:
         return registry.get_sample_value(name, {"consumer": consumer})
