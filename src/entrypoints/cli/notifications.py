@@ -1,0 +1,186 @@
+"""``outboxctl notifications categories|show|consent``: the notifications catalogue, an
+intent's frozen snapshots, and recipients' consent, as the database operator (SPEC §19)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
+from uuid import UUID
+
+import typer
+
+from application.notifications.ports import OptOut
+from domain.channels import Channel
+from domain.notifications.catalogue import CATALOGUE, UnknownCategory
+from domain.notifications.snapshots import Snapshot
+from entrypoints.bootstrap.notifications import NotificationsAdmin, notifications_admin
+from entrypoints.cli.exit_codes import ExitCode
+from entrypoints.cli.guard import fail
+from entrypoints.cli.operator_run import operator_guarded
+from entrypoints.cli.output import lines, print_json, print_table, short_time, table
+from entrypoints.cli.startup import start
+
+_T = TypeVar("_T")
+
+notifications_app = typer.Typer(
+    help="The notifications catalogue: categories, an intent's snapshots, consent.",
+    no_args_is_help=True,
+)
+consent_app = typer.Typer(
+    help="A recipient's opt-outs, per category and channel.", no_args_is_help=True
+)
+notifications_app.add_typer(consent_app, name="consent")
+
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+Recipient = Annotated[UUID, typer.Argument(help="The recipient's id (an account's id).")]
+Category = Annotated[str, typer.Argument(help="The category's code, e.g. account.welcome.")]
+Channels = Annotated[
+    list[Channel] | None,
+    typer.Option("--channel", help="A channel (repeat it); default: every channel of it."),
+]
+
+
+def _run(action: Callable[[NotificationsAdmin], Awaitable[_T]]) -> _T:
+    settings = start()
+
+    async def main() -> _T:
+        async with notifications_admin(settings) as admin:
+            return await action(admin)
+
+    with operator_guarded():
+        try:
+            return asyncio.run(main())
+        except UnknownCategory as error:
+            raise fail(f"not found: {error}", ExitCode.NOT_FOUND) from None
+
+
+@notifications_app.command("categories")
+def categories(as_json: AsJson = False) -> None:
+    """Every category of the catalogue: its channels, template and locales."""
+    items: list[dict[str, Any]] = [
+        {
+            "code": c.code,
+            "channels": [channel.value for channel in c.channels],
+            "template": c.template,
+            "locales": sorted(c.locales),
+            "fallbackLocale": c.fallback_locale,
+            "description": c.description,
+        }
+        for c in CATALOGUE
+    ]
+    if as_json:
+        print_json({"items": items})
+        return
+    built = table("Category\nTemplate", "Channels", "Locales\nFallback", "Description")
+    for item in items:
+        built.add_row(
+            lines(item["code"], item["template"]),
+            lines(*item["channels"]),
+            lines(", ".join(item["locales"]), item["fallbackLocale"]),
+            lines(item["description"]),
+        )
+    print_table(built)
+
+
+def _snapshot_json(snapshot: Snapshot, state: str | None) -> dict[str, Any]:
+    return {
+        "id": snapshot.id,
+        "channel": snapshot.channel.value,
+        "destination": snapshot.masked_destination,
+        "template": snapshot.template,
+        "locale": snapshot.locale,
+        "variables": dict(snapshot.variables),
+        "decision": snapshot.decision.value,
+        "messageId": snapshot.message_id,
+        "messageState": state,
+        "createdAt": snapshot.created_at,
+    }
+
+
+@notifications_app.command("show")
+def show(
+    some_id: Annotated[
+        UUID, typer.Argument(help="An intent's id, or a delivery's (its snapshot's or message's).")
+    ],
+    as_json: AsJson = False,
+) -> None:
+    """An intent and its frozen snapshots: per channel, the masked destination, template,
+    locale, the consent decision (send or suppressed_by_consent) and its message's state."""
+    view = _run(lambda admin: admin.reader.find(some_id))
+    if view is None:
+        raise fail("not found: no notification intent or delivery has this id", ExitCode.NOT_FOUND)
+    first = view.snapshots[0]
+    document = {
+        "intentId": first.intent_id,
+        "intentKey": first.intent_key,
+        "category": first.category,
+        "recipientId": first.recipient_id,
+        "source": first.source.value,
+        "deliveries": [
+            _snapshot_json(s, state)
+            for s, state in zip(view.snapshots, view.message_states, strict=True)
+        ],
+    }
+    if as_json:
+        print_json(document)
+        return
+    typer.echo(f"intent {first.intent_id} ({first.source.value}, {first.intent_key})")
+    typer.echo(f"category {first.category}, recipient {first.recipient_id}")
+    built = table(
+        "Delivery", "Channel\nDestination", "Template\nLocale", "Decision\nMessage", words=(3,)
+    )
+    for s, state in zip(view.snapshots, view.message_states, strict=True):
+        built.add_row(
+            lines(str(s.id)),
+            lines(s.channel.value, s.masked_destination),
+            lines(s.template, s.locale),
+            lines(s.decision.value, state or "-"),
+        )
+    print_table(built)
+
+
+def _opt_out_json(row: OptOut) -> dict[str, Any]:
+    return {"category": row.category, "channel": row.channel.value, "optedOutAt": row.opted_out_at}
+
+
+@consent_app.command("list")
+def list_opt_outs(recipient: Recipient, as_json: AsJson = False) -> None:
+    """The recipient's opt-outs."""
+    rows = _run(lambda admin: admin.consent.opt_outs(recipient))
+    if as_json:
+        print_json({"recipientId": recipient, "items": [_opt_out_json(r) for r in rows]})
+        return
+    if not rows:
+        typer.echo("no opt-out: every category is sent")
+        return
+    built = table("Category", "Channel", "Opted out at")
+    for row in rows:
+        built.add_row(
+            lines(row.category), lines(row.channel.value), lines(short_time(row.opted_out_at))
+        )
+    print_table(built)
+
+
+@consent_app.command("opt-out")
+def opt_out(
+    recipient: Recipient, category: Category, channel: Channels = None, as_json: AsJson = False
+) -> None:
+    """Opt the recipient out of the category: snapshots taken from now on suppress it."""
+    changed = _run(lambda admin: admin.consent.opt_out(recipient, category, channel or ()))
+    if as_json:
+        print_json({"recipientId": recipient, "category": category, "optedOut": changed})
+        return
+    typer.echo(f"{changed} new opt-out(s) of {category} for {recipient}")
+
+
+@consent_app.command("opt-in")
+def opt_in(
+    recipient: Recipient, category: Category, channel: Channels = None, as_json: AsJson = False
+) -> None:
+    """Lift the recipient's opt-outs of the category (snapshots already taken keep theirs)."""
+    changed = _run(lambda admin: admin.consent.opt_in(recipient, category, channel or ()))
+    if as_json:
+        print_json({"recipientId": recipient, "category": category, "optedIn": changed})
+        return
+    typer.echo(f"{changed} opt-out(s) of {category} lifted for {recipient}")
