@@ -11,6 +11,7 @@ from application.outbox.errors import TemplateNotFound, TemplateRenderFailed
 from application.outbox.ports import RenderedMessage
 from domain.channels import Channel
 from domain.identity.security_changes import SecurityChange
+from domain.notifications.catalogue import CATALOGUE
 from domain.purposes import Purpose
 
 CODE = "482913"
@@ -374,7 +375,46 @@ def test_preload_compiles_every_built_in_file(renderer: JinjaRenderer) -> None:
     files = [p for p in BUILTIN_DIR.rglob("*") if p.is_file()]
 
     assert len(files) == renderer.preload()
-    assert len(files) == 1 + 2 * len(Purpose) * 5  # layout + 2 locales x 5 parts per purpose
+    # layout + 2 locales x 5 parts per purpose + the catalogue's account_welcome (email's
+    # three parts and SMS text, in 2 locales)
+    assert len(files) == 1 + 2 * len(Purpose) * 5 + 2 * 4
+
+
+@pytest.mark.parametrize(
+    ("locale", "subject", "text"),
+    [
+        ("es-MX", "Bienvenido: tu cuenta está lista", "¡Bienvenido! Tu cuenta está lista"),
+        ("en", "Welcome: your account is ready", "Welcome! Your account is ready"),
+        ("fr", "Welcome: your account is ready", "Welcome! Your account is ready"),
+    ],
+)
+def test_every_category_of_the_catalogue_renders_on_each_channel_in_each_locale(
+    renderer: JinjaRenderer, locale: str, subject: str, text: str
+) -> None:
+    for category in CATALOGUE:
+        for channel in category.channels:
+            for written in category.locales:
+                rendered = renderer.render(
+                    template=category.template,
+                    channel=channel,
+                    locale=written,
+                    params={},
+                    secret=None,
+                    link=None,
+                )
+                assert rendered.text
+    email = renderer.render(
+        template="account_welcome",
+        channel=Channel.EMAIL,
+        locale=locale,
+        params={},
+        secret=None,
+        link=None,
+    )
+    assert subject == email.subject
+    assert email.text.startswith(text)
+    assert email.html is not None
+    assert text in email.html
 
 
 def test_preload_names_an_override_that_does_not_compile(tmp_path: Path) -> None:
