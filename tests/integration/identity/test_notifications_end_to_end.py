@@ -59,6 +59,10 @@ def _settings(database_url: str, tmp_path: Path, smtp: SmtpStandIn, lanes: str) 
 
 
 async def _outboxctl(database_url: str, tmp_path: Path, *command: str) -> Any:
+    return json.loads(await _outboxctl_text(database_url, tmp_path, *command))
+
+
+async def _outboxctl_text(database_url: str, tmp_path: Path, *command: str) -> str:
     result = await asyncio.to_thread(
         run_outboxctl,
         *command,
@@ -69,7 +73,7 @@ async def _outboxctl(database_url: str, tmp_path: Path, *command: str) -> Any:
         },
     )
     assert ExitCode.OK == result.returncode, result.stderr
-    return json.loads(result.stdout)
+    return result.stdout
 
 
 async def _identity_id(api: Api, identifier: str) -> str:
@@ -130,6 +134,16 @@ async def test_a_notification_intent_from_a_domain_event_is_delivered_once_in_th
         (d["channel"], d["destination"], d["decision"], d["messageId"], d["locale"])
         for d in shown["deliveries"]
     ]
+    table = await _outboxctl_text(
+        api.database_url, tmp_path, "notifications", "show", str(bob_intent)
+    )
+    assert "suppressed_by_consent" in table
+    assert "b***@example.com" in table
+    assert BOB not in table
+    listed = await _outboxctl_text(
+        api.database_url, tmp_path, "notifications", "consent", "list", bob
+    )
+    assert ["email", "sms"] == [w for w in listed.split() if w in ("email", "sms")]
 
     replayed = await _outboxctl(
         api.database_url, tmp_path, "consumers", "replay", CONSUMER, "--from", "1", "--json"
