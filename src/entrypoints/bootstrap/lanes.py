@@ -45,6 +45,7 @@ from entrypoints.bootstrap.database import (
     resolve_worker_database_url,
 )
 from entrypoints.bootstrap.parts import ProcessParts
+from entrypoints.bootstrap.relay import relay_targets
 from entrypoints.bootstrap.worker import sweep_schedule, worker_services
 from entrypoints.settings.lanes import CONSUMERS, EVENTS, SECURITY, LaneSettings
 from entrypoints.settings.tree import Settings
@@ -61,7 +62,7 @@ class LaneRequest:
     owner: str  # one lease owner name per process, whatever the lane
     drain: bool = False
     providers: Mapping[Channel, DeliveryProvider] | None = None  # tests replace the configured
-    targets: Sequence[PublicationTarget] = ()  # the events lane's; none is configured yet
+    targets: Sequence[PublicationTarget] = ()  # the events lane's; () means the configured ones
     consumers: ConsumerRegistry | None = None  # the consumers lane's; None: the shipped ones
 
 
@@ -127,14 +128,18 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
     settings, telemetry = request.settings, request.parts.telemetry
     worker, sweeps = settings.worker, settings.sweeps
     sizing = worker.lane_sizing[EVENTS]
-    # The broker relay (SPEC §18) will be a target; the internal consumers are not one (their
-    # deliveries are written when the publication is recorded). Until then only an embedding
-    # process (the reliability harness's recording target) passes any.
-    targets = request.targets
+    # The broker relay (SPEC §18) is the configured target; the internal consumers are not one
+    # (their deliveries are written when the publication is recorded). An embedding process
+    # (the reliability harness's recording target) may pass its own instead.
     url = resolve_worker_database_url(settings)
-    async with database_pool(
-        settings, DatabaseAccess.WORKER, max_size=sizing.parallel_batches + 1
-    ) as pool:
+    async with (
+        contextlib.nullcontext(request.targets)
+        if request.targets
+        else relay_targets(settings, telemetry) as targets,
+        database_pool(
+            settings, DatabaseAccess.WORKER, max_size=sizing.parallel_batches + 1
+        ) as pool,
+    ):
         listener = WorkListener(url, EVENTS_CHANNEL)
         try:
             store = PostgresEventOutboxStore(pool, listener)

@@ -18,6 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from entrypoints.settings.identity import IdentitySettings, read_identity_settings
 from entrypoints.settings.lanes import SECURITY, LaneSettings, read_lanes
+from entrypoints.settings.nats import NatsSettings, read_nats_settings
 from entrypoints.settings.providers import ProviderSettings, read_provider_settings
 from entrypoints.settings.reader import EnvironmentReader
 
@@ -148,6 +149,7 @@ class Settings:
     log_level: str
     identity: IdentitySettings
     providers: ProviderSettings | None = None
+    nats: NatsSettings | None = None  # the broker relay (SPEC §18), on when OUTBOX_NATS_URL is set
     # Things that work but an operator should hear about at start-up (logged, not fatal).
     warnings: tuple[str, ...] = ()
 
@@ -230,6 +232,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
             if providers
             else None
         ),
+        nats=read_nats_settings(read),
     )
     _check_together(read, settings)
     read.raise_problems()

@@ -1,0 +1,240 @@
+"""The broker relay's publication target: NATS JetStream (SPEC §18).
+
+Each event is published to ``<prefix>.<organization>.<event_type>`` with ``Nats-Msg-Id`` set
+to its event id, so JetStream's duplicate window absorbs a republish after a lost PubAck or
+a crash; an answer of None (accepted) is given only once the PubAck came back. Publishes
+run concurrently, at most ``max_in_flight`` awaiting their PubAck at once (nats-py's
+``publish`` on one connection; its ``publish_async`` loses JetStream's error replies). A
+claimed batch holds at most one event per aggregate (the claim's head rule), so concurrency
+never reorders an aggregate.
+
+How a failure is classed (the retry policy then decides, SPEC §4):
+
+- no connection, or the connection dropped: ``unavailable`` (retried with backoff);
+- no PubAck within ``ack_timeout``: ``indeterminate`` (it may be stored; the republish
+  carries the same ``Nats-Msg-Id``);
+- no stream answers on the subject: ``unavailable`` (a restarting server says the same),
+  with an error naming the stream and subject once;
+- another stream than the configured one captures the subject: ``provider_suspended`` (a
+  configuration error: the events are released without spending an attempt, and an error
+  names the stream and subject; ``outboxctl nats ensure-stream`` fixes it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+
+from adapters.nats.connection import NatsOptions, close_quietly, connect
+from application.events.ports import ClaimedEvent, TargetRefusal
+from application.ports import Telemetry
+from domain.outbox.failures import FailureClass
+
+NAME = "nats"
+# JetStream's error code for "expected stream does not match" (the Nats-Expected-Stream header).
+STREAM_MISMATCH = 10060
+HEADER_PREFIX = "Outbox-"
+_DISCONNECTED = (
+    nats.errors.ConnectionClosedError,
+    nats.errors.ConnectionDrainingError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.OutboundBufferLimitError,
+    nats.errors.StaleConnectionError,
+    nats.errors.NoServersError,
+    nats.errors.UnexpectedEOF,
+    ConnectionError,
+    OSError,
+)
+
+
+def subject_for(prefix: str, event: ClaimedEvent) -> str:
+    """``<prefix>.<organization>.<event_type>``: one token per organization, the type's own."""
+    return f"{prefix}.{event.organization_id}.{event.event_type}"
+
+
+def headers_for(event: ClaimedEvent) -> dict[str, str]:
+    """``Nats-Msg-Id`` (the event id) and the event's metadata as ``Outbox-*`` headers."""
+    headers = {
+        "Nats-Msg-Id": str(event.event_id),
+        f"{HEADER_PREFIX}Event-Id": str(event.event_id),
+        f"{HEADER_PREFIX}Event-Type": event.event_type,
+        f"{HEADER_PREFIX}Contract-Version": str(event.contract_version),
+        f"{HEADER_PREFIX}Organization": str(event.organization_id),
+        f"{HEADER_PREFIX}Aggregate-Type": _header_value(event.aggregate_type),
+        f"{HEADER_PREFIX}Aggregate-Id": _header_value(event.aggregate_id),
+        f"{HEADER_PREFIX}Append-Sequence": str(event.append_sequence),
+        f"{HEADER_PREFIX}Occurred-At": event.occurred_at.isoformat(),
+    }
+    if event.trace_context:
+        headers["traceparent"] = _header_value(event.trace_context)
+    return headers
+
+
+def payload_for(event: ClaimedEvent) -> bytes:
+    """The event's payload as compact UTF-8 JSON."""
+    return json.dumps(dict(event.payload), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _header_value(value: str) -> str:
+    # A line break would end the header block; nothing else in a value needs escaping.
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+class JetStreamTarget:
+    """Publishes claimed events to one JetStream stream; connects lazily and reconnects.
+
+    Until a first connection succeeds, a failed attempt is retried no sooner than
+    ``connect_cooldown`` later (meanwhile every publish answers ``unavailable`` at once);
+    once connected, nats-py reconnects on its own.
+    """
+
+    def __init__(
+        self,
+        *,
+        options: NatsOptions,
+        telemetry: Telemetry,
+        stream: str,
+        subject_prefix: str,
+        ack_timeout: timedelta = timedelta(seconds=5),
+        max_in_flight: int = 256,
+        connect_cooldown: timedelta = timedelta(seconds=5),
+    ) -> None:
+        self._options = options
+        self._telemetry = telemetry
+        self.stream = stream
+        self.subject_prefix = subject_prefix
+        self._ack_timeout = ack_timeout.total_seconds()
+        self._window = asyncio.Semaphore(max_in_flight)
+        self._client: Client | None = None
+        self._jetstream: JetStreamContext | None = None
+        self._connecting = asyncio.Lock()
+        self._connect_cooldown = connect_cooldown.total_seconds()
+        self._next_connect = 0.0
+        self._misconfigured: set[str] = set()  # problems already reported, said once each
+
+    @property
+    def name(self) -> str:
+        """``nats``: kept in attempts and metrics."""
+        return NAME
+
+    @property
+    def connected(self) -> bool:
+        """Whether the client is connected right now."""
+        return self._client is not None and self._client.is_connected
+
+    async def start(self) -> None:
+        """Connect and check the stream, reporting a problem; never raises for the broker."""
+        jetstream = await self._connected()
+        if jetstream is None:
+            return
+        await self._check_stream(jetstream)
+
+    async def close(self) -> None:
+        """Flush what is pending and close the connection."""
+        client, self._client, self._jetstream = self._client, None, None
+        if client is not None and not client.is_closed:
+            await close_quietly(client)
+
+    async def publish(self, events: Sequence[ClaimedEvent]) -> Sequence[TargetRefusal | None]:
+        """Publish every event; None for each one JetStream acknowledged, in order."""
+        jetstream = await self._connected()
+        if jetstream is None or not self.connected:
+            refusal = TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="no_connection")
+            return [refusal] * len(events)
+        return await asyncio.gather(*(self._publish_one(jetstream, event) for event in events))
+
+    async def _publish_one(
+        self, jetstream: JetStreamContext, event: ClaimedEvent
+    ) -> TargetRefusal | None:
+        subject = subject_for(self.subject_prefix, event)
+        async with self._window:
+            try:
+                ack = await jetstream.publish(
+                    subject,
+                    payload_for(event),
+                    timeout=self._ack_timeout,
+                    stream=self.stream,
+                    headers=headers_for(event),
+                )
+            except nats.errors.TimeoutError:
+                return TargetRefusal(failure_class=FailureClass.INDETERMINATE, code="ack_timeout")
+            except nats.js.errors.NoStreamResponseError:
+                # Also what a restarting server or a stream electing its leader answers: retried
+                # with backoff, and said once as an error in case the stream is really missing.
+                self._misconfiguration("no_stream", subject)
+                return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="no_stream")
+            except nats.js.errors.APIError as error:
+                return self._api_error(error, subject)
+            except _DISCONNECTED:
+                return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="disconnected")
+        if ack.stream != self.stream:
+            return self._misconfiguration("stream_mismatch", subject)
+        return None
+
+    def _api_error(self, error: nats.js.errors.APIError, subject: str) -> TargetRefusal:
+        if error.err_code == STREAM_MISMATCH:
+            return self._misconfiguration("stream_mismatch", subject)
+        code = f"jetstream_{error.err_code or error.code or 'error'}"
+        return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code=code)
+
+    def _misconfiguration(self, code: str, subject: str) -> TargetRefusal:
+        """A stream/subject problem: said once as an error, the events released unspent."""
+        if code not in self._misconfigured:
+            self._misconfigured.add(code)
+            self._telemetry.event(
+                f"nats.{code}",
+                level="error",
+                stream=self.stream,
+                subject=subject,
+                hint=(
+                    f"no stream {self.stream!r} captures {self.subject_prefix}.>; run"
+                    " outboxctl nats ensure-stream"
+                ),
+            )
+        return TargetRefusal(failure_class=FailureClass.PROVIDER_SUSPENDED, code=code)
+
+    async def _connected(self) -> JetStreamContext | None:
+        """The JetStream context, connecting first if need be; None when no server answers."""
+        if self._client is not None and not self._client.is_closed:
+            return self._jetstream
+        async with self._connecting:
+            if self._client is not None and not self._client.is_closed:
+                return self._jetstream
+            if time.monotonic() < self._next_connect:
+                return None  # a broker that just refused is not asked again at once
+            try:
+                client = await connect(self._options, self._telemetry, role="relay")
+            except (nats.errors.Error, *_DISCONNECTED, TimeoutError) as error:
+                self._telemetry.event(
+                    "nats.connect_failed",
+                    level="warning",
+                    servers=self._options.shown,
+                    error=type(error).__name__,
+                )
+                self._next_connect = time.monotonic() + self._connect_cooldown
+                return None
+            self._client = client
+            self._jetstream = client.jetstream(timeout=self._ack_timeout)
+            self._misconfigured.clear()
+            return self._jetstream
+
+    async def _check_stream(self, jetstream: JetStreamContext) -> None:
+        wanted = f"{self.subject_prefix}.>"
+        try:
+            info = await jetstream.stream_info(self.stream)
+        except nats.js.errors.NotFoundError:
+            self._misconfiguration("no_stream", wanted)
+            return
+        except (nats.errors.Error, *_DISCONNECTED):
+            return  # the first publish will say what is wrong
+        subjects = info.config.subjects or []
+        if wanted not in subjects and ">" not in subjects:
+            self._misconfiguration("stream_mismatch", wanted)
