@@ -9,8 +9,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
-from adapters.nats.connection import NatsOptions
+import nats.errors as nats_errors
+
+from adapters.nats.connection import NatsOptions, close_quietly, connect
 from adapters.nats.jetstream_target import JetStreamTarget
+from adapters.nats.streams import StreamReport, StreamSpec, ensure_stream
 from application.events.ports import PublicationTarget
 from application.ports import Telemetry
 from entrypoints.settings.nats import NatsSettings
@@ -66,3 +69,46 @@ async def relay_targets(
         yield (target,)
     finally:
         await target.close()
+
+
+class RelayNotConfigured(Exception):
+    """``OUTBOX_NATS_URL`` is unset: there is no stream to ensure."""
+
+
+class BrokerUnreachable(Exception):
+    """No NATS server of the configured ones answered (the message names them, redacted)."""
+
+
+def stream_spec(nats: NatsSettings) -> StreamSpec:
+    """The stream the relay publishes to, as the settings describe it."""
+    return StreamSpec(
+        name=nats.stream,
+        subjects=(f"{nats.subject_prefix}.>",),
+        retention=nats.retention.value,
+        storage=nats.storage.value,
+        replicas=nats.replicas,
+        duplicate_window=nats.duplicate_window,
+        max_age=nats.max_age,
+    )
+
+
+async def ensure_relay_stream(
+    settings: Settings, telemetry: Telemetry, *, update: bool = False
+) -> StreamReport:
+    """Create the relay's stream, or compare it with the settings (``update``: and fix it).
+
+    Raises RelayNotConfigured, BrokerUnreachable, or nats.js.errors.APIError when JetStream
+    refuses (a change it cannot make in place, such as the storage).
+    """
+    nats = settings.nats
+    if nats is None:
+        raise RelayNotConfigured("OUTBOX_NATS_URL is unset: the relay is off")
+    options = nats_options(nats, name="outboxctl")
+    try:
+        client = await connect(options, telemetry, role="outboxctl")
+    except (nats_errors.Error, OSError, TimeoutError):
+        raise BrokerUnreachable(f"no NATS server answered at {options.shown}") from None
+    try:
+        return await ensure_stream(client.jetstream(), stream_spec(nats), update=update)
+    finally:
+        await close_quietly(client)

@@ -17,6 +17,7 @@ from entrypoints.cli.events import events_app
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.keys import keys_app
 from entrypoints.cli.messages import messages_app
+from entrypoints.cli.nats import nats_app
 from entrypoints.cli.notifications import notifications_app
 from entrypoints.cli.serve import serve
 from entrypoints.cli.staff import staff_app
@@ -45,6 +46,7 @@ app.add_typer(messages_app, name="messages")
 app.add_typer(staff_app, name="staff")
 app.add_typer(events_app, name="events")
 app.add_typer(consumers_app, name="consumers")
+app.add_typer(nats_app, name="nats")
 app.add_typer(notifications_app, name="notifications")
 
 
