@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import attrs
 
@@ -47,10 +49,81 @@ RECORD_SHARE = 0.1
 # the rest of its batch was still sending (a slow provider) is recorded this far ahead
 # instead, so one late retry cannot cost the whole batch its record.
 LATE_RETRY_DELAY = timedelta(seconds=1)
+_TIMED_OUT = DeliveryFailure(failure_class=FailureClass.INDETERMINATE, code="timeout")
 
 
 class _LeaseRunningOut(Exception):
     """The lease ends before a send could finish and be recorded: do not start it."""
+
+
+class _SendTimer:
+    """Bounds every send of one batch with a single event-loop timer.
+
+    What ``asyncio.timeout`` around each send did, for a timer per batch instead of one
+    per send (docs/benchmarks.md): each sender says when its current send must end
+    (``start``) and that it ended (``stop``). The one timer fires at the earliest deadline
+    it knows, cancels every sender whose send is past its own deadline, and re-arms for the
+    next one. Sends of one sender follow each other, so their deadlines only grow and the
+    timer is rarely moved. A send the timer cancelled ends in ``TimeoutError``, unless
+    someone else cancelled the sender too (that cancellation goes on, as with
+    ``asyncio.timeout``).
+    """
+
+    __slots__ = ("_at", "_expired", "_handle", "_loop", "_sends")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._sends: dict[asyncio.Task[Any], float] = {}  # sender → its send's deadline
+        self._expired: set[asyncio.Task[Any]] = set()
+        self._handle: asyncio.TimerHandle | None = None
+        self._at = math.inf
+
+    def start(self, task: asyncio.Task[Any], seconds: float) -> None:
+        """``task`` starts a send that must end within ``seconds``."""
+        deadline = self._loop.time() + seconds
+        self._sends[task] = deadline
+        if deadline < self._at:
+            self._arm(deadline)
+
+    def stop(self, task: asyncio.Task[Any]) -> bool:
+        """``task``'s send ended; whether the timer cancelled it."""
+        del self._sends[task]
+        if task in self._expired:
+            self._expired.discard(task)
+            return True
+        return False
+
+    def close(self) -> None:
+        """The batch's sends are over: drop the timer."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _arm(self, at: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._at = at
+        self._handle = self._loop.call_at(at, self._fire)
+
+    def _fire(self) -> None:
+        self._handle, self._at = None, math.inf
+        now = self._loop.time()
+        for task, deadline in self._sends.items():
+            if deadline <= now and task not in self._expired:
+                self._expired.add(task)
+                task.cancel()
+        later = [d for t, d in self._sends.items() if t not in self._expired]
+        if later:
+            self._arm(min(later))
+
+
+@attrs.frozen(kw_only=True)
+class _Send:
+    """What every send of one sender shares: the batch's send deadline, its timer, the task."""
+
+    deadline: datetime
+    timer: _SendTimer
+    task: asyncio.Task[Any]
 
 
 @attrs.frozen(kw_only=True)
@@ -125,20 +198,28 @@ class DispatchDueMessages:
         # and no semaphore (docs/benchmarks.md).
         results: list[AttemptRecord | None] = [None] * len(claimed)
         pending = iter(enumerate(claimed))
+        timer = _SendTimer(asyncio.get_running_loop())
 
         async def sender() -> None:
+            task = asyncio.current_task()
+            if task is None:  # never: gather runs each sender as a task
+                raise RuntimeError("a sender runs outside a task")
+            send = _Send(deadline=deadline, timer=timer, task=task)
             for index, message in pending:
-                results[index] = await self._deliver(message, deadline)
+                results[index] = await self._deliver(message, send)
 
-        await asyncio.gather(*(sender() for _ in range(min(self.concurrency, len(claimed)))))
+        try:
+            await asyncio.gather(*(sender() for _ in range(min(self.concurrency, len(claimed)))))
+        finally:
+            timer.close()
         return results
 
-    async def _deliver(self, message: ClaimedMessage, deadline: datetime) -> AttemptRecord | None:
+    async def _deliver(self, message: ClaimedMessage, send: _Send) -> AttemptRecord | None:
         """The outcome to record for ``message``, or None when its lease ran out unsent."""
         provider = self.providers.get(message.channel)
         provider_name = provider.name if provider is not None else NO_PROVIDER
         try:
-            outcome = await self._attempt(message, provider, deadline)
+            outcome = await self._attempt(message, provider, send)
         except _LeaseRunningOut:
             self.breaker.settle(provider_name)  # if it was to be a probe, it never went out
             self.telemetry.event(
@@ -174,7 +255,7 @@ class DispatchDueMessages:
         )
 
     async def _attempt(
-        self, message: ClaimedMessage, provider: DeliveryProvider | None, deadline: datetime
+        self, message: ClaimedMessage, provider: DeliveryProvider | None, send: _Send
     ) -> Outcome:
         early = self._before_send(message, provider, self.clock.now())
         if early is not None or provider is None:
@@ -189,7 +270,7 @@ class DispatchDueMessages:
             destination=message.destination,
             content=content,
         )
-        return await self._send(message, provider, delivery, deadline)
+        return await self._send(message, provider, delivery, send)
 
     def _before_send(
         self, message: ClaimedMessage, provider: DeliveryProvider | None, now: datetime
@@ -261,18 +342,31 @@ class DispatchDueMessages:
         message: ClaimedMessage,
         provider: DeliveryProvider,
         delivery: Delivery,
-        deadline: datetime,
+        send: _Send,
     ) -> Outcome:
-        left = await self._room_to_send(provider, deadline)
+        if provider.name in self.rate_limits:
+            left = await self._room_to_send(provider, send.deadline)
+        else:
+            left = self._time_left(send.deadline)
+        task, timer = send.task, send.timer
+        cancelling = task.cancelling()
         started = time.perf_counter()
+        timer.start(task, min(self.provider_timeout.total_seconds(), left))
+        timed_out = False
         try:
-            async with asyncio.timeout(min(self.provider_timeout.total_seconds(), left)):
+            try:  # the timer cancels this task if the send outlives its deadline
                 receipt = await provider.send(delivery)
+            finally:
+                # As asyncio.timeout does: the cancellation was ours alone if no other came.
+                timed_out = timer.stop(task) and task.uncancel() <= cancelling
         except DeliveryFailed as failed:
             return self._failed(message, provider, failed.failure)
-        except TimeoutError:
-            failure = DeliveryFailure(failure_class=FailureClass.INDETERMINATE, code="timeout")
-            return self._failed(message, provider, failure)
+        except asyncio.CancelledError:
+            if not timed_out:
+                raise
+            return self._failed(message, provider, _TIMED_OUT)
+        except TimeoutError:  # the provider's own client gave up first
+            return self._failed(message, provider, _TIMED_OUT)
         finally:
             self.telemetry.observe(
                 "outbox_send_seconds", time.perf_counter() - started, provider=provider.name
@@ -296,6 +390,13 @@ class DispatchDueMessages:
             except TimeoutError:
                 raise _LeaseRunningOut from None
             left = (deadline - self.clock.now()).total_seconds()
+        if left <= 0:
+            raise _LeaseRunningOut
+        return left
+
+    def _time_left(self, deadline: datetime) -> float:
+        """Seconds left for a send without a quota; raises _LeaseRunningOut when none is."""
+        left = (deadline - self.clock.now()).total_seconds()
         if left <= 0:
             raise _LeaseRunningOut
         return left
