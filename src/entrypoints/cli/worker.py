@@ -10,6 +10,7 @@ import attrs
 import typer
 
 from entrypoints.bootstrap.worker_process import run_sweeps, run_worker
+from entrypoints.bootstrap.worker_processes import supervise_workers
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail, run_guarded
 from entrypoints.cli.output import print_json
@@ -49,6 +50,13 @@ def worker(
             " (default OUTBOX_WORKER_LANES: all)."
         ),
     ] = None,
+    processes: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Worker processes to run under one supervisor (one per core; default 1).",
+        ),
+    ] = 1,
 ) -> None:
     """Claim due work lane by lane, publish or send it, and record the outcomes.
 
@@ -61,6 +69,12 @@ def worker(
 
     SIGTERM or SIGINT stops claiming, lets the batches in flight finish within
     OUTBOX_WORKER_SHUTDOWN_GRACE_SECONDS, records them and exits 0.
+
+    --processes N starts N such workers and supervises them: signals are forwarded to each,
+    a worker that dies is started again (or, if it died within 10 s of its start, the others
+    are stopped and its exit code returned). With --drain the JSON sums the lanes over the
+    processes and lists each one's under "processes" (its pid and lanes). With
+    OUTBOX_WORKER_METRICS_PORT=P, process i listens on P + i.
     """
     chosen: tuple[str, ...] | None = None
     if lanes is not None:
@@ -72,6 +86,16 @@ def worker(
     settings = start(providers=lambda s: SECURITY in (chosen or s.worker.lanes))
     if chosen is not None:
         settings = attrs.evolve(settings, worker=attrs.evolve(settings.worker, lanes=chosen))
+    if processes > 1:
+        _supervise(
+            settings,
+            processes=processes,
+            drain=drain,
+            options=_child_options(
+                drain=drain, concurrency=concurrency, batch_size=batch_size, lanes=lanes
+            ),
+        )
+        return
     totals = run_guarded(
         lambda: asyncio.run(
             run_worker(settings, drain=drain, batch_size=batch_size, concurrency=concurrency)
@@ -84,6 +108,30 @@ def worker(
                 for lane, result in totals.items()
             }
         )
+
+
+def _child_options(
+    *, drain: bool, concurrency: int | None, batch_size: int | None, lanes: str | None
+) -> list[str]:
+    """The options each supervised worker gets: the supervisor's own, --processes aside."""
+    options = ["--drain"] if drain else []
+    for name, value in (("--concurrency", concurrency), ("--batch-size", batch_size)):
+        if value is not None:
+            options += [name, str(value)]
+    if lanes is not None:
+        options += ["--lanes", lanes]
+    return options
+
+
+def _supervise(settings: Settings, *, processes: int, drain: bool, options: list[str]) -> None:
+    """Run ``processes`` workers under a supervisor; exit with its code, print drain totals."""
+    returncode, totals = supervise_workers(
+        settings, processes=processes, drain=drain, options=options
+    )
+    if returncode != 0:
+        raise typer.Exit(returncode)
+    if totals is not None:
+        print_json(totals)
 
 
 def sweep(
