@@ -47,9 +47,10 @@ class DispatchDrain:
     async def fill(self, count: int) -> None:
         """Empty the queue and enqueue ``count`` messages of this kind."""
         await workload.empty(self.database.conninfo)
-        await workload.load(self.database.conninfo, [self._row()(n) for n in range(count)])
+        await workload.load(self.database.conninfo, [self.row_maker()(n) for n in range(count)])
 
-    def _row(self) -> Callable[[int], dict[str, object]]:
+    def row_maker(self) -> Callable[[int], dict[str, object]]:
+        """The enqueue arguments of the n-th message of this kind."""
         if self.kind == "notification":
             return workload.notification
         sealer = EnvelopeSealer(parse_keyring(self.keyring))

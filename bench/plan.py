@@ -29,6 +29,7 @@ from bench.harness import Drained, Figure, Results, Setting
 from bench.latency import Percentiles, SteadyLatency
 from bench.pgqueuer_drain import PgqueuerDrain
 from bench.plain_insert import PlainInsert
+from bench.processes import ProcessesDrain
 from bench.sizes import Sizes
 from bench.sql_ceiling import SqlCeiling
 from bench.worker import WorkerConfig, running_worker
@@ -42,6 +43,7 @@ GROUPS = (
     "events-append",
     "events-drain",
     "consumers",
+    "processes",
 )
 WARM_UP_MESSAGES = 500
 
@@ -104,6 +106,8 @@ class Plan:
             await self._events_drain(results)
         if "consumers" in self.groups:
             await self._consumers(results)
+        if "processes" in self.groups:
+            await self._processes(results, keyring, config)
         _checks(results)
         return results
 
@@ -182,6 +186,55 @@ class Plan:
                     keep("plain", await plain.once(worker))
                     keep("sealed", await sealed.once(worker))
             for samples in [*figures.values(), *cpu.values()]:
+                results.add(samples.figure())
+
+    async def _processes(self, results: Results, keyring: str, config: WorkerConfig) -> None:
+        """1 and 2 worker processes on one queue, beside pgqueuer's drain, interleaved."""
+        sizes = self.sizes
+        async with (
+            self.server.fresh_database("pgqueuer_processes") as pgq_db,
+            self.server.fresh_database("processes") as database,
+        ):
+            await apply_migrations(database.conninfo)
+            peer = PgqueuerDrain(
+                database=pgq_db, jobs=sizes.drain_messages, batch_size=sizes.batch_size
+            )
+            await peer.install()
+            runs = {
+                f"{kind}_{n}": ProcessesDrain(
+                    database=database,
+                    keyring=keyring,
+                    messages=sizes.drain_messages,
+                    kind=kind,
+                    config=config,
+                    processes=n,
+                )
+                for kind in ("notification", "sealed_code")
+                for n in (1, 2)
+            }
+            labels = {"notification": "plain notifications", "sealed_code": "sealed codes"}
+            figures = {
+                "pgqueuer": Samples(
+                    "processes.pgqueuer", "pgqueuer no-op drain", "msg/s", peer.settings()
+                ),
+                **{
+                    name: Samples(
+                        f"processes.{name}",
+                        f"{run.processes} worker process{'es' if run.processes > 1 else ''},"
+                        f" {labels[run.kind]}",
+                        "msg/s",
+                        run.settings(),
+                    )
+                    for name, run in runs.items()
+                },
+            }
+            await attrs.evolve(peer, jobs=min(WARM_UP_MESSAGES, sizes.drain_messages)).once()
+            for repetition in range(sizes.repetitions):
+                self.console.log(f"processes, repetition {repetition + 1}/{sizes.repetitions}")
+                figures["pgqueuer"].values.append((await peer.once()).rate)
+                for name, run in runs.items():
+                    figures[name].values.append(await run.once())
+            for samples in figures.values():
                 results.add(samples.figure())
 
     async def _enqueues(self, results: Results, keyring: str) -> None:
@@ -678,7 +731,7 @@ def _checks(results: Results) -> None:
             "Dispatch (plain) / SQL-only ceiling",
             "drain.dispatch_plain",
             "drain.sql_ceiling",
-            at_least=0.5,
+            at_least=0.6,
         )
         results.ratio(
             "dispatch_sealed_vs_ceiling",
@@ -708,6 +761,23 @@ def _checks(results: Results) -> None:
             "drain.cpu_dispatch_sealed",
             at_least=None,
         )
+    if "processes.notification_2" in have:
+        for kind, label in (("notification", "plain"), ("sealed_code", "sealed")):
+            results.ratio(
+                f"processes_{label}_2_vs_1",
+                f"2 worker processes / 1 ({label})",
+                f"processes.{kind}_2",
+                f"processes.{kind}_1",
+                at_least=None,
+            )
+            for n in (1, 2):
+                results.ratio(
+                    f"processes_{label}_{n}_vs_pgqueuer",
+                    f"{n} worker process{'es' if n > 1 else ''} ({label}) / pgqueuer",
+                    f"processes.{kind}_{n}",
+                    "processes.pgqueuer",
+                    at_least=None,
+                )
     if "enqueue.sealed" in have:
         results.ratio(
             "enqueue_vs_insert",

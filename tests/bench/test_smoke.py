@@ -62,6 +62,19 @@ FIGURES = {
     "consumers.runner",
     "consumers.cpu_sql_ceiling",
     "consumers.cpu_runner",
+    "processes.pgqueuer",
+    "processes.notification_1",
+    "processes.notification_2",
+    "processes.sealed_code_1",
+    "processes.sealed_code_2",
+}
+PROCESS_CHECKS = {
+    "processes_plain_2_vs_1",
+    "processes_plain_1_vs_pgqueuer",
+    "processes_plain_2_vs_pgqueuer",
+    "processes_sealed_2_vs_1",
+    "processes_sealed_1_vs_pgqueuer",
+    "processes_sealed_2_vs_pgqueuer",
 }
 CHECKS = {
     "dispatch_plain_vs_pgqueuer",
@@ -85,17 +98,22 @@ CHECKS = {
     "events_lane_vs_ceiling",
     "events_fan_out_cost",
     "consumer_vs_ceiling",
+    *PROCESS_CHECKS,
 }
-TARGETED = CHECKS - {
-    "ceiling_vs_pgqueuer",
-    "cpu_pgqueuer_vs_plain",
-    "cpu_pgqueuer_vs_sealed",
-    "notify_cost",
-    "events_append_notify_cost",
-    "latency_events_flood_vs_idle",
-    "events_lane_vs_ceiling",
-    "events_fan_out_cost",
-}
+TARGETED = (
+    CHECKS
+    - PROCESS_CHECKS
+    - {
+        "ceiling_vs_pgqueuer",
+        "cpu_pgqueuer_vs_plain",
+        "cpu_pgqueuer_vs_sealed",
+        "notify_cost",
+        "events_append_notify_cost",
+        "latency_events_flood_vs_idle",
+        "events_lane_vs_ceiling",
+        "events_fan_out_cost",
+    }
+)
 
 
 @pytest.fixture(scope="module")
