@@ -4,31 +4,43 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import attrs
 
+from adapters.postgres.notification_recipients import PostgresNotificationScope
 from adapters.postgres.notification_store import PostgresConsent, PostgresNotificationReader
+from adapters.system.ids import Uuid7Ids
 from application.notifications.change_consent import ChangeConsent
-from application.notifications.ports import NotificationReader
+from application.notifications.ports import NotificationReader, TakenSnapshot
+from application.notifications.request_notification import RequestNotification
 from domain.notifications.catalogue import CATALOGUE
+from domain.notifications.snapshots import Intent
 from entrypoints.bootstrap.database import DatabaseAccess, database_pool
 from entrypoints.settings.tree import Settings
 
 
 @attrs.frozen(kw_only=True)
 class NotificationsAdmin:
-    """Consent changes and an intent's snapshots."""
+    """Consent changes, an intent's snapshots, and a staff intent in its own transaction."""
 
     consent: ChangeConsent
     reader: NotificationReader
+    request: Callable[[Intent], Awaitable[tuple[TakenSnapshot, ...]]]
 
 
 @contextlib.asynccontextmanager
 async def notifications_admin(settings: Settings) -> AsyncIterator[NotificationsAdmin]:
     """The database operator's notifications services; the pool closes on exit."""
     async with database_pool(settings, DatabaseAccess.OPERATOR) as pool:
+        requester = RequestNotification(catalogue=CATALOGUE, ids=Uuid7Ids())
+
+        async def request(intent: Intent) -> tuple[TakenSnapshot, ...]:
+            async with pool.connection() as conn, conn.transaction():
+                return await requester(PostgresNotificationScope(conn), intent)
+
         yield NotificationsAdmin(
             consent=ChangeConsent(catalogue=CATALOGUE, store=PostgresConsent(pool)),
             reader=PostgresNotificationReader(pool),
+            request=request,
         )

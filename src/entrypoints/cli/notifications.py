@@ -10,10 +10,11 @@ from uuid import UUID
 
 import typer
 
+from application.notifications.errors import UnknownRecipient
 from application.notifications.ports import OptOut
 from domain.channels import Channel
 from domain.notifications.catalogue import CATALOGUE, UnknownCategory
-from domain.notifications.snapshots import Snapshot
+from domain.notifications.snapshots import Intent, IntentSource, InvalidIntent, Snapshot
 from entrypoints.bootstrap.notifications import NotificationsAdmin, notifications_admin
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail
@@ -53,6 +54,11 @@ def _run(action: Callable[[NotificationsAdmin], Awaitable[_T]]) -> _T:
             return asyncio.run(main())
         except UnknownCategory as error:
             raise fail(f"not found: {error}", ExitCode.NOT_FOUND) from None
+        except UnknownRecipient:
+            raise fail(
+                "not found: no recipient has this id (an account with a verified identifier)",
+                ExitCode.NOT_FOUND,
+            ) from None
 
 
 @notifications_app.command("categories")
@@ -138,6 +144,65 @@ def show(
             lines(s.decision.value, state or "-"),
         )
     print_table(built)
+
+
+@notifications_app.command("request")
+def request(
+    recipient: Recipient,
+    category: Category,
+    key: Annotated[
+        str,
+        typer.Option(
+            "--key",
+            help="Names this request (stored as staff:KEY): the same key and recipient never"
+            " notify twice.",
+        ),
+    ],
+    variable: Annotated[
+        list[str] | None,
+        typer.Option("--var", help="A template variable, NAME=VALUE (repeat it); never a secret."),
+    ] = None,
+    as_json: AsJson = False,
+) -> None:
+    """Ask for a notification of CATEGORY to RECIPIENT as staff: its snapshots are taken now
+    (consent applied) and its messages enqueued, in one transaction."""
+    variables: dict[str, str] = {}
+    for pair in variable or ():
+        name, separator, value = pair.partition("=")
+        if not separator:
+            raise fail(f"--var: expected NAME=VALUE, got {name[:64]!r}", ExitCode.USAGE)
+        variables[name] = value
+    try:
+        intent = Intent(
+            key=f"staff:{key}",
+            category=category,
+            recipient_id=recipient,
+            source=IntentSource.STAFF,
+            variables=variables,
+        )
+    except InvalidIntent as error:
+        raise fail(str(error), ExitCode.USAGE) from None
+    taken = _run(lambda admin: admin.request(intent))
+    items: list[dict[str, Any]] = [
+        {
+            "id": t.snapshot_id,
+            "intentId": t.intent_id,
+            "channel": t.channel.value,
+            "decision": t.decision.value,
+            "messageId": t.message_id,
+            "created": t.created,
+        }
+        for t in taken
+    ]
+    if as_json:
+        print_json({"items": items})
+        return
+    if not items:
+        typer.echo("nothing to send: the recipient has no address on the category's channels")
+        return
+    for item in items:
+        state = "new" if item["created"] else "asked before"
+        typer.echo(f"{item['id']}  {item['channel']}  {item['decision']}  ({state})")
 
 
 def _opt_out_json(row: OptOut) -> dict[str, Any]:
