@@ -4,6 +4,7 @@ variables, and the catalogue's rows the same as the code's."""
 
 from __future__ import annotations
 
+import asyncio
 from uuid import uuid4
 
 import psycopg
@@ -217,3 +218,28 @@ async def test_the_identity_module_s_notifications_consumer_takes_account_verifi
         assert [
             ("identity.account_notifications", "identity", "identity.account_verified", 1, 1)
         ] == await cursor.fetchall()
+
+
+async def test_two_requests_at_once_take_one_snapshot_and_enqueue_one_message(
+    connect_as,
+) -> None:
+    """The second waits on the first's intent, then answers its snapshot."""
+    recipient, key = uuid4(), "identity.account_verified:race"
+    async with (
+        connect_as(NOTIFIER, autocommit=False) as first,
+        connect_as(NOTIFIER, autocommit=False) as second,
+    ):
+        won = await _take(first, recipient=recipient, key=key)
+        waiting = asyncio.create_task(_take(second, recipient=recipient, key=key))
+        await asyncio.sleep(0.5)
+        assert not waiting.done()  # blocked on the first's uncommitted intent
+        await first.commit()
+        lost = await waiting
+        await second.commit()
+    assert won[3] is True
+    assert (won[0], won[1], won[2], False) == lost
+    async with connect_as() as conn:
+        cursor = await conn.execute(
+            "SELECT count(*) FROM outbox.messages WHERE purpose = 'notification'"
+        )
+        assert (1,) == await cursor.fetchone()
