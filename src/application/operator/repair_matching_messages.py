@@ -3,15 +3,15 @@
 
 The request's idempotency key names the whole form; each message's repair gets a key of its
 own derived from it, so a retried form replays what it did and repairs only what it had not.
-The preview fixes the moment the filter is read at (``as_of``), and the form carries it: a
-retry never reaches messages created after the preview.
+The preview fixes where the matches end (``as_of``, just after the newest one counted), and
+the form carries it: a retry never reaches messages created after the preview.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import attrs
@@ -119,10 +119,16 @@ class RepairMatchingMessages:
     clock: Clock
 
     async def preview(self, query: MatchQuery) -> MatchPreview:
-        """The count; raises InvalidField, StaffRequired or StepUpRequired."""
-        as_of = query.as_of or self.clock.now()
-        ids = await self._matches(attrs.evolve(query, as_of=as_of))
-        return MatchPreview(count=len(ids), as_of=as_of)
+        """The count; raises InvalidField, StaffRequired or StepUpRequired.
+
+        ``as_of`` is just after the newest match's creation (the database's clock, not this
+        process's), so the form reaches exactly what was counted and nothing newer.
+        """
+        matches = await self._matches(query)
+        if not matches:
+            return MatchPreview(count=0, as_of=query.as_of or self.clock.now())
+        newest = max(created for _, created in matches)
+        return MatchPreview(count=len(matches), as_of=newest + timedelta(microseconds=1))
 
     async def __call__(self, command: BulkRepairCommand) -> BulkResult:
         """Every outcome; raises InvalidField (reason, key, too many matches), StaffRequired or
@@ -133,7 +139,7 @@ class RepairMatchingMessages:
             raise InvalidField("idempotency_key", f"1 to {KEY_ROOM} visible ASCII characters")
         if command.query.as_of is None:
             raise InvalidField("as_of", "preview first: the form carries the preview's time")
-        ids = await self._matches(command.query)
+        ids = [message_id for message_id, _ in await self._matches(command.query)]
         if len(ids) > MAX_MATCHES:
             raise InvalidField("filter", f"matches more than {MAX_MATCHES}; narrow it")
         actor = command.query.actor
@@ -163,13 +169,14 @@ class RepairMatchingMessages:
 
         return reissue if action is BulkAction.REISSUE else requeue
 
-    async def _matches(self, query: MatchQuery) -> list[UUID]:
-        """The matching dead letters' ids, newest first, at most MAX_MATCHES + 1."""
+    async def _matches(self, query: MatchQuery) -> list[tuple[UUID, datetime]]:
+        """The matching dead letters' ids and creation times, newest first, at most
+        MAX_MATCHES + 1."""
         until = query.where.until
         if query.as_of is not None and (until is None or query.as_of < until):
             until = query.as_of
         where = attrs.evolve(query.where, state=State.DEAD_LETTERED, until=until)
-        ids: list[UUID] = []
+        ids: list[tuple[UUID, datetime]] = []
         after: UUID | None = None
         while len(ids) <= MAX_MATCHES:
             page = await self.search(
@@ -181,7 +188,7 @@ class RepairMatchingMessages:
                     limit=PAGE,
                 )
             )
-            ids.extend(item.id for item in page.items)
+            ids.extend((item.id, item.created_at) for item in page.items)
             if not page.has_older:
                 break
             after = page.older_cursor
