@@ -73,6 +73,8 @@ async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
     try:
         base = (await _line_matching(stack.stdout, r"API on (http://\S+) ", 120)).group(1)
         admin = (await _line_matching(stack.stdout, r"admin listener, (http://\S+) ", 5)).group(1)
+        console = await _line_matching(stack.stdout, r"operator console: (http://\S+) ", 5)
+        assert f"{admin}/console/" == console.group(1)
         async with httpx.AsyncClient(base_url=base, timeout=10) as client:
             ready = await client.get("/readyz")
             assert 200 == ready.status_code
@@ -101,6 +103,11 @@ async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
         ] == sorted((lag["consumer"], lag["eventsBehind"], lag["deadLetters"]) for lag in lags)
         async with httpx.AsyncClient(base_url=admin, timeout=10) as client:
             assert b"# HELP" in (await client.get("/metrics")).content
+            signing_in = await client.get("/console/")
+            assert (303, "/console/sign-in") == (
+                signing_in.status_code,
+                signing_in.headers["location"],
+            )
         stack.send_signal(signal.SIGTERM)
         assert 0 == await asyncio.wait_for(stack.wait(), 60)
     finally:

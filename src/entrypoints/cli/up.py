@@ -14,7 +14,7 @@ from entrypoints.cli.startup import start
 WELCOME = """\
 outbox is up: API on {base} (OpenAPI at {base}/schema), worker and sweeps running.
 Metrics and the staff routes are on the admin listener, {admin} (/metrics).
-Codes are printed here by the console provider. Try a sign-up:
+{console}Codes are printed here by the console provider. Try a sign-up:
 
   curl -s -X POST {base}/sign-ups -H 'content-type: application/json' \\
        -d '{{"identifier": "you@example.com", "password": "correct horse battery staple"}}'
@@ -26,6 +26,9 @@ then confirm it with the code printed below:
 
 Stop with Ctrl-C.
 """
+CONSOLE = """\
+The operator console: {admin}/console/ (sign in as a staff member: outboxctl staff grant).
+"""
 
 
 def up() -> None:
@@ -35,7 +38,8 @@ def up() -> None:
     settings = start(providers=True)
 
     def announce(base: str, admin: str) -> None:
-        typer.echo(WELCOME.format(base=base, admin=admin), nl=False)
+        console = CONSOLE.format(admin=admin) if settings.http.console.enabled else ""
+        typer.echo(WELCOME.format(base=base, admin=admin, console=console), nl=False)
 
     try:
         run_guarded(lambda: asyncio.run(run_stack(settings, announce=announce)))
