@@ -1,0 +1,110 @@
+"""The console's searches and commands through the real app: destination search by digest,
+keyset pages stable under inserts, and a bulk repair that a retried form never repeats."""
+
+from __future__ import annotations
+
+import re
+from uuid import UUID
+
+import pytest
+
+from application.operator.message_filters import destination_digest
+from domain.outbox.failures import FailureClass
+from tests.integration.console.world import ConsoleWorld, csrf_of, form_key_of
+
+pytestmark = pytest.mark.integration
+
+STAFF = "staff@example.com"
+NOTIFY = (
+    "SELECT outbox.enqueue_message(gen_random_uuid(), 'notification', 'email', %s, NULL,"
+    " 'notification', '{\"subject\": \"s\", \"body\": \"hello\"}')"
+)
+ROW = re.compile(r'<a href="/console/messages/([0-9a-f-]{36})"><code>')
+
+
+async def _notify(world: ConsoleWorld, *destinations: str) -> None:
+    for destination in destinations:
+        await world.staff.api.rows(NOTIFY, destination)
+
+
+async def _dead_notifications(world: ConsoleWorld, *destinations: str) -> None:
+    provider = world.staff.api.provider
+    for destination in destinations:
+        provider.failures_for[destination] = provider.refuse(FailureClass.REJECTED)
+    await _notify(world, *destinations)
+    await world.staff.api.deliver()
+    provider.failures_for.clear()
+
+
+async def test_a_destination_is_searched_by_its_digest_and_never_shown(world: ConsoleWorld):
+    await world.account(STAFF)
+    async with world.client() as client:
+        csrf = await world.stepped_up(client, STAFF)
+        await _notify(world, "zoe@example.com", "yan@example.com")
+        response = await client.post(
+            "/console/messages/search", data={"csrf": csrf, "destination": " Zoe@Example.com "}
+        )
+        assert 303 == response.status_code
+        location = response.headers["location"]
+        assert f"dest={destination_digest('zoe@example.com')}" in location
+        assert "zoe" not in location.lower()
+        page = await client.get(location)
+    assert 1 == len(ROW.findall(page.text))
+    assert "z***@example.com" in page.text
+    assert "zoe@example.com" not in page.text.lower()
+
+
+async def test_keyset_pages_neither_repeat_nor_skip_rows_enqueued_meanwhile(world: ConsoleWorld):
+    await world.account(STAFF)
+    async with world.client() as client:
+        await world.stepped_up(client, STAFF)
+        await _notify(world, *(f"n{i}@example.com" for i in range(60)))
+        first = await client.get("/console/messages?purpose=notification")
+        ids = ROW.findall(first.text)
+        assert 50 == len(ids)
+        older = re.search(r'href="/console/messages\?([^"]*after=[0-9a-f-]{36})"', first.text)
+        assert older is not None
+        await _notify(world, *(f"late{i}@example.com" for i in range(5)))
+        second = await client.get("/console/messages?" + older.group(1).replace("&amp;", "&"))
+    rest = ROW.findall(second.text)
+    assert 10 == len(rest)
+    assert 60 == len(set(ids) | set(rest))
+
+
+async def test_a_bulk_requeue_repairs_each_match_once_even_when_the_form_is_sent_again(
+    world: ConsoleWorld,
+):
+    await world.account(STAFF)
+    async with world.client() as client:
+        await world.stepped_up(client, STAFF)
+        await _dead_notifications(world, "a@example.com", "b@example.com", "c@example.com")
+        filters = {"state": "dead_lettered", "purpose": "notification"}
+        preview = await client.get("/console/messages/bulk", params={**filters, "action": "requeue"})
+        assert "<strong>3</strong> dead letters match" in preview.text
+        as_of = re.search(r'name="as_of" value="([^"]+)"', preview.text)
+        assert as_of is not None
+        await _dead_notifications(world, "d@example.com")  # after the preview: not counted
+        form = {
+            "csrf": csrf_of(preview.text),
+            "idempotency_key": form_key_of(preview.text),
+            "as_of": as_of.group(1),
+            "action": "requeue",
+            "reason": "ticket OPS-9",
+            **filters,
+        }
+        first = await client.post("/console/messages/bulk", data=form)
+        again = await client.post("/console/messages/bulk", data=form)
+        missing = await client.post("/console/messages/bulk", data={**form, "reason": ""})
+    assert "<strong>3</strong> repaired now · 0 already done" in first.text
+    assert "<strong>0</strong> repaired now · 3 already done" in again.text
+    assert 400 == missing.status_code
+    rows = await world.staff.api.rows(
+        "SELECT message_id, console_reason FROM outbox.staff_audit WHERE action = 'requeue'"
+    )
+    assert 3 == len(rows)
+    assert {"ticket OPS-9"} == {reason for _, reason in rows}
+    [(late,)] = await world.staff.api.rows(
+        "SELECT id FROM outbox.messages WHERE destination = 'd@example.com'"
+    )
+    assert isinstance(late, UUID)
+    assert late not in {message_id for message_id, _ in rows}
