@@ -56,6 +56,9 @@ class _LeaseRunningOut(Exception):
     """The lease ends before a send could finish and be recorded: do not start it."""
 
 
+PAUSED_BY_OPERATOR = "paused_by_operator"  # the code of a release for a paused provider
+
+
 class _SendTimer:
     """Bounds every send of one batch with a single event-loop timer.
 
@@ -281,13 +284,13 @@ class DispatchDueMessages:
         if provider is None:
             return None
         if self.pauses is not None and self.pauses.is_paused(provider.name):
-            # Paused by staff: back to pending, no attempt spent, and no probe is sent.
-            failure = DeliveryFailure(
+            # Paused by staff: back to pending, no attempt spent, no probe; looked at again
+            # soon, so a resume lets it go within ``release_for``.
+            return Release(
+                available_at=now + self.pauses.release_for,
                 failure_class=FailureClass.PROVIDER_SUSPENDED,
-                code="paused_by_operator",
-                retry_after=now + self.pauses.release_for,
+                code=PAUSED_BY_OPERATOR,
             )
-            return self._decide(message, failure)
         retry_at = self.breaker.admit(provider.name, now)
         if retry_at is not None:
             failure = DeliveryFailure(

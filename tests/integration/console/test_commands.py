@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 STAFF = "staff@example.com"
 NOTIFY = (
     "SELECT outbox.enqueue_message(gen_random_uuid(), 'notification', 'email', %s, NULL,"
-    " 'notification', '{\"subject\": \"s\", \"body\": \"hello\"}')"
+    ' \'notification\', \'{"subject": "s", "body": "hello"}\')'
 )
 ROW = re.compile(r'<a href="/console/messages/([0-9a-f-]{36})"><code>')
 
@@ -79,7 +79,9 @@ async def test_a_bulk_requeue_repairs_each_match_once_even_when_the_form_is_sent
         await world.stepped_up(client, STAFF)
         await _dead_notifications(world, "a@example.com", "b@example.com", "c@example.com")
         filters = {"state": "dead_lettered", "purpose": "notification"}
-        preview = await client.get("/console/messages/bulk", params={**filters, "action": "requeue"})
+        preview = await client.get(
+            "/console/messages/bulk", params={**filters, "action": "requeue"}
+        )
         assert "<strong>3</strong> dead letters match" in preview.text
         as_of = re.search(r'name="as_of" value="([^"]+)"', preview.text)
         assert as_of is not None
