@@ -62,4 +62,5 @@ def build_console(
         sessions=ConsoleSessions(clock, idle=settings.idle, lifetime=settings.lifetime),
         clock=clock,
         secure=settings.origin is not None and settings.origin.startswith("https://"),
+        origin=settings.origin,
     )

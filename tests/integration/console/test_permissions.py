@@ -9,9 +9,12 @@ from __future__ import annotations
 from datetime import timedelta
 from uuid import UUID
 
+import attrs
 import httpx
 import pytest
 
+from entrypoints.http.app import create_admin_app
+from entrypoints.observability import new_registry
 from tests.integration.console.world import ConsoleWorld, csrf_of
 
 pytestmark = pytest.mark.integration
@@ -200,3 +203,29 @@ async def test_an_idle_session_expires(world: ConsoleWorld):
         world.advance(timedelta(minutes=16))
         response = await client.get("/console/providers")
         assert (303, "/console/sign-in") == (response.status_code, response.headers["location"])
+
+
+async def test_behind_tls_the_cookie_is_secure_and_only_the_configured_origin_may_post(
+    world: ConsoleWorld,
+):
+    await world.account(STAFF)
+    console = attrs.evolve(world.console, secure=True, origin="https://ops.example.com")
+    app = create_admin_app(
+        world.staff.api.services,
+        operator=world.staff.operator,
+        registry=new_registry(),
+        console=console,
+    )
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="https://ops.example.com") as client:
+        tls = ConsoleWorld(staff=world.staff, console=console, app=app)
+        csrf = await tls.stepped_up(client, STAFF)
+        assert {"__Host-outbox_console"} <= set(client.cookies.keys())
+        form = {"csrf": csrf, "provider": "ses", "reason": "ticket 6"}
+        foreign = await client.post(
+            "/console/providers/pause", data=form, headers={"origin": "http://ops.example.com"}
+        )
+        own = await client.post(
+            "/console/providers/pause", data=form, headers={"origin": "https://ops.example.com"}
+        )
+    assert (403, 303) == (foreign.status_code, own.status_code)

@@ -76,7 +76,12 @@ class ConsoleAuthController(Controller):
     ) -> Redirect | Template:
         """Check the password with the identity module, start a session, send a code."""
         form = await request.form()
-        check_form(request, request.cookies.get(PRE_COOKIE) or "", form.get(CSRF_FIELD))
+        check_form(
+            request,
+            request.cookies.get(PRE_COOKIE) or "",
+            form.get(CSRF_FIELD),
+            origin=console.origin,
+        )
         client = client_address(request)
         try:
             grant = await console.identity.sign_in(
@@ -130,7 +135,7 @@ class ConsoleAuthController(Controller):
         """Ask the identity module for a step-up code (it goes to the sign-in address)."""
         caller = await signed_in(request, console)
         form = await request.form()
-        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD), origin=console.origin)
         try:
             await _send_code(console, caller, client_address(request), strict=True)
         except RateLimited:
@@ -151,7 +156,7 @@ class ConsoleAuthController(Controller):
         """Confirm the code; the elevation token stays in the session, never in the page."""
         caller = await signed_in(request, console)
         form = await request.form()
-        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD), origin=console.origin)
         try:
             grant = await console.identity.confirm_step_up(
                 ConfirmStepUpCommand(
@@ -178,7 +183,7 @@ class ConsoleAuthController(Controller):
         """End the bearer session and the console session."""
         caller = await signed_in(request, console)
         form = await request.form()
-        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD), origin=console.origin)
         await console.identity.sign_out(caller.principal)
         console.sessions.end(caller.cookie)
         redirect = Redirect(f"{PREFIX}/sign-in", status_code=303)

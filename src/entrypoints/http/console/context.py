@@ -29,6 +29,7 @@ class Console:
     sessions: ConsoleSessions
     clock: Callable[[], datetime]
     secure: bool = False
+    origin: str | None = None  # the configured https origin (OUTBOX_CONSOLE_ORIGIN)
 
     @property
     def cookie(self) -> str:

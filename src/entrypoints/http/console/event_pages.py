@@ -147,7 +147,7 @@ class ConsoleEventsController(Controller):
         """Republish or release one dead letter, with a reason, once per form."""
         caller = await staff(request, console)
         form = await request.form()
-        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD), origin=console.origin)
         event_id = _uuid(form.get("event"), "event")
         back = f"{PREFIX}/events/{event_id}" if event_id else f"{PREFIX}/events"
         action, key = form.get("action"), form.get("idempotency_key")

@@ -85,14 +85,21 @@ async def staff(request: Request[Any, Any, State], console: Console) -> Staff:
     return Staff(signed_in=caller, actor=actor)
 
 
-def check_form(request: Request[Any, Any, State], expected: str, presented: str | None) -> None:
+def check_form(
+    request: Request[Any, Any, State],
+    expected: str,
+    presented: str | None,
+    *,
+    origin: str | None = None,
+) -> None:
     """Raise FormRefused unless ``presented`` is ``expected`` and the form came from here.
 
     The token is the defence; a foreign Origin is refused as well (SameSite=Strict already
-    keeps the cookie off cross-site requests).
+    keeps the cookie off cross-site requests). ``origin`` is the console's configured https
+    origin (behind TLS the request's own scheme is the proxy's); else the request's own.
     """
-    origin = request.headers.get("origin")
-    if origin is not None and origin != _own_origin(request):
+    sent = request.headers.get("origin")
+    if sent is not None and sent != (origin or _own_origin(request)):
         raise FormRefused
     if not presented or not _same(expected, presented):
         raise FormRefused

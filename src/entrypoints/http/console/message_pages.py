@@ -113,7 +113,7 @@ class ConsoleMessagesController(Controller):
         """The filter form: the destination becomes its digest, then the list is shown."""
         caller = await staff(request, console)
         form = await request.form()
-        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD), origin=console.origin)
         values = {name: form.get(name) for name in (*FIELDS, "destination")}
         try:
             where = parse_filter(values)
@@ -170,7 +170,7 @@ class ConsoleMessagesController(Controller):
         """Reissue or requeue one dead letter, with a reason, once per form."""
         caller = await staff(request, console)
         form = await request.form()
-        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD), origin=console.origin)
         action = form.get("action")
         key, reason = form.get("idempotency_key"), str(form.get("reason", ""))
         try:
@@ -232,7 +232,7 @@ class ConsoleMessagesController(Controller):
         """Repair every match, one audit row each; a retried form repeats nothing."""
         caller = await staff(request, console)
         form = await request.form()
-        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD), origin=console.origin)
         try:
             where = parse_filter({name: form.get(name) for name in FIELDS})
             as_of = datetime.fromisoformat(str(form.get("as_of", "")))

@@ -46,7 +46,7 @@ class ConsoleProvidersController(Controller):
         """Pause the named provider."""
         caller = await staff(request, console)
         form = await request.form()
-        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD), origin=console.origin)
         command = ProviderCommand(
             actor=caller.actor,
             provider=str(form.get("provider", "")),
@@ -67,7 +67,7 @@ class ConsoleProvidersController(Controller):
         """Resume a paused provider."""
         caller = await staff(request, console)
         form = await request.form()
-        check_form(request, caller.session.csrf, form.get(CSRF_FIELD))
+        check_form(request, caller.session.csrf, form.get(CSRF_FIELD), origin=console.origin)
         command = ProviderCommand(
             actor=caller.actor, provider=provider, reason=str(form.get("reason", ""))
         )
