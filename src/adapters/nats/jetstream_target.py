@@ -138,7 +138,7 @@ class JetStreamTarget:
         await self._check_stream(jetstream)
 
     async def close(self) -> None:
-        """Flush what is pending and close the connection."""
+        """Close the connection (every publish awaited its PubAck)."""
         client, self._client, self._jetstream = self._client, None, None
         if client is not None and not client.is_closed:
             await close_quietly(client)

@@ -132,6 +132,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         " dead_lettered).",
         ("consumer", "outcome"),
     ),
+    MetricSpec(
+        "outbox_inbox_events_total",
+        Kind.COUNTER,
+        "Events an inbox consumer read from JetStream, by consumer and outcome (handled,"
+        " duplicates, retried, dead_lettered).",
+        ("consumer", "outcome"),
+    ),
     MetricSpec("outbox_in_flight", Kind.GAUGE, "Messages this process is sending right now."),
     MetricSpec(
         "events_publications_total",

@@ -15,6 +15,7 @@ from entrypoints.cli.db import db_app
 from entrypoints.cli.dead_letters import dead_letters_app
 from entrypoints.cli.events import events_app
 from entrypoints.cli.exit_codes import ExitCode
+from entrypoints.cli.inbox import inbox_app
 from entrypoints.cli.keys import keys_app
 from entrypoints.cli.messages import messages_app
 from entrypoints.cli.nats import nats_app
@@ -47,6 +48,7 @@ app.add_typer(staff_app, name="staff")
 app.add_typer(events_app, name="events")
 app.add_typer(consumers_app, name="consumers")
 app.add_typer(nats_app, name="nats")
+app.add_typer(inbox_app, name="inbox")
 app.add_typer(notifications_app, name="notifications")
 
 

@@ -60,6 +60,7 @@ class DatabaseSettings:
 
     url: str | None = attrs.field(repr=False)
     worker_url: str | None = attrs.field(repr=False)
+    inbox_url: str | None = attrs.field(repr=False)  # a consuming service's inbox (SPEC §18)
     worker_role: str | None  # SET ROLE on every worker connection (a group role, not a login)
     api_role: str | None  # SET ROLE on every API connection
     prepared_statements: bool
@@ -250,6 +251,7 @@ def _database(read: EnvironmentReader) -> DatabaseSettings:
     return DatabaseSettings(
         url=_database_url(read, "DATABASE_URL"),
         worker_url=_database_url(read, "WORKER_DATABASE_URL"),
+        inbox_url=_database_url(read, "INBOX_DATABASE_URL"),
         worker_role=read.raw("WORKER_DB_ROLE"),
         api_role=read.raw("API_DB_ROLE"),
         prepared_statements=read.flag("DB_PREPARED_STATEMENTS", default=True),

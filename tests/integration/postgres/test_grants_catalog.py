@@ -21,7 +21,8 @@ WORKER = "outbox_worker"
 DEPRECATED = "outbox_runtime"  # the old producer role: a member of outbox_producer, no grants
 CONSUMER = "events_consumer"  # a module's role that runs its consumers is made a member
 NOTIFIER = "notifications_producer"  # records notification intents (0027)
-JOB_ROLES = (PRODUCER, IDENTITY, WORKER, DEPRECATED, CONSUMER, NOTIFIER)
+INBOX = "inbox_consumer"  # a service's inbox of the relay's stream (0025_inbox.sql)
+JOB_ROLES = (PRODUCER, IDENTITY, WORKER, DEPRECATED, CONSUMER, NOTIFIER, INBOX)
 EXECUTE_BY_PRODUCER = {(PRODUCER, "EXECUTE")}
 EXECUTE_BY_IDENTITY = {(IDENTITY, "EXECUTE")}
 EXECUTE_BY_WORKER = {(WORKER, "EXECUTE")}
@@ -373,6 +374,19 @@ RELATION_GRANTS.update(
     (f"notifications.{table}", set())
     for table in ("categories", "intents", "snapshots", "consent_opt_outs")
 )
+# The inbox of a service consuming the relay's stream (0025_inbox.sql): its role alone.
+FUNCTION_GRANTS.update(
+    (signature, {(INBOX, "EXECUTE")})
+    for signature in (
+        "inbox.record_receipt(text,uuid,bigint)",
+        "inbox.record_dead_letter(text,uuid,text,jsonb,bytea,integer,text)",
+        "inbox.list_received(text,integer)",
+        "inbox.list_dead_letters(text,integer)",
+        "inbox.request_replay(text,uuid)",
+        "inbox.take_replay(text)",
+    )
+)
+RELATION_GRANTS.update((f"inbox.{table}", set()) for table in ("received", "dead_letters"))
 SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox": {(PRODUCER, "USAGE"), (WORKER, "USAGE")},
     "identity": {(IDENTITY, "USAGE")},
@@ -384,6 +398,7 @@ SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     # consumers' group role (0021).
     "events": {(WORKER, "USAGE"), (IDENTITY, "USAGE"), (CONSUMER, "USAGE")},
     "notifications": {(NOTIFIER, "USAGE")},
+    "inbox": {(INBOX, "USAGE")},
 }
 SCHEMAS = tuple(SCHEMA_GRANTS)
 

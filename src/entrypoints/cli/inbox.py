@@ -1,0 +1,122 @@
+"""``outboxctl inbox received|dead-letters|replay``: a service's inbox of the relay's stream.
+
+The inbox lives in the consuming service's database (``OUTBOX_INBOX_DATABASE_URL``, else
+``OUTBOX_DATABASE_URL``), read and changed as ``inbox_consumer``. A replay only marks the
+dead letter: the service's running inbox (``run_inbox``) handles it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+from uuid import UUID
+
+import typer
+
+from adapters.postgres.inbox_store import PostgresInboxStore
+from entrypoints.bootstrap.inbox import inbox_store
+from entrypoints.cli.exit_codes import ExitCode
+from entrypoints.cli.guard import fail, run_guarded
+from entrypoints.cli.output import print_json, print_table, short_time, table
+from entrypoints.cli.startup import start
+
+_T = TypeVar("_T")
+inbox_app = typer.Typer(
+    help="See a service's inbox of the relay's stream: receipts, dead letters, replays.",
+    no_args_is_help=True,
+)
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+Consumer = Annotated[str, typer.Argument(help="The inbox consumer (its durable's name).")]
+Limit = Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many.")]
+
+
+def _run(action: Callable[[PostgresInboxStore], Awaitable[_T]]) -> _T:
+    settings = start()
+    url = settings.database.inbox_url or settings.database.url
+    if not url:
+        raise fail(
+            "set OUTBOX_INBOX_DATABASE_URL (or OUTBOX_DATABASE_URL) to the service's database",
+            ExitCode.CONFIGURATION,
+        )
+
+    async def main() -> _T:
+        async with inbox_store(url) as store:
+            return await action(store)
+
+    return run_guarded(lambda: asyncio.run(main()))
+
+
+@inbox_app.command("received")
+def received(consumer: Consumer, limit: Limit = 50, as_json: AsJson = False) -> None:
+    """The latest events the consumer handled, newest first."""
+    rows = _run(lambda store: store.receipts(consumer, limit=limit))
+    if as_json:
+        print_json(
+            {
+                "items": [
+                    {
+                        "eventId": row.event_id,
+                        "streamSequence": row.stream_sequence,
+                        "receivedAt": row.received_at,
+                    }
+                    for row in rows
+                ]
+            }
+        )
+        return
+    built = table("Event", "Stream sequence", "Received", ids=1)
+    for row in rows:
+        built.add_row(str(row.event_id), str(row.stream_sequence), short_time(row.received_at))
+    print_table(built)
+
+
+@inbox_app.command("dead-letters")
+def dead_letters(consumer: Consumer, limit: Limit = 50, as_json: AsJson = False) -> None:
+    """The consumer's dead letters, oldest first: subject, attempts, the error's class."""
+    rows = _run(lambda store: store.dead_letters(consumer, limit=limit))
+    if as_json:
+        print_json(
+            {
+                "items": [
+                    {
+                        "eventId": row.event_id,
+                        "subject": row.subject,
+                        "eventType": row.headers.get("Outbox-Event-Type"),
+                        "attempts": row.attempts,
+                        "errorClass": row.error_class,
+                        "deadLetteredAt": row.dead_lettered_at,
+                        "replayRequestedAt": row.replay_requested_at,
+                    }
+                    for row in rows
+                ]
+            }
+        )
+        return
+    built = table("Event", "Subject", "Attempts", "Error", "Dead-lettered", ids=1)
+    for row in rows:
+        built.add_row(
+            str(row.event_id),
+            row.subject,
+            str(row.attempts),
+            row.error_class,
+            short_time(row.dead_lettered_at),
+        )
+    print_table(built)
+
+
+@inbox_app.command("replay")
+def replay(
+    consumer: Consumer,
+    event_id: Annotated[UUID, typer.Argument(help="The dead letter's event id.")],
+    as_json: AsJson = False,
+) -> None:
+    """Mark a dead letter for the running inbox to handle again (in one transaction with its
+    receipt); exit 5 when there is no such dead letter."""
+    marked = _run(lambda store: store.request_replay(consumer, event_id))
+    if not marked:
+        raise fail(f"no dead letter {event_id} for {consumer}", ExitCode.NOT_FOUND)
+    if as_json:
+        print_json({"eventId": event_id, "replayRequested": True})
+    else:
+        typer.echo(f"replay of {event_id} requested: the running inbox handles it next")
