@@ -138,6 +138,14 @@ class JetStreamInboxSource:
             return []
         return [JetStreamDelivery(message) for message in messages]
 
+    async def settled(self) -> bool:
+        """Whether nothing is left for this consumer: none pending, none awaiting an ack (a
+        message nak'ed with a delay still awaits one)."""
+        if self._subscription is None:
+            raise RuntimeError("the inbox source is not open")
+        info = await self._subscription.consumer_info()
+        return not info.num_pending and not info.num_ack_pending
+
     async def close(self) -> None:
         """Unbind (the durable consumer stays) and close the connection."""
         client, self._client, self._subscription = self._client, None, None

@@ -72,7 +72,7 @@ async def run_inbox(
     telemetry: Telemetry | None = None,
 ) -> InboxResult:
     """Read the relay's stream as durable consumer ``consumer`` until ``stop`` is set (or,
-    with ``drain``, until a fetch finds nothing); return the totals.
+    with ``drain``, until nothing is pending or awaiting an ack); return the totals.
 
     ``subject`` narrows what is read (default: every event, ``<prefix>.>``; for one
     organization ``<prefix>.<organization>.>``, for one type ``<prefix>.*.sales.order_placed``).
@@ -110,7 +110,7 @@ async def run_inbox(
                 deliveries = await source.fetch(batch_size, 0.5 if drain else 2.0)
                 batch = await receive(deliveries)
                 total = _add(total, batch)
-                if drain and not deliveries:
+                if drain and not deliveries and await source.settled():
                     return total
         finally:
             await source.close()
