@@ -10,6 +10,7 @@ import pytest
 
 from application.operator.message_filters import destination_digest
 from domain.outbox.failures import FailureClass
+from tests.events_rows import EventRows
 from tests.integration.console.world import ConsoleWorld, csrf_of, form_key_of
 
 pytestmark = pytest.mark.integration
@@ -110,3 +111,41 @@ async def test_a_bulk_requeue_repairs_each_match_once_even_when_the_form_is_sent
     )
     assert isinstance(late, UUID)
     assert late not in {message_id for message_id, _ in rows}
+
+
+async def test_staff_see_a_parked_aggregate_open_its_event_and_release_it(
+    world: ConsoleWorld, database_url: str
+):
+    events = EventRows(database_url)
+    await events.setup()
+    organization = UUID("00000000-0000-4000-8000-0000000000e1")
+    dead = await events.append(organization, "order-1")
+    await events.append(organization, "order-1")
+    await events.dead_letter(dead)
+    record = await events.dead_record(dead)
+    await world.account(STAFF)
+    async with world.client() as client:
+        await world.stepped_up(client, STAFF)
+        listing = await client.get(f"/console/events?organization={organization}")
+        detail = await client.get(f"/console/events/{dead}")
+        overview = await client.get("/console/")
+        form = {
+            "csrf": csrf_of(detail.text),
+            "idempotency_key": form_key_of(detail.text),
+            "event": str(dead),
+            "action": "release",
+            "reason": "ticket OPS-7",
+        }
+        released = await client.post(f"/console/events/dead-letters/{record}/repairs", data=form)
+        again = await client.post(f"/console/events/dead-letters/{record}/repairs", data=form)
+        after = await client.get(released.headers["location"])
+    assert (200, 200, 200) == (listing.status_code, detail.status_code, overview.status_code)
+    assert "order-1" in listing.text
+    assert "parks its aggregate" in listing.text
+    assert "Repair the dead letter" in detail.text
+    assert f"/console/events?organization={organization}" in overview.text
+    assert 303 == released.status_code
+    assert again.headers["location"].endswith("done=replayed")
+    assert "Released:" in after.text
+    assert "ticket OPS-7" in after.text
+    assert "Repair the dead letter" not in after.text
