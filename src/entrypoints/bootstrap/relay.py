@@ -52,10 +52,28 @@ def jetstream_target(nats: NatsSettings, telemetry: Telemetry) -> JetStreamTarge
 async def relay_targets(
     settings: Settings, telemetry: Telemetry
 ) -> AsyncIterator[Sequence[PublicationTarget]]:
-    """The configured targets, connected (a broker that is down is retried, never fatal)."""
+    """The configured targets, connected (a broker that is down is retried, never fatal).
+
+    The stream is created when it is missing (``outboxctl nats ensure-stream`` does the same,
+    and reports or fixes one that differs from the settings).
+    """
     if settings.nats is None:
         yield ()
         return
+    try:  # a missing stream is created as configured; one that differs is said, not changed
+        report = await ensure_relay_stream(settings, telemetry)
+    except (BrokerUnreachable, nats_errors.Error) as error:
+        telemetry.event("relay.stream_unchecked", level="warning", error=type(error).__name__)
+    else:
+        for difference in report.differences:
+            telemetry.event(
+                "relay.stream_differs",
+                level="warning",
+                stream=report.name,
+                setting=difference.setting,
+                expected=difference.expected,
+                actual=difference.actual,
+            )
     target = jetstream_target(settings.nats, telemetry)
     await target.start()
     telemetry.event(
