@@ -189,51 +189,56 @@ class Plan:
                 results.add(samples.figure())
 
     async def _processes(self, results: Results, keyring: str, config: WorkerConfig) -> None:
-        """1 and 2 worker processes on one queue, beside pgqueuer's drain, interleaved."""
+        """1 and 2 worker processes, each on its own database, beside pgqueuer, interleaved."""
         sizes = self.sizes
+        kinds = {"notification": "plain notifications", "sealed_code": "sealed codes"}
         async with (
             self.server.fresh_database("pgqueuer_processes") as pgq_db,
-            self.server.fresh_database("processes") as database,
+            self.server.fresh_database("processes_1") as one_db,
+            self.server.fresh_database("processes_2") as two_db,
         ):
-            await apply_migrations(database.conninfo)
+            for database in (one_db, two_db):
+                await apply_migrations(database.conninfo)
             peer = PgqueuerDrain(
                 database=pgq_db, jobs=sizes.drain_messages, batch_size=sizes.batch_size
             )
             await peer.install()
-            runs = {
-                f"{kind}_{n}": ProcessesDrain(
+            drains = [
+                ProcessesDrain(
                     database=database,
                     keyring=keyring,
                     messages=sizes.drain_messages,
-                    kind=kind,
                     config=config,
                     processes=n,
                 )
-                for kind in ("notification", "sealed_code")
-                for n in (1, 2)
-            }
-            labels = {"notification": "plain notifications", "sealed_code": "sealed codes"}
+                for n, database in ((1, one_db), (2, two_db))
+            ]
             figures = {
                 "pgqueuer": Samples(
                     "processes.pgqueuer", "pgqueuer no-op drain", "msg/s", peer.settings()
                 ),
                 **{
-                    name: Samples(
-                        f"processes.{name}",
-                        f"{run.processes} worker process{'es' if run.processes > 1 else ''},"
-                        f" {labels[run.kind]}",
+                    f"{kind}_{drain.processes}": Samples(
+                        f"processes.{kind}_{drain.processes}",
+                        f"{drain.processes} worker process{'es' if drain.processes > 1 else ''},"
+                        f" {label}",
                         "msg/s",
-                        run.settings(),
+                        drain.settings(kind),
                     )
-                    for name, run in runs.items()
+                    for kind, label in kinds.items()
+                    for drain in drains
                 },
             }
             await attrs.evolve(peer, jobs=min(WARM_UP_MESSAGES, sizes.drain_messages)).once()
-            for repetition in range(sizes.repetitions):
-                self.console.log(f"processes, repetition {repetition + 1}/{sizes.repetitions}")
-                figures["pgqueuer"].values.append((await peer.once()).rate)
-                for name, run in runs.items():
-                    figures[name].values.append(await run.once())
+            async with drains[0].running(), drains[1].running():
+                for repetition in range(sizes.repetitions):
+                    self.console.log(f"processes, repetition {repetition + 1}/{sizes.repetitions}")
+                    figures["pgqueuer"].values.append((await peer.once()).rate)
+                    for kind in kinds:
+                        for drain in drains:
+                            figures[f"{kind}_{drain.processes}"].values.append(
+                                await drain.once(kind)
+                            )
             for samples in figures.values():
                 results.add(samples.figure())
 

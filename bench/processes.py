@@ -1,19 +1,22 @@
 """N worker processes draining one queue: what ``outboxctl worker --processes N`` buys.
 
 Each process is the benchmark's worker (``bench.worker_process serve``: the composition
-root's own worker with the no-op provider). All N start and listen first; then the queue is
-filled in one transaction, whose commit wakes them all at once, and the clock runs from that
-commit until the last message's ``published_at`` (the database's clock, the same machine's).
+root's own worker with the no-op provider). All N start and listen first (once, for every
+repetition); then the queue is filled in one transaction, whose commit wakes them all at
+once, and the clock runs from that commit until the last message's ``published_at`` (the
+database's clock, the same machine's).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import attrs
@@ -35,52 +38,58 @@ DRAIN_TIMEOUT = 600.0
 
 @attrs.frozen(kw_only=True)
 class ProcessesDrain:
-    """``processes`` worker processes drain ``messages`` of one kind; returns msg/s."""
+    """``processes`` worker processes on one database drain ``messages`` of a kind; msg/s.
+
+    ``running()`` starts the processes once; each ``once(kind)`` then empties and fills the
+    queue and times the drain, so repetitions do not pay for starting processes.
+    """
 
     database: Database
     keyring: str = attrs.field(repr=False)
     messages: int
-    kind: str  # "notification" or "sealed_code"
     config: WorkerConfig
     processes: int
 
-    def settings(self) -> dict[str, Setting]:
-        """What this figure was measured with."""
+    def settings(self, kind: str) -> dict[str, Setting]:
+        """What a figure of ``kind`` was measured with."""
         return {
             "messages": self.messages,
-            "kind": self.kind,
+            "kind": kind,
             "processes": self.processes,
             "worker": "bench.worker_process serve (worker_services, no-op provider)",
             "clock": "fill transaction's commit → last published_at",
             **self.config.settings(),
         }
 
-    async def once(self) -> float:
-        """Start the processes, fill the queue, time the drain, stop them; messages/s."""
-        await workload.empty(self.database.conninfo)
-        rows = [
-            DispatchDrain(
-                database=self.database,
-                keyring=self.keyring,
-                messages=self.messages,
-                kind=self.kind,
-                config=self.config,
-            ).row_maker()(n)
-            for n in range(self.messages)
-        ]
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The worker processes, started and listening; stopped with SIGTERM afterwards."""
         with tempfile.TemporaryDirectory(prefix="outbox-bench-") as scratch:
-            outs = [Path(scratch) / f"{n}.json" for n in range(self.processes)]
-            workers = [await self._start(out) for out in outs]
+            workers: list[asyncio.subprocess.Process] = []
             try:
-                started = await self._fill(rows)
-                finished = await self._until_published()
+                for n in range(self.processes):
+                    # One at a time, so a failed start still stops the ones before it.
+                    workers.append(await self._start(Path(scratch) / f"{n}.json"))  # noqa: PERF401
+                yield
             finally:
                 for worker in workers:
                     if worker.returncode is None:
                         worker.send_signal(signal.SIGTERM)
                 for worker in workers:
                     await asyncio.wait_for(worker.wait(), 60)
-        return rate(self.messages, finished - started)
+
+    async def once(self, kind: str) -> float:
+        """Empty and fill the queue with ``kind``, time the drain (inside ``running()``)."""
+        await workload.empty(self.database.conninfo)
+        maker = DispatchDrain(
+            database=self.database,
+            keyring=self.keyring,
+            messages=self.messages,
+            kind=kind,
+            config=self.config,
+        ).row_maker()
+        started = await self._fill([maker(n) for n in range(self.messages)])
+        return rate(self.messages, await self._until_published() - started)
 
     async def _start(self, out: Path) -> asyncio.subprocess.Process:
         config = self.config
