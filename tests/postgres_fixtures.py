@@ -124,6 +124,7 @@ def shared_queue_database(postgres_server: TestServer, migrated_template: str) -
 async def queue_database_url(shared_queue_database: str) -> str:
     """Superuser connection string of the session's shared database, queue tables emptied."""
     async with await psycopg.AsyncConnection.connect(shared_queue_database) as conn:
-        await conn.execute("TRUNCATE outbox.attempts, outbox.envelopes, outbox.messages")
+        # CASCADE: the tables that reference messages (receipts, delivery states) go too.
+        await conn.execute("TRUNCATE outbox.attempts, outbox.envelopes, outbox.messages CASCADE")
         await conn.commit()
     return shared_queue_database

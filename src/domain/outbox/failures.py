@@ -42,6 +42,8 @@ class FailureClass(enum.StrEnum):
     CHALLENGE_CONSUMED = "challenge_consumed"
     INVITATION_REVOKED = "invitation_revoked"
     CHALLENGE_LOCKED = "challenge_locked"  # too many wrong codes: its code is useless now
+    # A hard bounce or a complaint suppressed the destination (SPEC §19): never sent.
+    SUPPRESSED = "suppressed"
 
     @property
     def decision(self) -> Decision:
@@ -69,6 +71,7 @@ _DECISIONS = {
     FailureClass.CHALLENGE_CONSUMED: Decision.DEAD_LETTER,
     FailureClass.INVITATION_REVOKED: Decision.DEAD_LETTER,
     FailureClass.CHALLENGE_LOCKED: Decision.DEAD_LETTER,
+    FailureClass.SUPPRESSED: Decision.DEAD_LETTER,
 }
 
 

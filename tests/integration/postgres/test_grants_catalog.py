@@ -303,6 +303,30 @@ FUNCTION_GRANTS.update(
         "identity.set_preferred_locale(uuid,text)": EXECUTE_BY_IDENTITY,
     }
 )
+# Delivery receipts and suppression (0029_delivery_receipts.sql, 0030_receipt_functions.sql):
+# recording a receipt, the delivery-state counts and the elevation-checked staff functions for
+# the API role (the webhook listener and the admin listener run in the API process); the
+# database operator's functions, the state order and the triggers for nobody.
+FUNCTION_GRANTS.update(
+    {
+        "outbox.record_receipt(text,text,text,text,text,timestamp with time zone,jsonb)": (
+            EXECUTE_BY_IDENTITY
+        ),
+        "outbox.delivery_state_counts()": EXECUTE_BY_IDENTITY,
+        "outbox.staff_message_receipts(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_suppressions(uuid,text,boolean,integer)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_add_suppression(uuid,text,text,text,text)": EXECUTE_BY_IDENTITY,
+        "outbox.staff_lift_suppression(uuid,text,text,text)": EXECUTE_BY_IDENTITY,
+        "outbox.message_receipts(uuid,uuid)": set(),
+        "outbox.list_suppressions(uuid,boolean,integer)": set(),
+        "outbox.add_suppression(uuid,uuid,text,text,text)": set(),
+        "outbox.lift_suppression(uuid,uuid,text,text)": set(),
+        "outbox.delivery_state_rank(text)": set(),
+        "outbox.delivery_state_after(text,text)": set(),
+        "outbox.refuse_receipt_change()": set(),
+        "outbox.suppress_at_claim()": set(),
+    }
+)
 # Tables, sequences and views; column grants count too (as table.column).
 RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.messages": set(),
@@ -387,6 +411,18 @@ FUNCTION_GRANTS.update(
     )
 )
 RELATION_GRANTS.update((f"inbox.{table}", set()) for table in ("received", "dead_letters"))
+# Receipts and suppressions (0029_delivery_receipts.sql): reached only through functions.
+RELATION_GRANTS.update(
+    (f"outbox.{relation}", set())
+    for relation in (
+        "receipts",
+        "receipts_id_seq",
+        "delivery_states",
+        "suppressions",
+        "suppression_audit",
+        "suppression_audit_id_seq",
+    )
+)
 SCHEMA_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox": {(PRODUCER, "USAGE"), (WORKER, "USAGE")},
     "identity": {(IDENTITY, "USAGE")},

@@ -24,6 +24,11 @@ EXPECTED_TABLES = {
     ("outbox", "staff_audit"),  # 0006_operator_tables.sql
     ("outbox", "provider_pauses"),  # 0032_console.sql
     ("outbox", "provider_pause_audit"),
+    # Delivery receipts and suppression (0029_delivery_receipts.sql).
+    ("outbox", "receipts"),
+    ("outbox", "delivery_states"),
+    ("outbox", "suppressions"),
+    ("outbox", "suppression_audit"),
     ("outbox_meta", "migrations"),
     # The Identity module's tables (0004_identity_tables.sql).
     *(
@@ -151,9 +156,48 @@ EXPECTED_FUNCTIONS = {
         "p_idempotency_key text, p_reason text)"
     ),
     "outbox.staff_message_audit(p_actor uuid, p_elevation text, p_message_id uuid)",
+    # Delivery receipts and suppression (0029_delivery_receipts.sql, 0030_receipt_functions.sql).
+    "outbox.refuse_receipt_change()",
+    "outbox.suppress_at_claim()",
+    "outbox.delivery_state_rank(p_state text)",
+    "outbox.delivery_state_after(p_state text, p_event text)",
+    (
+        "outbox.record_receipt(p_provider text, p_provider_event_id text, "
+        "p_provider_message_id text, p_event text, p_detail text, "
+        "p_occurred_at timestamp with time zone, p_raw jsonb)"
+    ),
+    "outbox.message_receipts(p_actor uuid, p_message_id uuid)",
+    "outbox.staff_message_receipts(p_actor uuid, p_elevation text, p_message_id uuid)",
+    "outbox.delivery_state_counts()",
+    "outbox.list_suppressions(p_actor uuid, p_include_lifted boolean, p_limit integer)",
+    (
+        "outbox.add_suppression(p_actor uuid, p_elevation_id uuid, p_destination text, "
+        "p_channel text, p_reason text)"
+    ),
+    (
+        "outbox.lift_suppression(p_actor uuid, p_elevation_id uuid, p_destination text, "
+        "p_reason text)"
+    ),
+    (
+        "outbox.staff_suppressions(p_actor uuid, p_elevation text, p_include_lifted boolean, "
+        "p_limit integer)"
+    ),
+    (
+        "outbox.staff_add_suppression(p_actor uuid, p_elevation text, p_destination text, "
+        "p_channel text, p_reason text)"
+    ),
+    (
+        "outbox.staff_lift_suppression(p_actor uuid, p_elevation text, p_destination text, "
+        "p_reason text)"
+    ),
 }
 # Trigger functions run as whoever changes the row; every other function as its owner.
-TRIGGER_FUNCTIONS = {"outbox.refuse_final_update()", "outbox.refuse_past_retry()"}
+TRIGGER_FUNCTIONS = {
+    "outbox.refuse_final_update()",
+    "outbox.refuse_past_retry()",
+    "outbox.refuse_receipt_change()",  # 0029
+    "outbox.suppress_at_claim()",
+}
 EXPECTED_INDEXES = {
     "messages_pkey",
     "messages_claim_order",
@@ -171,6 +215,18 @@ EXPECTED_INDEXES = {
     "staff_audit_by_message",
     "provider_pauses_pkey",  # 0032_console.sql
     "provider_pause_audit_pkey",
+    # 0029_delivery_receipts.sql
+    "attempts_by_provider_message_id",
+    "receipts_pkey",
+    "receipts_once",
+    "receipts_by_message",
+    "receipts_unmatched_age",
+    "delivery_states_pkey",
+    "suppressions_pkey",
+    "suppressions_one_active",
+    "suppressions_by_age",
+    "suppression_audit_pkey",
+    "suppression_audit_by_suppression",
 }
 
 
