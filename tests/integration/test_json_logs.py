@@ -69,6 +69,7 @@ def test_every_line_of_outboxctl_serve_is_json(database_url: str, tmp_path: Path
             tmp_path,
             OUTBOX_HTTP_PORT=str(port),
             OUTBOX_ADMIN_PORT=str(free_port()),
+            OUTBOX_WEBHOOK_PORT=str(free_port()),
         ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -61,6 +61,7 @@ async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
         "OUTBOX_DATA_DIR": str(tmp_path / "data"),
         "OUTBOX_HTTP_PORT": "0",
         "OUTBOX_ADMIN_PORT": "0",
+        "OUTBOX_WEBHOOK_PORT": "0",
     }
     stack = await asyncio.create_subprocess_exec(
         OUTBOXCTL,

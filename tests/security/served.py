@@ -49,6 +49,7 @@ def serve_environment(database_url: str, data_dir: Path, **extra: str) -> dict[s
         "OUTBOX_DATA_DIR": str(data_dir),
         "OUTBOX_HTTP_PORT": str(free_port()),
         "OUTBOX_ADMIN_PORT": str(free_port()),
+        "OUTBOX_WEBHOOK_PORT": str(free_port()),
         "OUTBOX_LOG_FORMAT": "json",
         **extra,
     }

@@ -164,6 +164,28 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "Telemetry events reported, by event name and level (alert on security.* and errors).",
         ("event", "level"),
     ),
+    # Delivery receipts (SPEC §19): counted by the webhook listener, gauged on scrape.
+    MetricSpec(
+        "outbox_receipts_total",
+        Kind.COUNTER,
+        "Provider receipts believed, by provider, event and result (matched, unmatched,"
+        " duplicate).",
+        ("provider", "event", "result"),
+    ),
+    MetricSpec(
+        "outbox_receipts_rejected_total",
+        Kind.COUNTER,
+        "Webhook requests refused (signature, credential, topic, age, body), by provider and"
+        " reason.",
+        ("provider", "reason"),
+    ),
+    MetricSpec(
+        "outbox_delivery_states",
+        Kind.GAUGE,
+        "Published messages per delivery state (accepted, delivered, failed, bounced,"
+        " complained), as last observed.",
+        ("state",),
+    ),
 )
 
 Metric = Counter | Gauge | Histogram

@@ -1,6 +1,7 @@
 """The HTTP processes: ``outboxctl serve`` (the API) and ``outboxctl up`` (everything at once).
 
-Both serve two listeners: the public one and the admin one (metrics, staff routes).
+Both serve three listeners: the public one, the admin one (metrics, staff routes) and the
+webhook one (provider receipts).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from entrypoints.bootstrap.parts import (
     http_middleware,
     stop_tracing,
 )
+from entrypoints.bootstrap.webhooks import bind_webhook_socket, webhook_listener
 from entrypoints.bootstrap.worker import worker_owner
 from entrypoints.http.app import create_admin_app, create_app
 from entrypoints.http.server import Listener, ServerOptions, bind, serve
@@ -55,6 +57,7 @@ async def run_stack(
     url = await asyncio.to_thread(resolve_database_url, settings)
     await apply_migrations(url)
     sockets = bind_listeners(settings)
+    webhook_socket = _bind_webhook(settings, sockets)
     parts = build_process_parts(settings)
     telemetry = parts.telemetry
     async with (
@@ -64,18 +67,27 @@ async def run_stack(
             LaneRequest(settings=settings, parts=parts, owner=worker_owner()),
             settings.worker.lanes,
         ) as lanes,
+        webhook_listener(settings, parts, api_pool, webhook_socket) as webhooks,
     ):
         public, admin = api_listeners(settings, parts, api_pool, sockets)
         stop = asyncio.Event()
         api = asyncio.create_task(
-            serve([public, admin], options=server_options(settings), stop=stop), name="api"
+            serve([public, admin, webhooks], options=server_options(settings), stop=stop),
+            name="api",
         )
         try:
             for lane in lanes:
                 await lane.start_listening()
             (host, port), (admin_host, admin_port) = public.address, admin.address
+            webhook_host, webhook_port = webhooks.address
             telemetry.event(
-                "stack.started", host=host, port=port, admin_host=admin_host, admin_port=admin_port
+                "stack.started",
+                host=host,
+                port=port,
+                admin_host=admin_host,
+                admin_port=admin_port,
+                webhook_host=webhook_host,
+                webhook_port=webhook_port,
             )
             announce(f"http://{host}:{port}", f"http://{admin_host}:{admin_port}")
             return await run_worker_process(
@@ -93,18 +105,30 @@ async def run_stack(
 async def run_api(settings: Settings) -> None:
     """``outboxctl serve``: both listeners until SIGINT/SIGTERM, then a clean exit."""
     sockets = bind_listeners(settings)
+    webhook_socket = _bind_webhook(settings, sockets)
     parts = build_process_parts(settings)
-    async with stop_tracing(parts), database_pool(settings, DatabaseAccess.API) as api_pool:
+    async with (
+        stop_tracing(parts),
+        database_pool(settings, DatabaseAccess.API) as api_pool,
+        webhook_listener(settings, parts, api_pool, webhook_socket) as webhooks,
+    ):
         public, admin = api_listeners(settings, parts, api_pool, sockets)
         # Served anyway (a migration Job may run after the API starts); /readyz stays 503,
         # and this logs readiness.failed with the failing check and the hint once at start.
         probe = PostgresReadinessProbe(api_pool, role=readiness_role(settings, DatabaseAccess.API))
         await CheckReadiness(probe=probe, telemetry=parts.telemetry)()
         (host, port), (admin_host, admin_port) = public.address, admin.address
+        webhook_host, webhook_port = webhooks.address
         parts.telemetry.event(
-            "api.started", host=host, port=port, admin_host=admin_host, admin_port=admin_port
+            "api.started",
+            host=host,
+            port=port,
+            admin_host=admin_host,
+            admin_port=admin_port,
+            webhook_host=webhook_host,
+            webhook_port=webhook_port,
         )
-        await serve([public, admin], options=server_options(settings))
+        await serve([public, admin, webhooks], options=server_options(settings))
         parts.telemetry.event("api.stopped")
 
 
@@ -134,6 +158,18 @@ def bind_listeners(settings: Settings) -> tuple[socket.socket, socket.socket]:
             ) from None
     public, admin = bound
     return public, admin
+
+
+def _bind_webhook(
+    settings: Settings, sockets: tuple[socket.socket, socket.socket]
+) -> socket.socket:
+    """The webhook socket, bound after the other two; they are closed if it cannot be."""
+    try:
+        return bind_webhook_socket(settings)
+    except SettingsError:
+        for sock in sockets:
+            sock.close()
+        raise
 
 
 def api_listeners(

@@ -21,6 +21,7 @@ from entrypoints.settings.lanes import SECURITY, LaneSettings, read_lanes
 from entrypoints.settings.nats import NatsSettings, read_nats_settings
 from entrypoints.settings.providers import ProviderSettings, read_provider_settings
 from entrypoints.settings.reader import EnvironmentReader
+from entrypoints.settings.webhooks import WebhookSettings, read_webhook_settings
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 _HIGHEST_PORT = 65535
@@ -149,6 +150,7 @@ class Settings:
     log_format: LogFormat
     log_level: str
     identity: IdentitySettings
+    webhooks: WebhookSettings  # the listener providers post receipts to (SPEC §19)
     providers: ProviderSettings | None = None
     nats: NatsSettings | None = None  # the broker relay (SPEC §18), on when OUTBOX_NATS_URL is set
     # Things that work but an operator should hear about at start-up (logged, not fatal).
@@ -225,6 +227,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
         identity=read.section(
             lambda: read_identity_settings(read, development=development), _DEFAULT_IDENTITY
         ),
+        webhooks=read_webhook_settings(read),
         providers=(
             read.section(
                 lambda: read_provider_settings(read, environment.value),

@@ -69,6 +69,7 @@ def environment(database_url: str, tmp_path: Path) -> dict[str, str]:
         "OUTBOX_LOG_FORMAT": "json",
         "OUTBOX_HTTP_PORT": str(free_port()),
         "OUTBOX_ADMIN_PORT": str(free_port()),
+        "OUTBOX_WEBHOOK_PORT": str(free_port()),
         "OUTBOX_WORKER_METRICS_PORT": str(free_port()),
         "OUTBOX_WORKER_POLL_SECONDS": "0.2",
     }

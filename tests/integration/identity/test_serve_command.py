@@ -39,6 +39,7 @@ def environment(database_url: str, tmp_path: Path) -> dict[str, str]:
         "OUTBOX_DATA_DIR": str(tmp_path),
         "OUTBOX_HTTP_PORT": str(_free_port()),
         "OUTBOX_ADMIN_PORT": str(_free_port()),
+        "OUTBOX_WEBHOOK_PORT": str(_free_port()),
         "OUTBOX_LOG_FORMAT": "json",
     }
 

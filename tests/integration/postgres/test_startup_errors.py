@@ -130,6 +130,8 @@ def test_serve_against_an_unmigrated_database_says_to_migrate_and_readyz_says_wh
         "OUTBOX_DATA_DIR": str(tmp_path),
         "OUTBOX_LOG_FORMAT": "json",
         "OUTBOX_HTTP_PORT": str(port),
+        "OUTBOX_ADMIN_PORT": "0",
+        "OUTBOX_WEBHOOK_PORT": "0",
     }
     process = subprocess.Popen(
         [OUTBOXCTL, "serve"],

@@ -165,6 +165,7 @@ def test_serve_in_production_as_a_superuser_exits_3_naming_the_fix(database_url,
         "OUTBOX_DATABASE_URL": database_url,
         "OUTBOX_DATA_DIR": str(tmp_path),
         "OUTBOX_HTTP_PORT": "0",
+        "OUTBOX_WEBHOOK_PORT": "0",
         "OUTBOX_SEAL_KEYS": f"test:{encode(bytes(range(32)))}",
     }
 

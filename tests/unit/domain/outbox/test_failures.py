@@ -25,6 +25,7 @@ DECISIONS = {
     FailureClass.CHALLENGE_CONSUMED: Decision.DEAD_LETTER,
     FailureClass.INVITATION_REVOKED: Decision.DEAD_LETTER,
     FailureClass.CHALLENGE_LOCKED: Decision.DEAD_LETTER,
+    FailureClass.SUPPRESSED: Decision.DEAD_LETTER,
 }
 
 

@@ -7,6 +7,7 @@ import socket
 import pytest
 
 from entrypoints.bootstrap.processes import bind_listeners
+from entrypoints.bootstrap.webhooks import bind_webhook_socket
 from entrypoints.settings.reader import SettingsError
 from entrypoints.settings.tree import load_settings
 
@@ -27,4 +28,14 @@ def test_a_taken_admin_port_names_its_variable_and_frees_the_public_one() -> Non
             bind_listeners(load_settings({"OUTBOX_HTTP_PORT": "0", "OUTBOX_ADMIN_PORT": str(port)}))
 
     assert "OUTBOX_ADMIN_PORT" == raised.value.variable
+    assert f"127.0.0.1:{port}" in raised.value.problem
+
+
+def test_a_taken_webhook_port_names_its_variable() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(SettingsError) as raised:
+            bind_webhook_socket(load_settings({"OUTBOX_WEBHOOK_PORT": str(port)}))
+
+    assert "OUTBOX_WEBHOOK_PORT" == raised.value.variable
     assert f"127.0.0.1:{port}" in raised.value.problem
