@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import attrs
 
+from application.operator.change_suppression import ChangeSuppression
 from application.operator.grant_staff import GrantStaff
 from application.operator.list_dead_letters import ListDeadLetters
 from application.operator.list_event_dead_letters import ListEventDeadLetters
 from application.operator.list_event_types import ListEventTypes
 from application.operator.list_messages import ListMessages
 from application.operator.list_parked_aggregates import ListParkedAggregates
+from application.operator.list_suppressions import ListSuppressions
 from application.operator.observe_backlog import ObserveBacklog
 from application.operator.observe_event_backlog import ObserveEventBacklog
 from application.operator.reissue_dead_letter import ReissueDeadLetter
@@ -23,6 +25,8 @@ from application.operator.show_backlog import ShowBacklog
 from application.operator.show_event import ShowEvent
 from application.operator.show_event_backlog import ShowEventBacklog
 from application.operator.show_message import ShowMessage
+from application.operator.show_receipts import ShowReceipts
+from application.outbox.observe_delivery_states import ObserveDeliveryStates
 from application.ports import Telemetry
 
 
@@ -57,3 +61,8 @@ class OperatorServices:
     observe_backlog: ObserveBacklog
     events: EventOperatorServices
     telemetry: Telemetry
+    # Receipts and suppression (SPEC §19).
+    show_receipts: ShowReceipts
+    list_suppressions: ListSuppressions
+    change_suppression: ChangeSuppression
+    observe_delivery_states: ObserveDeliveryStates

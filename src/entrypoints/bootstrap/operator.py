@@ -17,7 +17,9 @@ from adapters.postgres.event_operator_store import (
 from adapters.postgres.identity_transactions import PostgresIdentityTransactions
 from adapters.postgres.message_log import PostgresMessageLog
 from adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
+from adapters.postgres.receipt_store import PostgresReceiptStore, PostgresSuppressionStore
 from application.identity.challenge_issuer import ChallengeIssuer
+from application.operator.change_suppression import ChangeSuppression
 from application.operator.console_services import ConsoleServices
 from application.operator.grant_staff import GrantStaff
 from application.operator.list_dead_letters import ListDeadLetters
@@ -25,6 +27,7 @@ from application.operator.list_event_dead_letters import ListEventDeadLetters
 from application.operator.list_event_types import ListEventTypes
 from application.operator.list_messages import ListMessages
 from application.operator.list_parked_aggregates import ListParkedAggregates
+from application.operator.list_suppressions import ListSuppressions
 from application.operator.observe_backlog import ObserveBacklog
 from application.operator.observe_event_backlog import ObserveEventBacklog
 from application.operator.pause_provider import PauseProvider, ResumeProvider
@@ -43,6 +46,8 @@ from application.operator.show_console_overview import ShowConsoleOverview
 from application.operator.show_event import ShowEvent
 from application.operator.show_event_backlog import ShowEventBacklog
 from application.operator.show_message import ShowMessage
+from application.operator.show_receipts import ShowReceipts
+from application.outbox.observe_delivery_states import ObserveDeliveryStates
 from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
 from domain.identity.challenges import ChallengePolicy
 from entrypoints.bootstrap.database import DatabaseAccess, database_pool
@@ -71,6 +76,7 @@ def build_operator_services(
     """Every operator use case over ``pool``; reissued codes follow ``challenges``."""
     store = PostgresOperatorStore(pool)
     log = PostgresMessageLog(pool)  # the database operator's reads; the API never calls them
+    suppressions = PostgresSuppressionStore(pool)
     issuer = ChallengeIssuer(
         secrets=secret_source, hasher=hasher, sealer=sealer, ids=ids, policy=challenges
     )
@@ -90,6 +96,12 @@ def build_operator_services(
         observe_backlog=ObserveBacklog(gauge=PostgresBacklogGauge(pool), telemetry=telemetry),
         events=build_event_operator_services(pool=pool, ids=ids, telemetry=telemetry),
         telemetry=telemetry,
+        show_receipts=ShowReceipts(store=suppressions),
+        list_suppressions=ListSuppressions(store=suppressions),
+        change_suppression=ChangeSuppression(store=suppressions, telemetry=telemetry),
+        observe_delivery_states=ObserveDeliveryStates(
+            gauge=PostgresReceiptStore(pool), telemetry=telemetry
+        ),
     )
 
 

@@ -22,6 +22,7 @@ from entrypoints.cli.nats import nats_app
 from entrypoints.cli.notifications import notifications_app
 from entrypoints.cli.serve import serve
 from entrypoints.cli.staff import staff_app
+from entrypoints.cli.suppressions import suppressions_app
 from entrypoints.cli.up import up
 from entrypoints.cli.worker import sweep, worker
 from entrypoints.observability import log_format
@@ -50,6 +51,7 @@ app.add_typer(consumers_app, name="consumers")
 app.add_typer(nats_app, name="nats")
 app.add_typer(inbox_app, name="inbox")
 app.add_typer(notifications_app, name="notifications")
+app.add_typer(suppressions_app, name="suppressions")
 
 
 def _print_version(requested: bool) -> None:

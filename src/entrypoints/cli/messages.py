@@ -11,7 +11,10 @@ import typer
 from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
 from application.operator.list_messages import MessageQuery
 from application.operator.message_filters import MessageFilter
+from application.operator.services import OperatorServices
 from application.operator.show_message import MessageQuery as ShowQuery
+from application.operator.show_receipts import MessageReceipts, ReceiptsQuery
+from application.operator.views import MessageDetail
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import State
 from domain.purposes import Purpose
@@ -25,6 +28,7 @@ from entrypoints.cli.operator_output import (
 )
 from entrypoints.cli.operator_run import run_operator
 from entrypoints.cli.output import print_json, print_table
+from entrypoints.cli.receipt_output import receipts_json, receipts_table
 
 messages_app = typer.Typer(
     help="Find and inspect messages (masked; never a secret).", no_args_is_help=True
@@ -127,11 +131,18 @@ def show(
     as_json: AsJson = False,
 ) -> None:
     """Show a message's state, masked destination, timestamps and every recorded attempt,
-    with what the provider said (sanitised: no address, no secret)."""
-    detail = run_operator(lambda services: services.show_message(ShowQuery(message_id=message_id)))
+    with what the provider said (sanitised: no address, no secret), then the receipts its
+    provider sent back and the delivery state they add up to."""
+
+    async def read(services: OperatorServices) -> tuple[MessageDetail, MessageReceipts]:
+        detail = await services.show_message(ShowQuery(message_id=message_id))
+        return detail, await services.show_receipts(ReceiptsQuery(message_id=message_id))
+
+    detail, receipts = run_operator(read)
     if as_json:
-        print_json(message_json(detail))
+        print_json({**message_json(detail), **receipts_json(receipts)})
         return
     fields, history = message_tables(detail)
     print_table(fields)
     print_table(history)
+    print_table(receipts_table(receipts))

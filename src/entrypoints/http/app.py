@@ -42,6 +42,7 @@ from entrypoints.http.sign_ups import SignUpController
 from entrypoints.http.staff_events import StaffEventsController
 from entrypoints.http.staff_outbox import StaffOutboxController
 from entrypoints.http.staff_problems import STAFF_EXCEPTION_MAP
+from entrypoints.http.staff_suppressions import StaffSuppressionsController
 from entrypoints.http.step_ups import StepUpController
 
 OPENAPI_PATH = "/schema"
@@ -107,11 +108,13 @@ def create_admin_app(
     async def refresh() -> None:
         await operator.observe_backlog()
         await operator.events.observe_backlog()
+        await operator.observe_delivery_states()
 
     handlers: list[ControllerRouterHandler] = [
         metrics_route(registry, refresh=refresh),
         StaffOutboxController,
         StaffEventsController,
+        StaffSuppressionsController,
     ]
     if console is not None:
         handlers.append(console_router(console))

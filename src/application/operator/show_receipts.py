@@ -1,0 +1,52 @@
+"""A message's receipts and the delivery state they brought it to (SPEC §19)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+import attrs
+
+from application.operator.staff_actor import StaffActor
+from application.operator.suppression_ports import SuppressionStore
+from application.operator.suppression_views import ReceiptView
+from domain.outbox.delivery_states import DeliveryState, fold
+from domain.outbox.receipts import ReceiptEvent
+
+
+@attrs.frozen(kw_only=True)
+class ReceiptsQuery:
+    """Which message, and who asks (None: the database operator)."""
+
+    message_id: UUID
+    actor: StaffActor | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MessageReceipts:
+    """The receipts of one message, oldest first, and the state they add up to."""
+
+    message_id: UUID
+    delivery_state: DeliveryState
+    receipts: Sequence[ReceiptView]
+
+
+@attrs.frozen(kw_only=True)
+class ShowReceipts:
+    """Reads a message's receipts through the staff-gated store.
+
+    The state is the domain's fold of the receipts, which is the state the database keeps
+    (the two rules are kept equal by a test over every order).
+    """
+
+    store: SuppressionStore
+
+    async def __call__(self, query: ReceiptsQuery) -> MessageReceipts:
+        """The receipts (none: accepted, or never sent); raises StaffRequired or
+        StepUpRequired for a caller the store refuses."""
+        receipts = await self.store.receipts(actor=query.actor, message_id=query.message_id)
+        return MessageReceipts(
+            message_id=query.message_id,
+            delivery_state=fold(ReceiptEvent(r.event) for r in receipts),
+            receipts=tuple(receipts),
+        )
