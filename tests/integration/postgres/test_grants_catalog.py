@@ -325,6 +325,8 @@ FUNCTION_GRANTS.update(
         "outbox.delivery_state_after(text,text)": set(),
         "outbox.refuse_receipt_change()": set(),
         "outbox.suppress_at_claim()": set(),
+        # The owner of a suppressed identifier is told (0031_suppression_notices.sql).
+        "identity.notify_suppressed_identifier(text,timestamp with time zone)": set(),
     }
 )
 # Tables, sequences and views; column grants count too (as table.column).

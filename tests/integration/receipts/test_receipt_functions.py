@@ -246,3 +246,50 @@ async def test_the_api_acting_for_no_elevated_staff_member_is_refused(connect_as
 async def test_the_api_records_receipts_and_reads_the_counts(connect_as, name):
     async with connect_as("identity_service") as conn:
         await conn.execute(CALLS[name])
+
+
+async def _account(conn, *identifiers: tuple[str, str, bool]) -> uuid.UUID:
+    identity_id = uuid.uuid4()
+    await conn.execute("SELECT identity.add_identity(%s, now())", (identity_id,))
+    for value, channel, verified in identifiers:
+        await conn.execute(
+            "SELECT identity.save_login_identifier(%s, %s, %s, now(), CASE WHEN %s THEN now() END)",
+            (value, channel, identity_id, verified),
+        )
+    return identity_id
+
+
+async def test_the_owner_of_a_bounced_identifier_is_told_on_their_other_verified_ones(
+    connect_as,
+):
+    async with connect_as() as conn:
+        owner = await _account(
+            conn,
+            ("gone@example.com", "email", True),
+            ("+34612345678", "sms", True),
+            ("unverified@example.com", "email", False),
+        )
+        await publish(conn, "gone@example.com", "ses", "ses-1")
+        await record(conn, event_id="sns-1", provider_message_id="ses-1", event="bounced")
+        # A second receipt of the same address suppresses nothing new and tells nobody again.
+        await record(conn, event_id="sns-2", provider_message_id="ses-1", event="complained")
+        cursor = await conn.execute(
+            "SELECT destination, channel, subject_id, params->>'change', params->>'identifier'"
+            " FROM outbox.messages WHERE purpose = 'security_notice'"
+        )
+        notices = await cursor.fetchall()
+    assert [("+34612345678", "sms", owner, "identifier_suppressed", "g***@example.com")] == (
+        notices
+    )
+
+
+async def test_an_address_that_is_no_verified_identifier_tells_nobody(connect_as):
+    async with connect_as() as conn:
+        await _account(conn, ("gone@example.com", "email", False), ("+34612345678", "sms", True))
+        await publish(conn, "gone@example.com", "ses", "ses-1")
+        await record(conn, event_id="sns-1", provider_message_id="ses-1", event="bounced")
+        cursor = await conn.execute(
+            "SELECT count(*) FROM outbox.messages WHERE purpose = 'security_notice'"
+        )
+        count = await cursor.fetchone()
+    assert (0,) == count
