@@ -98,6 +98,12 @@ async def test_no_text_column_outside_the_envelope_could_hold_a_secret_by_design
         "messages.state",
         "messages.template",
         "messages.trace_context",  # 0014_trace_context.sql: a W3C traceparent (CHECK), no more
+        # 0032_console.sql: a provider's name, the operator's reason, a word from a fixed list.
+        "provider_pause_audit.action",
+        "provider_pause_audit.provider",
+        "provider_pause_audit.reason",
+        "provider_pauses.provider",
+        "provider_pauses.reason",
         # 0029_delivery_receipts.sql: a receipt, sanitised by the webhook listener (no unmasked
         # address: CHECK receipts_raw_masked); words from fixed lists; provider ids.
         "receipts.detail",
@@ -107,6 +113,7 @@ async def test_no_text_column_outside_the_envelope_could_hold_a_secret_by_design
         "receipts.provider_message_id",
         "receipts.raw",
         "staff_audit.action",  # 0006_operator_tables.sql: a word from a fixed list
+        "staff_audit.console_reason",  # 0032_console.sql: the staff member's reason
         "staff_audit.idempotency_key",  # the staff client's own request key
         # The operator's reason; words from fixed lists; a digest and a masked destination.
         "suppression_audit.action",
