@@ -30,6 +30,7 @@ from bench.latency import Percentiles, SteadyLatency
 from bench.pgqueuer_drain import PgqueuerDrain
 from bench.plain_insert import PlainInsert
 from bench.processes import ProcessesDrain
+from bench.relay import BarePublishLoop, RelayDrain, nats_server, running_relay_lane
 from bench.sizes import Sizes
 from bench.sql_ceiling import SqlCeiling
 from bench.worker import WorkerConfig, running_worker
@@ -44,6 +45,7 @@ GROUPS = (
     "events-drain",
     "consumers",
     "processes",
+    "relay",
 )
 WARM_UP_MESSAGES = 500
 
@@ -108,6 +110,8 @@ class Plan:
             await self._consumers(results)
         if "processes" in self.groups:
             await self._processes(results, keyring, config)
+        if "relay" in self.groups:
+            await self._relay(results)
         _checks(results)
         return results
 
@@ -712,6 +716,65 @@ class Plan:
                     cpu[name].values.append(drained.cpu_us)
             for samples in [*figures.values(), *cpu.values()]:
                 results.add(samples.figure())
+
+    async def _relay(self, results: Results) -> None:
+        sizes = self.sizes
+        count = sizes.drain_messages
+        with nats_server() as url:
+            async with self.server.fresh_database("relay") as database:
+                await apply_migrations(database.conninfo)
+                backlog = EventsBacklog(
+                    database=database,
+                    events=count,
+                    organizations=sizes.event_organizations,
+                    aggregates=sizes.event_aggregates,
+                    subscribed=False,
+                )
+                await backlog.prepare()
+                relay = RelayDrain(backlog=backlog, url=url)
+                bare = BarePublishLoop(
+                    url=url,
+                    events=count,
+                    organizations=sizes.event_organizations,
+                    aggregates=sizes.event_aggregates,
+                )
+                figures = {
+                    "relay": Samples(
+                        "relay.lane",
+                        "Relay: events lane to JetStream (PubAck before record)",
+                        "events/s",
+                        relay.settings(),
+                    ),
+                    "bare": Samples(
+                        "relay.bare_publish",
+                        "Bare nats-py publish_async loop, same events, same server",
+                        "events/s",
+                        bare.settings(),
+                    ),
+                }
+                cpu = {name: samples.cpu() for name, samples in figures.items()}
+                async with running_relay_lane(database.conninfo, url) as lane:
+                    warm = min(WARM_UP_MESSAGES, count)
+                    self.console.log("warming up the relay and the bare publish loop")
+                    await relay.once(lane, warm)
+                    await bare.once(warm)
+                    for repetition in range(sizes.repetitions):
+                        self.console.log(f"relay, repetition {repetition + 1}")
+                        for name, drained in (
+                            ("relay", await relay.once(lane)),
+                            ("bare", await bare.once()),
+                        ):
+                            figures[name].values.append(drained.rate)
+                            cpu[name].values.append(drained.cpu_us)
+                for samples in [*figures.values(), *cpu.values()]:
+                    results.add(samples.figure())
+        results.ratio(
+            "relay_vs_bare_publish",
+            "Relay / bare nats-py publish loop (SPEC §13: at least 0.5)",
+            "relay.lane",
+            "relay.bare_publish",
+            at_least=0.5,
+        )
 
 
 def _checks(results: Results) -> None:

@@ -67,6 +67,10 @@ FIGURES = {
     "processes.notification_2",
     "processes.sealed_code_1",
     "processes.sealed_code_2",
+    "relay.lane",
+    "relay.bare_publish",
+    "relay.cpu_lane",
+    "relay.cpu_bare_publish",
 }
 PROCESS_CHECKS = {
     "processes_plain_2_vs_1",
@@ -98,6 +102,7 @@ CHECKS = {
     "events_lane_vs_ceiling",
     "events_fan_out_cost",
     "consumer_vs_ceiling",
+    "relay_vs_bare_publish",
     *PROCESS_CHECKS,
 }
 TARGETED = (
