@@ -26,7 +26,7 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import nats.errors
 import nats.js.errors
@@ -149,7 +149,13 @@ class JetStreamTarget:
         if jetstream is None or not self.connected:
             refusal = TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="no_connection")
             return [refusal] * len(events)
-        return await asyncio.gather(*(self._publish_one(jetstream, event) for event in events))
+        answers = await asyncio.gather(*(self._publish_one(jetstream, event) for event in events))
+        acked = datetime.now(UTC)
+        for event, answer in zip(events, answers, strict=True):
+            if answer is None:
+                lag = max(0.0, (acked - event.appended_at).total_seconds())
+                self._telemetry.observe("outbox_relay_lag_seconds", lag, target=NAME)
+        return answers
 
     async def _publish_one(
         self, jetstream: JetStreamContext, event: ClaimedEvent

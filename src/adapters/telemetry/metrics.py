@@ -133,6 +133,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         ("consumer", "outcome"),
     ),
     MetricSpec(
+        "outbox_relay_lag_seconds",
+        Kind.HISTOGRAM,
+        "The relay's lag: from an event's append to its PubAck, per event the broker accepted.",
+        ("target",),
+        buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0),
+    ),
+    MetricSpec(
         "outbox_inbox_events_total",
         Kind.COUNTER,
         "Events an inbox consumer read from JetStream, by consumer and outcome (handled,"

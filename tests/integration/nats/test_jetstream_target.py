@@ -61,7 +61,7 @@ async def _stored(jetstream: JetStreamContext, stream: str) -> list[nats.aio.msg
 async def test_an_event_is_stored_under_its_subject_with_its_id_and_metadata(
     target, jetstream, stream_name: str, make_event: MakeEvent
 ) -> None:
-    publisher, _ = target
+    publisher, telemetry = target
     event = make_event(
         "order-7", trace_context="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     )
@@ -85,6 +85,10 @@ async def test_an_event_is_stored_under_its_subject_with_its_id_and_metadata(
         key: value for key, value in (stored.headers or {}).items() if key != "Nats-Expected-Stream"
     }
     assert dict(event.payload) == json.loads(stored.data)
+    [(_, lag, labels)] = [
+        o for o in telemetry.observations if o[0] == "outbox_relay_lag_seconds"
+    ]
+    assert ({"target": "nats"}, True) == (labels, 0 <= lag < 60)
 
 
 async def test_a_republished_event_is_stored_once(
