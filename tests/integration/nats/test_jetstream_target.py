@@ -85,9 +85,7 @@ async def test_an_event_is_stored_under_its_subject_with_its_id_and_metadata(
         key: value for key, value in (stored.headers or {}).items() if key != "Nats-Expected-Stream"
     }
     assert dict(event.payload) == json.loads(stored.data)
-    [(_, lag, labels)] = [
-        o for o in telemetry.observations if o[0] == "outbox_relay_lag_seconds"
-    ]
+    [(_, lag, labels)] = [o for o in telemetry.observations if o[0] == "outbox_relay_lag_seconds"]
     assert ({"target": "nats"}, True) == (labels, 0 <= lag < 60)
 
 
