@@ -67,7 +67,10 @@ class SealedEnqueue:
         async with await psycopg.AsyncConnection.connect(
             self.database.conninfo, autocommit=True
         ) as conn:
-            await conn.execute("TRUNCATE outbox.attempts, outbox.envelopes, outbox.messages")
+            # CASCADE: receipts and delivery states reference messages (0029).
+            await conn.execute(
+                "TRUNCATE outbox.attempts, outbox.envelopes, outbox.messages CASCADE"
+            )
             for table in ("outbox.messages", "outbox.envelopes"):
                 await conn.execute(f"VACUUM ANALYZE {table}")
         sealer = EnvelopeSealer(parse_keyring(self.keyring))

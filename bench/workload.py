@@ -86,7 +86,7 @@ async def bulk_load(conninfo: str, count: int) -> None:
 async def empty(conninfo: str) -> None:
     """Remove every message, envelope and attempt."""
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
-        await conn.execute("TRUNCATE outbox.attempts, outbox.envelopes, outbox.messages")
+        await conn.execute("TRUNCATE outbox.attempts, outbox.envelopes, outbox.messages CASCADE")
 
 
 async def vacuum(conninfo: str) -> None:
