@@ -10,7 +10,7 @@ import attrs
 from application.operator.staff_actor import StaffActor
 from application.operator.suppression_ports import SuppressionStore
 from application.operator.suppression_views import ReceiptView
-from domain.outbox.delivery_states import DeliveryState, fold
+from domain.outbox.delivery_states import DeliveryState, advance
 from domain.outbox.receipts import ReceiptEvent
 
 
@@ -24,11 +24,15 @@ class ReceiptsQuery:
 
 @attrs.frozen(kw_only=True)
 class MessageReceipts:
-    """The receipts of one message, oldest first, and the state they add up to."""
+    """The receipts of one message, oldest first, and the state they add up to.
+
+    ``states_after`` pairs with ``receipts``: the state the message stood in after each.
+    """
 
     message_id: UUID
     delivery_state: DeliveryState
     receipts: Sequence[ReceiptView]
+    states_after: Sequence[DeliveryState] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -45,8 +49,13 @@ class ShowReceipts:
         """The receipts (none: accepted, or never sent); raises StaffRequired or
         StepUpRequired for a caller the store refuses."""
         receipts = await self.store.receipts(actor=query.actor, message_id=query.message_id)
+        state, after = DeliveryState.ACCEPTED, []
+        for receipt in receipts:
+            state = advance(state, ReceiptEvent(receipt.event))
+            after.append(state)
         return MessageReceipts(
             message_id=query.message_id,
-            delivery_state=fold(ReceiptEvent(r.event) for r in receipts),
+            delivery_state=state,
             receipts=tuple(receipts),
+            states_after=tuple(after),
         )

@@ -34,6 +34,8 @@ def _reads(dead: UUID) -> list[str]:
         "/console/events",
         f"/console/events/{dead}",
         "/console/providers",
+        "/console/suppressions",
+        "/console/suppressions?lifted=1",
     ]
 
 
@@ -60,17 +62,22 @@ def _commands(dead: UUID) -> list[tuple[str, dict[str, str]]]:
         ),
         ("/console/providers/pause", {"provider": "recording", "reason": "ticket 4"}),
         ("/console/providers/recording/resume", {"reason": "ticket 5"}),
+        ("/console/suppressions/add", {"destination": "kim@example.com", "reason": "ticket 6"}),
+        ("/console/suppressions/lift", {"destination": "kim@example.com", "reason": "ticket 7"}),
     ]
 
 
-async def _state(world: ConsoleWorld) -> tuple[int, int, int]:
-    """Messages, staff audit rows and provider pauses: what a refused command must not move."""
-    [(messages, audit, pauses)] = await world.staff.api.rows(
+async def _state(world: ConsoleWorld) -> tuple[int, ...]:
+    """Messages, staff audit rows, provider pauses, suppressions and their audit: what a
+    refused command must not move."""
+    [row] = await world.staff.api.rows(
         "SELECT (SELECT count(*) FROM outbox.messages),"
         " (SELECT count(*) FROM outbox.staff_audit),"
-        " (SELECT count(*) FROM outbox.provider_pause_audit)"
+        " (SELECT count(*) FROM outbox.provider_pause_audit),"
+        " (SELECT count(*) FROM outbox.suppressions),"
+        " (SELECT count(*) FROM outbox.suppression_audit)"
     )
-    return messages, audit, pauses
+    return tuple(row)
 
 
 async def _check_refused(
@@ -150,8 +157,8 @@ async def test_staff_get_every_page_and_every_command(world: ConsoleWorld):
             for path, form in _commands(dead)
         ]
     # search, reissue, bulk (nothing left to requeue), release (a message id names no
-    # event dead letter), pause, resume
-    assert [303, 303, 200, 404, 303, 303] == answers
+    # event dead letter), pause, resume, suppress, lift
+    assert [303, 303, 200, 404, 303, 303, 303, 303] == answers
     [(actions,)] = await world.staff.api.rows(
         "SELECT array_agg(action ORDER BY id) FROM outbox.provider_pause_audit"
     )
@@ -160,6 +167,11 @@ async def test_staff_get_every_page_and_every_command(world: ConsoleWorld):
         "SELECT console_reason FROM outbox.staff_audit WHERE action = 'reissue'"
     )
     assert "ticket 1" == reason
+    rows = await world.staff.api.rows(
+        "SELECT action, reason, actor_id IS NOT NULL, elevation_id IS NOT NULL"
+        " FROM outbox.suppression_audit ORDER BY id"
+    )
+    assert [("add", "ticket 6", True, True), ("lift", "ticket 7", True, True)] == rows
 
 
 async def test_a_form_without_the_session_csrf_token_is_refused(world: ConsoleWorld):

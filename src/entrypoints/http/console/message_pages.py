@@ -23,6 +23,7 @@ from application.operator.repair_matching_messages import (
 )
 from application.operator.requeue_dead_letter import RequeueCommand
 from application.operator.search_messages import StaffSearch
+from application.operator.show_receipts import ReceiptsQuery
 from application.operator.show_message import MessageQuery
 from application.outbox.errors import MessageNotFound
 from domain.outbox.failures import FailureClass
@@ -151,6 +152,9 @@ class ConsoleMessagesController(Controller):
         audit = await console.services.reads.message_audit(
             actor=caller.actor, message_id=message_id
         )
+        receipts = await console.operator.show_receipts(
+            ReceiptsQuery(message_id=message_id, actor=caller.actor)
+        )
         return page(
             "message.html",
             caller.signed_in,
@@ -159,7 +163,8 @@ class ConsoleMessagesController(Controller):
             notice=NOTICES.get(request.query_params.get("done") or ""),
             m=detail,
             audit=audit,
-            receipts=None,  # delivery receipts join here when they land (SPEC §19)
+            receipts=list(zip(receipts.receipts, receipts.states_after, strict=True)),
+            delivery_state=receipts.delivery_state.value if detail.published_at else None,
             form_key=form_key(),
         )
 

@@ -28,6 +28,7 @@ from entrypoints.http.console.message_pages import ConsoleMessagesController
 from entrypoints.http.console.overview_pages import ConsoleOverviewController
 from entrypoints.http.console.provider_pages import ConsoleProvidersController
 from entrypoints.http.console.rendering import STATIC
+from entrypoints.http.console.suppression_pages import ConsoleSuppressionsController
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
@@ -104,6 +105,7 @@ def console_router(console: Console) -> Router:
             ConsoleMessagesController,
             ConsoleEventsController,
             ConsoleProvidersController,
+            ConsoleSuppressionsController,
             create_static_files_router(
                 path=f"{PREFIX}/static", directories=[STATIC], include_in_schema=False
             ),
