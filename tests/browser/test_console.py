@@ -5,7 +5,8 @@ One browser for the whole flow: sign in, step up with the code the worker delive
 dead letter by filter, open it, reissue it and watch the new code publish; requeue every
 dead notification a filter matches; pause a provider, see a message wait, resume it and see
 it go. Every page is saved as a screenshot in artifacts/console/ and scanned for the flow's
-codes, tokens and full destinations: none may appear.
+codes, tokens and full destinations: none may appear. Last, a bounce receipt shows on its
+message's page and staff lift the suppression it made.
 """
 
 from __future__ import annotations
@@ -260,6 +261,37 @@ async def test_staff_run_the_outbox_from_the_console(world: ConsoleWorld):
             await page.click("nav >> text=Overview")
             await page.wait_for_selector("svg.chart")
             await pages.shot("14-overview-after")
+
+            # The provider says eve's message bounced: its page shows the receipt, the
+            # suppressions page lists eve masked, and staff lift it with a reason.
+            [(provider, provider_id)] = await world.staff.api.rows(
+                "SELECT provider, provider_message_id FROM outbox.attempts"
+                " WHERE message_id = %s AND outcome = 'published'",
+                waiting,
+            )
+            await world.staff.api.rows(
+                "SELECT * FROM outbox.record_receipt(%s, 'evt-1', %s, 'bounced', 'Permanent',"
+                " now(), '{}'::jsonb)",
+                provider,
+                provider_id,
+            )
+            await page.goto(f"{base}/console/messages/{waiting}")
+            await page.wait_for_selector("text=Delivery state after")
+            await pages.shot("15-message-receipts")
+            await page.click("nav >> text=Suppressions")
+            await page.wait_for_selector("text=e***@example.com")
+            await pages.shot("16-suppressions")
+            lift = page.locator("form[action='/console/suppressions/lift']")
+            await lift.locator("input[name=destination]").fill("eve@example.com")
+            await lift.locator("input[name=reason]").fill("ticket OPS-4: mailbox fixed")
+            await lift.locator("button").click()
+            await page.wait_for_selector("text=Lifted:")
+            await pages.shot("17-suppression-lifted")
+            [(lifted,)] = await world.staff.api.rows(
+                "SELECT count(*) FROM outbox.suppression_audit WHERE action = 'lift'"
+                " AND reason = 'ticket OPS-4: mailbox fixed'"
+            )
+            assert 1 == lifted
         finally:
             await browser.close()
 

@@ -1,6 +1,9 @@
-"""The console's overview: both outboxes' backlogs, consumers' lag, the last hour, the pauses."""
+"""The console's overview: both outboxes' backlogs, consumers' lag, the last hour, the pauses,
+and how many published messages stand in each delivery state."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import attrs
 
@@ -11,6 +14,7 @@ from application.operator.event_views import OrganizationBacklog
 from application.operator.ports import OperatorStore
 from application.operator.staff_actor import StaffActor
 from application.operator.views import Backlog
+from application.outbox.observe_delivery_states import DeliveryStateGauge
 
 HOUR = 60
 TOP_ORGANIZATIONS = 20
@@ -25,23 +29,36 @@ class ConsoleOverview:
     consumers: tuple[ConsumerLag, ...]
     activity: tuple[ActivityMinute, ...]
     pauses: tuple[ProviderPause, ...]
+    delivery_states: Mapping[str, int] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)
 class ShowConsoleOverview:
-    """Reads each part through its staff-gated store (each checks the elevation again)."""
+    """Reads each part through its staff-gated store (each checks the elevation again).
+
+    The delivery-state counts are the metrics' gauge (aggregate numbers, no identity), read
+    after the gated parts have checked the caller.
+    """
 
     store: OperatorStore
     events: EventOperatorStore
     reads: ConsoleReads
     pauses: ProviderPauseStore
+    delivery: DeliveryStateGauge | None = None
 
     async def __call__(self, actor: StaffActor) -> ConsoleOverview:
         """The overview; raises StaffRequired or StepUpRequired for a caller refused."""
+        security = await self.store.backlog(actor=actor)
+        organizations = tuple(await self.events.backlog(actor=actor, limit=TOP_ORGANIZATIONS))
+        consumers = tuple(await self.reads.consumer_lag(actor=actor))
+        activity = tuple(await self.reads.activity(actor=actor, minutes=HOUR))
+        pauses = tuple(await self.pauses.pauses(actor=actor))
+        delivery = await self.delivery.delivery_state_counts() if self.delivery else {}
         return ConsoleOverview(
-            security=await self.store.backlog(actor=actor),
-            organizations=tuple(await self.events.backlog(actor=actor, limit=TOP_ORGANIZATIONS)),
-            consumers=tuple(await self.reads.consumer_lag(actor=actor)),
-            activity=tuple(await self.reads.activity(actor=actor, minutes=HOUR)),
-            pauses=tuple(await self.pauses.pauses(actor=actor)),
+            security=security,
+            organizations=organizations,
+            consumers=consumers,
+            activity=activity,
+            pauses=pauses,
+            delivery_states=dict(delivery),
         )

@@ -174,7 +174,11 @@ def build_console_services(
     return ConsoleServices(
         search_messages=search,
         overview=ShowConsoleOverview(
-            store=store, events=PostgresEventOperatorStore(pool), reads=console, pauses=console
+            store=store,
+            events=PostgresEventOperatorStore(pool),
+            reads=console,
+            pauses=console,
+            delivery=PostgresReceiptStore(pool),
         ),
         repair_matching=RepairMatchingMessages(
             search=search,

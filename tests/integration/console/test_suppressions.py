@@ -63,6 +63,10 @@ async def test_a_message_page_shows_its_receipts_and_delivery_state(world: Conso
         assert "delivered" == await _receipt(world, provider, provider_id, "delivered", "")
         assert "bounced" == await _receipt(world, provider, provider_id, "bounced", "Permanent")
         page = await client.get(f"/console/messages/{message_id}")
+        overview = await client.get("/console/")
+    counts = overview.text.split('<dl class="counts delivery">')[1].split("</dl>")[0]
+    assert "<dt>Bounced</dt><dd>1</dd>" in counts
+    assert "<dt>Delivered</dt><dd>0</dd>" in counts
     assert 200 == page.status_code
     assert '<span class="state delivery bounced">bounced</span></dd>' in page.text
     receipts = page.text.split("<h2>Receipts</h2>")[1].split("</section>")[0]
