@@ -45,7 +45,14 @@ ARGS = [
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
 STAFF = "staff@example.com"
-DESTINATIONS = [STAFF, "bob@example.com", "carol@example.com", "dan@example.com", "eve@example.com"]
+DESTINATIONS = [
+    STAFF,
+    "bob@example.com",
+    "carol@example.com",
+    "dan@example.com",
+    "eve@example.com",
+    "fay@example.com",
+]
 
 
 class Pages:
@@ -262,27 +269,37 @@ async def test_staff_run_the_outbox_from_the_console(world: ConsoleWorld):
             await page.wait_for_selector("svg.chart")
             await pages.shot("14-overview-after")
 
-            # The provider says eve's message bounced: its page shows the receipt, the
-            # suppressions page lists eve masked, and staff lift it with a reason.
-            [(provider, provider_id)] = await world.staff.api.rows(
-                "SELECT provider, provider_message_id FROM outbox.attempts"
+            # SES says a notification to fay bounced: its page shows the receipt, the
+            # suppressions page lists fay masked, and staff lift it with a reason.
+            world.staff.api.provider.provider_name = "ses"  # receipts name a known provider
+            [(bounced,)] = await world.staff.api.rows(
+                "SELECT outbox.enqueue_message(gen_random_uuid(), 'notification', 'email', %s,"
+                ' NULL, \'notification\', \'{"subject": "Hello", "body": "hello"}\')',
+                "fay@example.com",
+            )
+
+            async def fay_sent() -> bool:
+                return "published" == await _state(world, str(bounced))
+
+            await _eventually(fay_sent)
+            [(provider_id,)] = await world.staff.api.rows(
+                "SELECT provider_message_id FROM outbox.attempts"
                 " WHERE message_id = %s AND outcome = 'published'",
-                waiting,
+                bounced,
             )
             await world.staff.api.rows(
-                "SELECT * FROM outbox.record_receipt(%s, 'evt-1', %s, 'bounced', 'Permanent',"
+                "SELECT * FROM outbox.record_receipt('ses', 'evt-1', %s, 'bounced', 'Permanent',"
                 " now(), '{}'::jsonb)",
-                provider,
                 provider_id,
             )
-            await page.goto(f"{base}/console/messages/{waiting}")
+            await page.goto(f"{base}/console/messages/{bounced}")
             await page.wait_for_selector("text=Delivery state after")
             await pages.shot("15-message-receipts")
             await page.click("nav >> text=Suppressions")
-            await page.wait_for_selector("text=e***@example.com")
+            await page.wait_for_selector("text=f***@example.com")
             await pages.shot("16-suppressions")
             lift = page.locator("form[action='/console/suppressions/lift']")
-            await lift.locator("input[name=destination]").fill("eve@example.com")
+            await lift.locator("input[name=destination]").fill("fay@example.com")
             await lift.locator("input[name=reason]").fill("ticket OPS-4: mailbox fixed")
             await lift.locator("button").click()
             await page.wait_for_selector("text=Lifted:")

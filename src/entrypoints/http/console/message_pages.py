@@ -23,8 +23,8 @@ from application.operator.repair_matching_messages import (
 )
 from application.operator.requeue_dead_letter import RequeueCommand
 from application.operator.search_messages import StaffSearch
-from application.operator.show_receipts import ReceiptsQuery
 from application.operator.show_message import MessageQuery
+from application.operator.show_receipts import ReceiptsQuery
 from application.outbox.errors import MessageNotFound
 from domain.outbox.failures import FailureClass
 from domain.outbox.messages import State as MessageState
