@@ -16,7 +16,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 from playwright.async_api import Page, async_playwright
@@ -272,9 +272,11 @@ async def test_staff_run_the_outbox_from_the_console(world: ConsoleWorld):
             # SES says a notification to fay bounced: its page shows the receipt, the
             # suppressions page lists fay masked, and staff lift it with a reason.
             world.staff.api.provider.provider_name = "ses"  # receipts name a known provider
-            [(bounced,)] = await world.staff.api.rows(
-                "SELECT outbox.enqueue_message(gen_random_uuid(), 'notification', 'email', %s,"
+            bounced = uuid4()
+            await world.staff.api.rows(
+                "SELECT * FROM outbox.enqueue_message(%s, 'notification', 'email', %s,"
                 ' NULL, \'notification\', \'{"subject": "Hello", "body": "hello"}\')',
+                bounced,
                 "fay@example.com",
             )
 
