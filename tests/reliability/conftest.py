@@ -16,8 +16,13 @@ from tests.reliability.event_scenario import EVENT_WORKER, EventScenario, event_
 from tests.reliability.fault_proxy import FaultProxy
 from tests.reliability.ledger_provider import LedgerProvider
 from tests.reliability.producer import Producer
+from tests.reliability.profile import MODE
 from tests.reliability.scenario import Scenario, worker_env
 from tests.reliability.workers import Workers
+
+# Scenario 11 (the NATS relay through broker faults) takes about a minute even short: it runs
+# under ``python -m tests.reliability`` only, never in the default test run.
+collect_ignore = [] if MODE == "long" else ["test_relay_faults.py"]
 
 
 @pytest.fixture

@@ -41,6 +41,8 @@ class Profile:
     event_workers: int
     event_kills: int
     event_failing_rounds: int  # rounds of the failing-target scenario (dead letters, release)
+    relay_appends: int  # tenant events relayed to NATS through broker faults
+    relay_faults: int  # NATS restarts, resets, drops, late acks and relay kills, in turn
 
 
 SHORT = Profile(
@@ -63,6 +65,8 @@ SHORT = Profile(
     event_workers=3,
     event_kills=5,
     event_failing_rounds=1,
+    relay_appends=300,
+    relay_faults=5,
 )
 LONG = Profile(
     kill_messages=5000,
@@ -84,6 +88,8 @@ LONG = Profile(
     event_workers=4,
     event_kills=40,
     event_failing_rounds=5,
+    relay_appends=3000,
+    relay_faults=40,
 )
 PROFILE = LONG if MODE == "long" else SHORT
 
