@@ -1,4 +1,4 @@
-"""``python -m bench``: the full benchmark (or ``--smoke``), a printed table and a JSON file."""
+"""``python -m bench``: the full benchmark (or ``--smoke``): tables, a JSON file, a chart."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import typer
 from rich.console import Console
 
 from bench import machine
+from bench.chart import write_chart
 from bench.databases import database_server
 from bench.plan import GROUPS, Plan
-from bench.report import markdown, print_settings, print_tables, write_json
+from bench.report import document, markdown, print_settings, print_tables, write_json
 from bench.sizes import FULL, SMOKE
 
 DEFAULT_OUT = Path("bench-results/latest.json")
@@ -34,6 +35,10 @@ def main(
     only: Annotated[
         list[str] | None,
         typer.Option(help=f"Run only these groups: {', '.join(GROUPS)} (repeatable)."),
+    ] = None,
+    chart: Annotated[
+        Path | None,
+        typer.Option(help="Also draw the SPEC §13 checks as an SVG bar chart at this path."),
     ] = None,
 ) -> None:
     """Measure the outbox against pgqueuer and the SQL-only ceiling; print and save the figures.
@@ -70,6 +75,9 @@ def main(
     print_tables(console, results, header)
     print_settings(console, results.figures)
     console.print(f"JSON written to {out}, Markdown tables to {out.with_suffix('.md')}")
+    if chart is not None:
+        write_chart(chart, document(results, header))
+        console.print(f"Chart written to {chart}")
 
 
 if __name__ == "__main__":

@@ -12,15 +12,19 @@ from rich.table import Table
 from bench.harness import Check, Figure, Results
 
 
-def write_json(path: Path, results: Results, header: Mapping[str, object]) -> None:
-    """Write every figure and check, with the run's header (mode, machine), to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    document = {
+def document(results: Results, header: Mapping[str, object]) -> dict[str, object]:
+    """Every figure and check with the run's header (mode, machine), as plain JSON values."""
+    return {
         **header,
         "figures": {key: figure.as_json() for key, figure in results.figures.items()},
         "checks": {key: check.as_json() for key, check in results.checks.items()},
     }
-    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def write_json(path: Path, results: Results, header: Mapping[str, object]) -> None:
+    """Write ``document(results, header)`` to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document(results, header), indent=2) + "\n")
 
 
 def markdown(results: Results, header: Mapping[str, object]) -> str:

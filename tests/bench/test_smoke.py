@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
 import pytest
 
@@ -125,6 +126,7 @@ TARGETED = (
 def smoke_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """Run ``python -m bench --smoke`` once, on the test server when one is configured."""
     out = tmp_path_factory.mktemp("bench") / "smoke.json"
+    chart = out.with_suffix(".svg")
     env = dict(os.environ)
     test_url = env.get("OUTBOX_TEST_DATABASE_URL", "").strip()
     if test_url:
@@ -132,7 +134,7 @@ def smoke_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]
     else:
         env.pop("OUTBOX_DATABASE_URL", None)
     completed = subprocess.run(
-        [sys.executable, "-m", "bench", "--smoke", "--out", str(out)],
+        [sys.executable, "-m", "bench", "--smoke", "--out", str(out), "--chart", str(chart)],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -142,6 +144,7 @@ def smoke_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]
     )
     assert 0 == completed.returncode, completed.stdout[-3000:] + completed.stderr[-3000:]
     document: dict[str, object] = json.loads(out.read_text())
+    document["chart"] = ET.parse(chart).getroot()  # noqa: S314 (the run's own chart)
     return document
 
 
@@ -195,6 +198,20 @@ def test_smoke_run_computes_every_ratio_from_the_same_run(
             ), key
         assert (check["target"] is not None) == (key in TARGETED), key
         assert isinstance(check["met"], bool) == (key in TARGETED), key
+
+
+@pytest.mark.integration
+def test_smoke_run_draws_a_bar_for_every_targeted_check(smoke_results: dict[str, object]) -> None:
+    chart = smoke_results["chart"]
+    assert isinstance(chart, ET.Element)
+    checks = smoke_results["checks"]
+    assert isinstance(checks, dict)
+    drawn = {
+        group.get("id", "").split("-", 2)[2]: group.get("id", "").split("-", 2)[1]
+        for group in chart.iter("{http://www.w3.org/2000/svg}g")
+        if group.get("id", "").startswith("bar-")
+    }
+    assert {key: ("met" if checks[key]["met"] else "missed") for key in TARGETED} == drawn
 
 
 @pytest.mark.integration
