@@ -731,29 +731,29 @@ class Plan:
                     subscribed=False,
                 )
                 await backlog.prepare()
-                relay = RelayDrain(backlog=backlog, url=url)
-                bare = BarePublishLoop(
-                    url=url,
-                    events=count,
-                    organizations=sizes.event_organizations,
-                    aggregates=sizes.event_aggregates,
-                )
-                figures = {
-                    "relay": Samples(
-                        "relay.lane",
-                        "Relay: events lane to JetStream (PubAck before record)",
-                        "events/s",
-                        relay.settings(),
-                    ),
-                    "bare": Samples(
-                        "relay.bare_publish",
-                        "Bare nats-py publish_async loop, same events, same server",
-                        "events/s",
-                        bare.settings(),
-                    ),
-                }
-                cpu = {name: samples.cpu() for name, samples in figures.items()}
                 async with running_relay_lane(database.conninfo, url) as lane:
+                    relay = RelayDrain(backlog=backlog, url=url, sizing=lane.sizing)
+                    bare = BarePublishLoop(
+                        url=url,
+                        events=count,
+                        organizations=sizes.event_organizations,
+                        aggregates=sizes.event_aggregates,
+                    )
+                    figures = {
+                        "relay": Samples(
+                            "relay.lane",
+                            "Relay: events lane to JetStream (PubAck before record)",
+                            "events/s",
+                            relay.settings(),
+                        ),
+                        "bare": Samples(
+                            "relay.bare_publish",
+                            "Bare nats-py publish_async loop, same events, same server",
+                            "events/s",
+                            bare.settings(),
+                        ),
+                    }
+                    cpu = {name: samples.cpu() for name, samples in figures.items()}
                     warm = min(WARM_UP_MESSAGES, count)
                     self.console.log("warming up the relay and the bare publish loop")
                     await relay.once(lane, warm)

@@ -9,6 +9,7 @@ PubAck awaited).
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import subprocess
@@ -31,12 +32,13 @@ from bench.harness import Drained, Setting, Stopwatch
 from bench.worker import quiet_logging
 from entrypoints.bootstrap.lanes import Lane, LaneRequest, events_lane
 from entrypoints.bootstrap.parts import build_process_parts
-from entrypoints.settings.lanes import EVENTS
+from entrypoints.settings.lanes import LaneSettings
 from entrypoints.settings.tree import load_settings
 
 STREAM = "BENCH_EVENTS"
 PREFIX = "bench.events"
 BINARY = "/usr/sbin/nats-server"
+SIZING_PREFIX = "OUTBOX_EVENTS_"
 
 
 @contextmanager
@@ -93,6 +95,8 @@ async def running_relay_lane(conninfo: str, url: str) -> AsyncIterator[Lane]:
             "OUTBOX_NATS_URL": url,
             "OUTBOX_NATS_STREAM": STREAM,
             "OUTBOX_NATS_SUBJECT_PREFIX": PREFIX,
+            # The events lane's sizing (OUTBOX_EVENTS_*) may be tried from the environment.
+            **{k: v for k, v in os.environ.items() if k.startswith(SIZING_PREFIX)},
         }
     )
     parts = build_process_parts(settings, seal_keys=False, process_metrics=False)
@@ -108,15 +112,17 @@ class RelayDrain:
 
     backlog: EventsBacklog
     url: str
+    sizing: LaneSettings
 
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
-        sizing = load_settings({}).worker.lane_sizing[EVENTS]
+        sizing = self.sizing
         return {
             "lane": "entrypoints.bootstrap.lanes.events_lane, role outbox_worker",
             "target": "adapters.nats.jetstream_target.JetStreamTarget (file stream, 1 replica)",
             "batch_size": sizing.batch_size,
             "concurrency": sizing.concurrency,
+            "parallel_batches": sizing.parallel_batches,
             "max_in_flight": 256,
             **self.backlog.settings(),
         }

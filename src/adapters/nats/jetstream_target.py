@@ -2,11 +2,12 @@
 
 Each event is published to ``<prefix>.<organization>.<event_type>`` with ``Nats-Msg-Id`` set
 to its event id, so JetStream's duplicate window absorbs a republish after a lost PubAck or
-a crash; an answer of None (accepted) is given only once the PubAck came back. Publishes
-run concurrently, at most ``max_in_flight`` awaiting their PubAck at once (nats-py's
-``publish`` on one connection; its ``publish_async`` loses JetStream's error replies). A
-claimed batch holds at most one event per aggregate (the claim's head rule), so concurrency
-never reorders an aggregate.
+a crash; an answer of None (accepted) is given only once the PubAck came back. A call writes
+all its events at once and then awaits their PubAcks together, at most ``max_in_flight``
+awaiting theirs at once (nats-py's ``publish_async`` on one connection; one that has no
+answer within ``ack_timeout``, whatever the reason, is indeterminate). A claimed batch
+holds at most one event per aggregate (the claim's head rule), so concurrency never
+reorders an aggregate.
 
 How a failure is classed (the retry policy then decides, SPEC §4):
 
@@ -31,7 +32,9 @@ from datetime import UTC, datetime, timedelta
 import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
+from nats.js.api import PubAck
 
 from adapters.nats.connection import NatsOptions, close_quietly, connect
 from application.events.ports import ClaimedEvent, TargetRefusal
@@ -42,6 +45,9 @@ NAME = "nats"
 # JetStream's error code for "expected stream does not match" (the Nats-Expected-Stream header).
 STREAM_MISMATCH = 10060
 HEADER_PREFIX = "Outbox-"
+# Where nats-py's async reply token starts after the inbox prefix ("." + a 22-character NUID
+# + "."), as its own reply handler reads it.
+ASYNC_TOKEN_OFFSET = 22 + 2
 _DISCONNECTED = (
     nats.errors.ConnectionClosedError,
     nats.errors.ConnectionDrainingError,
@@ -88,6 +94,24 @@ def _header_value(value: str) -> str:
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+class _JetStream(JetStreamContext):
+    """nats-py's context, with JetStream's error replies to ``publish_async`` delivered.
+
+    nats-py 2.16 raises the reply's APIError inside its reply handler instead of setting it
+    on the publish's future, which then never resolves; here the error is set on the future
+    (the ``ack_timeout`` stays the safety net for any other reply that goes unanswered).
+    """
+
+    async def _handle_async_reply(self, msg: Msg) -> None:
+        try:
+            await super()._handle_async_reply(msg)
+        except nats.js.errors.APIError as error:
+            token = msg.subject[len(self._nc._inbox_prefix) + ASYNC_TOKEN_OFFSET :]
+            future = self._publish_async_futures.get(token)
+            if future is not None and not future.done():
+                future.set_exception(error)
+
+
 class JetStreamTarget:
     """Publishes claimed events to one JetStream stream; connects lazily and reconnects.
 
@@ -112,7 +136,7 @@ class JetStreamTarget:
         self.stream = stream
         self.subject_prefix = subject_prefix
         self._ack_timeout = ack_timeout.total_seconds()
-        self._window = asyncio.Semaphore(max_in_flight)
+        self._max_in_flight = max_in_flight
         self._client: Client | None = None
         self._jetstream: JetStreamContext | None = None
         self._connecting = asyncio.Lock()
@@ -144,12 +168,31 @@ class JetStreamTarget:
             await close_quietly(client)
 
     async def publish(self, events: Sequence[ClaimedEvent]) -> Sequence[TargetRefusal | None]:
-        """Publish every event; None for each one JetStream acknowledged, in order."""
+        """Publish every event; None for each one JetStream acknowledged, in order.
+
+        Every event is written at once (nats-py's ``publish_async``, at most ``max_in_flight``
+        awaiting their PubAck across calls), then the PubAcks are awaited together for at
+        most ``ack_timeout``: one without an answer by then is indeterminate.
+        """
         jetstream = await self._connected()
         if jetstream is None or not self.connected:
             refusal = TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="no_connection")
             return [refusal] * len(events)
-        answers = await asyncio.gather(*(self._publish_one(jetstream, event) for event in events))
+        subjects = [subject_for(self.subject_prefix, event) for event in events]
+        sent: list[asyncio.Future[PubAck] | TargetRefusal] = []
+        try:
+            for event, subject in zip(events, subjects, strict=True):
+                sent.append(await self._send(jetstream, event, subject))
+            futures = [future for future in sent if isinstance(future, asyncio.Future)]
+            if futures:
+                await asyncio.wait(futures, timeout=self._ack_timeout)
+        finally:
+            for future in sent:  # frees its window slot; an unanswered one is indeterminate
+                if isinstance(future, asyncio.Future) and not future.done():
+                    future.cancel()
+        answers = [
+            self._answer(future, subject) for future, subject in zip(sent, subjects, strict=True)
+        ]
         acked = datetime.now(UTC)
         for event, answer in zip(events, answers, strict=True):
             if answer is None:
@@ -157,33 +200,57 @@ class JetStreamTarget:
                 self._telemetry.observe("outbox_relay_lag_seconds", lag, target=NAME)
         return answers
 
-    async def _publish_one(
-        self, jetstream: JetStreamContext, event: ClaimedEvent
+    async def _send(
+        self, jetstream: JetStreamContext, event: ClaimedEvent, subject: str
+    ) -> asyncio.Future[PubAck] | TargetRefusal:
+        """Write one event; the future of its PubAck, or why it could not be written."""
+        try:
+            return await jetstream.publish_async(
+                subject,
+                payload_for(event),
+                wait_stall=self._ack_timeout,
+                stream=self.stream,
+                headers=headers_for(event),
+            )
+        except nats.js.errors.TooManyStalledMsgsError:
+            return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="stalled")
+        except _DISCONNECTED:
+            # The failed write may have taken a window slot nats-py never frees: a fresh
+            # context (its own window and reply subscription) serves the next publishes.
+            if self._client is not None and jetstream is self._jetstream:
+                self._jetstream = self._context(self._client)
+            return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="disconnected")
+
+    def _answer(
+        self, sent: asyncio.Future[PubAck] | TargetRefusal, subject: str
     ) -> TargetRefusal | None:
-        subject = subject_for(self.subject_prefix, event)
-        async with self._window:
-            try:
-                ack = await jetstream.publish(
-                    subject,
-                    payload_for(event),
-                    timeout=self._ack_timeout,
-                    stream=self.stream,
-                    headers=headers_for(event),
-                )
-            except nats.errors.TimeoutError:
-                return TargetRefusal(failure_class=FailureClass.INDETERMINATE, code="ack_timeout")
-            except nats.js.errors.NoStreamResponseError:
-                # Also what a restarting server or a stream electing its leader answers: retried
-                # with backoff, and said once as an error in case the stream is really missing.
-                self._misconfiguration("no_stream", subject)
-                return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="no_stream")
-            except nats.js.errors.APIError as error:
-                return self._api_error(error, subject)
-            except _DISCONNECTED:
-                return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="disconnected")
-        if ack.stream != self.stream:
-            return self._misconfiguration("stream_mismatch", subject)
-        return None
+        """What one written event's PubAck (or its absence) says."""
+        if isinstance(sent, TargetRefusal):
+            return sent
+        if sent.cancelled():
+            return TargetRefusal(failure_class=FailureClass.INDETERMINATE, code="ack_timeout")
+        error = sent.exception()
+        if error is None:
+            if sent.result().stream != self.stream:
+                return self._misconfiguration("stream_mismatch", subject)
+            return None
+        return self._error(error, subject)
+
+    def _error(self, error: BaseException, subject: str) -> TargetRefusal:
+        """The refusal a PubAck's error says."""
+        if isinstance(error, nats.js.errors.NoStreamResponseError):
+            # Also what a restarting server or a stream electing its leader answers: retried
+            # with backoff, and said once as an error in case the stream is really missing.
+            self._misconfiguration("no_stream", subject)
+            return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="no_stream")
+        if isinstance(error, nats.js.errors.APIError):
+            return self._api_error(error, subject)
+        return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="disconnected")
+
+    def _context(self, client: Client) -> JetStreamContext:
+        return _JetStream(
+            client, timeout=self._ack_timeout, publish_async_max_pending=self._max_in_flight
+        )
 
     def _api_error(self, error: nats.js.errors.APIError, subject: str) -> TargetRefusal:
         if error.err_code == STREAM_MISMATCH:
@@ -228,7 +295,7 @@ class JetStreamTarget:
                 self._next_connect = time.monotonic() + self._connect_cooldown
                 return None
             self._client = client
-            self._jetstream = client.jetstream(timeout=self._ack_timeout)
+            self._jetstream = self._context(client)
             self._misconfigured.clear()
             return self._jetstream
 

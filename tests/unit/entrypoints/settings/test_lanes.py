@@ -84,7 +84,7 @@ def test_a_deprecated_zero_is_refused_like_any_parallel_batches_below_one() -> N
 
 def test_the_events_lane_has_its_own_variables_and_defaults() -> None:
     assert (
-        LaneSettings(batch_size=100, concurrency=4, parallel_batches=1)
+        LaneSettings(batch_size=100, concurrency=4, parallel_batches=4)
         == (load_settings({}).worker.lane_sizing[EVENTS])
     )
     settings = load_settings(
