@@ -8,6 +8,7 @@ receipt makes that redelivery harmless.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
@@ -22,6 +23,14 @@ from adapters.nats.connection import NatsOptions, close_quietly, connect
 from application.events.inbox_events import parse_inbox_event
 from application.events.inbox_ports import InboxEvent
 from application.ports import Telemetry
+
+# What a fetch or a consumer-info request meets while the server restarts or the link is down:
+# nothing to read yet; the client reconnects on its own and the next call goes through.
+_BROKER_AWAY = (
+    TimeoutError,  # nats.errors.TimeoutError too: no reply within the wait
+    nats.errors.NoRespondersError,  # connected again, JetStream not serving yet
+    nats.errors.ConnectionReconnectingError,
+)
 
 
 class JetStreamDelivery:
@@ -134,7 +143,10 @@ class JetStreamInboxSource:
             raise RuntimeError("the inbox source is not open")
         try:
             messages = await self._subscription.fetch(batch, timeout=wait)
-        except (nats.errors.TimeoutError, nats.errors.ConnectionReconnectingError):
+        except nats.errors.TimeoutError:
+            return []
+        except _BROKER_AWAY:
+            await asyncio.sleep(min(wait, 1.0))  # the server is away: do not spin
             return []
         return [JetStreamDelivery(message) for message in messages]
 
@@ -143,7 +155,10 @@ class JetStreamInboxSource:
         message nak'ed with a delay still awaits one)."""
         if self._subscription is None:
             raise RuntimeError("the inbox source is not open")
-        info = await self._subscription.consumer_info()
+        try:
+            info = await self._subscription.consumer_info()
+        except _BROKER_AWAY:
+            return False
         return not info.num_pending and not info.num_ack_pending
 
     async def close(self) -> None:

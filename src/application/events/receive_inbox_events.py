@@ -12,7 +12,7 @@ one of the relay's events is dead-lettered at once.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
@@ -83,7 +83,7 @@ class ReceiveInboxEvents:
             first = await self.store.handle_once(self.consumer, event, self.handle)
         except Exception as error:  # noqa: BLE001 - a handler's failure is an attempt, not a crash
             return await self._failed(delivery, event, type(error).__name__)
-        await delivery.ack()
+        await self._tell_broker(delivery.ack(), "ack", event.event_id)
         if not first:
             self.telemetry.event(
                 "inbox.duplicate",
@@ -109,8 +109,25 @@ class ReceiveInboxEvents:
             await self._dead_letter(delivery, event_id=event.event_id, error_class=error_class)
             return "dead_lettered"
         step = self.backoff[min(attempt, len(self.backoff)) - 1] if self.backoff else timedelta(0)
-        await delivery.nak(step.total_seconds())
+        await self._tell_broker(delivery.nak(step.total_seconds()), "nak", event.event_id)
         return "retried"
+
+    async def _tell_broker(self, settle: Awaitable[None], verb: str, event_id: UUID | None) -> None:
+        """Settle a message with the broker; if the link is down meanwhile, the broker delivers
+        it again after its ack wait, and the inbox's receipt (or the kept dead letter) makes
+        that redelivery harmless, so a lost settlement is logged, never raised: raising would
+        end the inbox during the very outage it must ride through."""
+        try:
+            await settle
+        except Exception as error:  # noqa: BLE001 - see above: redelivered, then settled
+            self.telemetry.event(
+                "inbox.settle_lost",
+                level="warning",
+                consumer=self.consumer,
+                settle=verb,
+                event_id=str(event_id) if event_id else None,
+                error=type(error).__name__,
+            )
 
     async def _dead_letter(
         self, delivery: InboxDelivery, *, event_id: UUID | None, error_class: str
@@ -132,7 +149,7 @@ class ReceiveInboxEvents:
                 consumer=self.consumer,
                 error=type(error).__name__,
             )
-            await delivery.nak(self._first_step())
+            await self._tell_broker(delivery.nak(self._first_step()), "nak", event_id)
             return
         self.telemetry.event(
             "inbox.dead_lettered",
@@ -142,7 +159,7 @@ class ReceiveInboxEvents:
             attempts=delivery.attempt,
             error_class=error_class,
         )
-        await delivery.term()
+        await self._tell_broker(delivery.term(), "term", event_id)
 
     def _first_step(self) -> float:
         return self.backoff[0].total_seconds() if self.backoff else 0.0
