@@ -15,6 +15,10 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+# Every group's tiny run is one subprocess of up to 480 s (below); the default per-test limit
+# of 300 s would cut it short on a busy machine before its own timeout can say so.
+pytestmark = pytest.mark.timeout(600)
+
 REPO = Path(__file__).resolve().parents[2]
 FIGURES = {
     "drain.pgqueuer",
