@@ -30,7 +30,15 @@ from bench.latency import Percentiles, SteadyLatency
 from bench.pgqueuer_drain import PgqueuerDrain
 from bench.plain_insert import PlainInsert
 from bench.processes import ProcessesDrain
-from bench.relay import BarePublishLoop, RelayDrain, nats_server, running_relay_lane
+from bench.relay import (
+    PREFIX,
+    STREAM,
+    BarePublishLoop,
+    RelayDrain,
+    nats_server,
+    running_relay_lane,
+)
+from bench.relay_latency import RELAY_LATENCY_RATE, RelayLatency
 from bench.sizes import Sizes
 from bench.sql_ceiling import SqlCeiling
 from bench.worker import WorkerConfig, running_worker
@@ -766,8 +774,51 @@ class Plan:
                         ):
                             figures[name].values.append(drained.rate)
                             cpu[name].values.append(drained.cpu_us)
+                    paced = RelayLatency(
+                        database=database,
+                        url=url,
+                        stream=STREAM,
+                        prefix=PREFIX,
+                        rate=min(sizes.latency_rate, RELAY_LATENCY_RATE),
+                        seconds=sizes.latency_seconds,
+                        organizations=sizes.event_organizations,
+                        aggregates=sizes.event_aggregates,
+                    )
+                    runs, relay_parts = [], []
+                    for repetition in range(sizes.repetitions):
+                        self.console.log(f"relay end to end, repetition {repetition + 1}")
+                        end_to_end, relay_part = await paced.once(lane)
+                        runs.append(end_to_end)
+                        relay_parts.append(relay_part)
                 for samples in [*figures.values(), *cpu.values()]:
                     results.add(samples.figure())
+        paced_settings = {
+            **paced.settings(),
+            "events_per_repetition": runs[0].messages,
+            "offered_rate_median": round(statistics.median(r.offered_rate for r in runs), 1),
+        }
+        for name in ("p50", "p95", "p99"):
+            results.add(
+                Figure(
+                    key=f"relay.end_to_end_{name}",
+                    label=(
+                        f"Append to inbox transaction {name} through JetStream at "
+                        f"{min(sizes.latency_rate, RELAY_LATENCY_RATE)}/s"
+                    ),
+                    unit="ms",
+                    samples=tuple(getattr(r, name) for r in runs),
+                    settings=paced_settings,
+                )
+            )
+            results.add(
+                Figure(
+                    key=f"relay.append_to_puback_{name}",
+                    label=f"Of which append to recorded published (PubAck) {name}",
+                    unit="ms",
+                    samples=tuple(getattr(r, name) for r in relay_parts),
+                    settings=paced_settings,
+                )
+            )
         results.ratio(
             "relay_vs_bare_publish",
             "Relay / bare nats-py publish loop (SPEC §13: at least 0.5)",

@@ -83,6 +83,11 @@ async def _stream_messages(url: str, *, purge: bool = False) -> int:
         await client.close()
 
 
+async def purge_stream(url: str) -> None:
+    """Empty the bench stream, so a new consumer reads only what follows."""
+    await _stream_messages(url, purge=True)
+
+
 @asynccontextmanager
 async def running_relay_lane(conninfo: str, url: str) -> AsyncIterator[Lane]:
     """The worker's events lane with OUTBOX_NATS_URL set (it creates the stream)."""

@@ -76,6 +76,12 @@ FIGURES = {
     "relay.bare_publish",
     "relay.cpu_lane",
     "relay.cpu_bare_publish",
+    "relay.end_to_end_p50",
+    "relay.end_to_end_p95",
+    "relay.end_to_end_p99",
+    "relay.append_to_puback_p50",
+    "relay.append_to_puback_p95",
+    "relay.append_to_puback_p99",
 }
 PROCESS_CHECKS = {
     "processes_plain_2_vs_1",
