@@ -134,7 +134,7 @@ class StaffSuppressionsController(Controller):
     @get(
         "/security-outbox/messages/{message_id:uuid}/receipts",
         summary="A message's delivery state and the receipts its provider sent back",
-        responses=staff_responses(*_READ),
+        responses=staff_responses(*_READ, "not-found"),
     )
     async def receipts(
         self,
@@ -153,7 +153,7 @@ class StaffSuppressionsController(Controller):
     @get(
         "/suppressions",
         summary="Suppressed destinations, newest first, masked",
-        responses=staff_responses(*_READ),
+        responses=staff_responses("validation-error", *_READ),
     )
     async def suppressions(
         self,

@@ -35,7 +35,11 @@ pytestmark = pytest.mark.integration
 
 EXAMPLES = 25
 # Each staff prefix and how many operations it has.
-STAFF_PREFIXES = {"/platform-admin/security-outbox": 3, "/platform-admin/tenant-events": 6}
+STAFF_PREFIXES = {
+    "/platform-admin/security-outbox": 4,
+    "/platform-admin/tenant-events": 6,
+    "/platform-admin/suppressions": 3,
+}
 
 
 class ServedWithStaff(Served):
