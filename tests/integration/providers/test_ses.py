@@ -17,7 +17,7 @@ from tests.fakes.deliveries import CODE, EMAIL, MESSAGE_ID, email_delivery, leak
 from tests.integration.providers.http_stand_in import HttpStandIn, Reply
 from tests.integration.providers.impersonations import aws_error, ses
 
-TIMEOUT = 0.5
+TIMEOUT = 2.0  # generous: a loaded two-process test run must not turn an answer into a timeout
 REGION = "eu-west-1"
 SENDER = "no-reply@example.org"
 ACCESS_KEY = "AKIAIOSFODNN7EXAMPLE"
