@@ -14,6 +14,7 @@ ROWS = 10_000
 CLAIMERS = 8
 BATCH = 100
 
+CLAIM = "SELECT id FROM outbox.claim_messages(%s, %s, 60)"
 SEED = """
 SELECT outbox.enqueue_message(
     gen_random_uuid(), 'notification', 'email', 'person@example.com', NULL, 'hello'
@@ -65,3 +66,27 @@ async def test_a_claim_never_returns_more_rows_than_asked(connect_as, dispatch_s
     ]
 
     assert [1, 7, 13, 29] == sizes
+
+
+async def test_a_claim_skips_rows_another_claimer_has_locked(connect_as):
+    """A claim takes the due rows nobody holds and never waits on another claimer's lock."""
+    async with connect_as("outbox_producer") as conn:
+        await conn.execute(SEED, (3,))
+    async with (
+        connect_as("outbox_worker", autocommit=False) as first,
+        connect_as("outbox_worker") as second,
+    ):
+        # The first claimer holds the oldest row under its open transaction.
+        cursor = await first.execute(CLAIM, ("worker-1", 1))
+        [(held,)] = await cursor.fetchall()
+        # A claim that waited on that lock would fail here instead of hanging.
+        await second.execute("SET lock_timeout = '5s'")
+        cursor = await second.execute(CLAIM, ("worker-2", 10))
+        taken = {row[0] for row in await cursor.fetchall()}
+        await first.commit()
+
+    async with connect_as() as conn:
+        cursor = await conn.execute("SELECT id, lease_owner FROM outbox.messages")
+        owners = dict(await cursor.fetchall())
+    assert {held: "worker-1"} | dict.fromkeys(taken, "worker-2") == owners
+    assert 2 == len(taken)

@@ -132,6 +132,50 @@ async def test_a_retired_type_is_still_delivered(owner):
     assert [(1, "pending", 0)] == await _states(owner)
 
 
+async def test_a_second_delivery_of_an_event_to_a_consumer_in_one_round_is_refused(owner):
+    """The table refuses a second delivery of one event to one consumer in one round."""
+    await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+
+    with pytest.raises(errors.UniqueViolation) as caught:
+        # The same consumer, event and round; everything else it may differ in, differs.
+        await owner.execute(
+            "INSERT INTO events.consumer_deliveries (consumer_id, domain_event_id, replay_round,"
+            " organization_id, aggregate_type, aggregate_id, publication_sequence, state,"
+            " available_at, created_at)"
+            " SELECT consumer_id, domain_event_id, replay_round, organization_id, 'other',"
+            " 'other', publication_sequence + 1, 'waiting', now() + interval '1 hour', now()"
+            " FROM events.consumer_deliveries"
+        )
+    assert "consumer_deliveries_once_per_round" == caught.value.diag.constraint_name
+    assert [(1, "pending", 0)] == await _states(owner)
+
+
+async def test_a_publication_fanned_out_again_leaves_one_delivery(owner):
+    """Fanning an event out again to a consumer in the same round writes no second delivery."""
+    published = await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
+
+    # The publication written again: the fan-out trigger runs a second time for the event.
+    async with owner.transaction():
+        await owner.execute(
+            "CREATE TEMPORARY TABLE publication ON COMMIT DROP AS"
+            " SELECT * FROM events.domain_event_publications WHERE domain_event_id = %s",
+            (published.event_id,),
+        )
+        await owner.execute("DELETE FROM events.domain_event_publications")
+        await owner.execute(
+            "INSERT INTO events.domain_event_publications (domain_event_id, outbox_record_id,"
+            " organization_id, event_type_code, contract_version, published_at)"
+            " SELECT domain_event_id, outbox_record_id, organization_id, event_type_code,"
+            " contract_version, published_at FROM publication"
+        )
+
+    cursor = await owner.execute(
+        "SELECT domain_event_id, publication_sequence, state, replay_round"
+        " FROM events.consumer_deliveries"
+    )
+    assert [(published.event_id, 1, "pending", 0)] == await cursor.fetchall()
+
+
 @pytest.mark.parametrize(
     ("statement", "parameter"),
     [
@@ -299,6 +343,26 @@ async def test_concurrent_claims_are_disjoint_and_complete(owner, shop, connect_
         while batches := [*await _claim(one, limit=7), *await _claim(two, limit=7)]:
             seen.extend(row["delivery_id"] for row in batches)
     assert 40 == len(seen) == len(set(seen))
+
+
+async def test_a_claim_skips_deliveries_another_claimer_has_locked(owner, shop, connect_as):
+    """A claim takes the due deliveries nobody holds and never waits on another claimer's lock."""
+    await owner.execute("SELECT events.register_consumer('shop.fulfilment', 'shop', 5, false)")
+    for n in range(3):
+        await publish(
+            owner, organization_id=ORG_A, event_type="sales.order_placed", aggregate=("o", str(n))
+        )
+    async with connect_as(shop, autocommit=False) as first, connect_as(shop) as second:
+        # The first claimer holds the oldest delivery under its open transaction.
+        [held] = await _claim(first, limit=1)
+        # A claim that waited on that lock would fail here instead of hanging.
+        await second.execute("SET lock_timeout = '5s'")
+        taken = await _claim(second, limit=10)
+        await first.commit()
+
+    assert [2, 3] == [row["publication_sequence"] for row in taken]
+    assert 1 == held["publication_sequence"]
+    assert [(1, "leased", 0), (2, "leased", 0), (3, "leased", 0)] == await _states(owner)
 
 
 async def test_replay_delivers_again_in_a_new_round_in_publication_order(owner, shop, connect_as):

@@ -424,6 +424,54 @@ async def test_an_attempt_out_of_sequence_or_lease_cannot_be_inserted(onboarded,
         await conn.execute(insert, (claimed["record_id"], 1, claimed["lease_token"]))
 
 
+EXPIRE_LEASE = (
+    "UPDATE events.outbox_records SET lease_expires_at = now() - interval '1 second' WHERE id = %s"
+)
+
+
+async def test_a_worker_whose_lease_expired_cannot_record_even_with_its_token(
+    onboarded, connect_as
+):
+    """An expired lease's record is lease_lost and changes nothing, though its token matches."""
+    async with connect_as(SALES) as conn:
+        await append(conn, ORG)
+    async with connect_as(WORKER) as conn:
+        [claimed] = await claim(conn)
+    async with connect_as() as conn:
+        await conn.execute(EXPIRE_LEASE, (claimed["record_id"],))
+
+    async with connect_as(WORKER) as conn:
+        assert ["lease_lost"] == await record(conn, [claimed])
+
+    async with connect_as() as conn:
+        assert [("leased", claimed["lease_token"], 0)] == await rows(
+            conn, "SELECT state, lease_token, attempt_count FROM events.outbox_records"
+        )
+        assert [] == await rows(conn, "SELECT id FROM events.publication_attempts")
+        assert [] == await rows(
+            conn, "SELECT domain_event_id FROM events.domain_event_publications"
+        )
+
+
+async def test_an_attempt_under_an_expired_lease_cannot_be_inserted(onboarded, connect_as):
+    """The attempts table refuses a row under an expired lease even with the right token."""
+    async with connect_as(SALES) as conn:
+        await append(conn, ORG)
+    async with connect_as(WORKER) as conn:
+        [claimed] = await claim(conn)
+    async with connect_as() as conn:
+        await conn.execute(EXPIRE_LEASE, (claimed["record_id"],))
+
+    async with connect_as("outbox_owner") as conn:
+        with pytest.raises(errors.IntegrityConstraintViolation, match="live lease"):
+            await conn.execute(
+                "INSERT INTO events.publication_attempts (outbox_record_id, attempt, counted,"
+                " outcome, failure_class, recorded_at, retry_at, lease_token)"
+                " VALUES (%s, 1, true, 'published', NULL, now(), NULL, %s)",
+                (claimed["record_id"], claimed["lease_token"]),
+            )
+
+
 async def test_a_retry_time_in_the_past_is_refused(onboarded, connect_as):
     async with connect_as(SALES) as conn:
         await append(conn, ORG)
