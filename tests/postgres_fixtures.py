@@ -1,12 +1,10 @@
 """PostgreSQL fixtures: a fresh migrated database per test, and connections acting as a role.
 
-- ``database_url``: superuser connection string of a fresh, fully migrated database.
+- ``database_url``: superuser connection string of a migrated database in its migrated state,
+  the session's one, put back after each test (tests/database_reset.py).
 - ``connect_as``: ``async with connect_as("outbox_worker") as conn`` opens an autocommit
   connection to that database and ``SET ROLE``s it (``None`` stays superuser).
 - ``worker_pool`` / ``dispatch_store``: the real adapter acting as ``outbox_worker``.
-- ``queue_database_url``: one migrated database per session whose queue tables are emptied
-  before each test; cheaper than a copy, for tests that touch queue rows only. A test
-  directory opts in by overriding ``database_url`` with it (see tests/contract/conftest.py).
 - ``empty_database_url``: a fresh database with no migration applied (migration tests).
 - ``postgres_server``: the session's server, to create extra databases.
 """
@@ -25,7 +23,7 @@ from adapters.postgres.dispatch_store import PostgresDispatchStore
 from adapters.postgres.migrations import apply_migrations
 from adapters.postgres.pool import open_pool
 from adapters.postgres.work_listener import WorkListener
-from tests.postgres_server import TestServer
+from tests.postgres_server import Reusable, TestServer
 
 ConnectAs = Callable[..., AbstractAsyncContextManager[psycopg.AsyncConnection]]
 
@@ -49,14 +47,26 @@ async def migrated_template(postgres_server: TestServer) -> AsyncIterator[str]:
         postgres_server.drop_database(name)
 
 
-@pytest.fixture
-def database_url(postgres_server: TestServer, migrated_template: str) -> Iterator[str]:
-    """Superuser connection string of a fresh migrated database, dropped after the test."""
-    name = postgres_server.create_database(prefix="outbox_test", template=migrated_template)
+@pytest.fixture(scope="session")
+def reusable_database(postgres_server: TestServer, migrated_template: str) -> Iterator[Reusable]:
+    """This session's working database, put back to the migrated state after every test."""
+    reusable = Reusable.create(postgres_server, migrated_template)
     try:
-        yield postgres_server.url(name)
+        yield reusable
     finally:
-        postgres_server.drop_database(name)
+        reusable.drop()
+
+
+@pytest.fixture
+def database_url(reusable_database: Reusable) -> Iterator[str]:
+    """Superuser connection string of a migrated database that only this test is using.
+
+    The database is the session's, put back to the migrated state after the test (truncated,
+    or copied again from the template when the test changed more than rows), so a test may
+    commit, open pools and start processes on it as on a database of its own.
+    """
+    yield reusable_database.url
+    reusable_database.reset()
 
 
 @pytest.fixture
@@ -108,23 +118,3 @@ def empty_database_url(postgres_server: TestServer) -> Iterator[str]:
         yield postgres_server.url(name)
     finally:
         postgres_server.drop_database(name)
-
-
-@pytest.fixture(scope="session")
-def shared_queue_database(postgres_server: TestServer, migrated_template: str) -> Iterator[str]:
-    """One migrated database for the whole session (see ``queue_database_url``)."""
-    name = postgres_server.create_database(prefix="outbox_shared", template=migrated_template)
-    try:
-        yield postgres_server.url(name)
-    finally:
-        postgres_server.drop_database(name)
-
-
-@pytest.fixture
-async def queue_database_url(shared_queue_database: str) -> str:
-    """Superuser connection string of the session's shared database, queue tables emptied."""
-    async with await psycopg.AsyncConnection.connect(shared_queue_database) as conn:
-        # CASCADE: the tables that reference messages (receipts, delivery states) go too.
-        await conn.execute("TRUNCATE outbox.attempts, outbox.envelopes, outbox.messages CASCADE")
-        await conn.commit()
-    return shared_queue_database

@@ -1,9 +1,10 @@
 """The test PostgreSQL: the server named by OUTBOX_TEST_DATABASE_URL, or a private embedded one.
 
-One template database per test session is built by running our own migrations; each test
-that asks gets a fresh copy (CREATE DATABASE … TEMPLATE), dropped afterwards. Names are
-random, so concurrent sessions (pytest-xdist workers, other people's runs) never collide:
-each xdist worker is its own process with its own template (and its own embedded server).
+One template database per test session is built by running our own migrations, and one
+working copy of it serves the session's tests, put back to the migrated state after each
+(tests/database_reset.py). Names are random, so concurrent sessions (pytest-xdist workers,
+other people's runs) never collide: each xdist worker is its own process with its own
+template, working copy (and embedded server).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import psycopg
 from psycopg import conninfo, sql
 
 from adapters.postgres.embedded import EmbeddedPostgres
+from tests.database_reset import Baseline, NeedsNewCopy
 
 ENV_URL = "OUTBOX_TEST_DATABASE_URL"
 
@@ -80,3 +82,41 @@ class TestServer:
     def url(self, database: str) -> str:
         """A superuser connection string for ``database`` on this server."""
         return database_url(self.admin_url, database)
+
+
+@attrs.define
+class Reusable:
+    """A migrated database that tests take in turn, each handing it back in the migrated state."""
+
+    server: TestServer
+    template: str
+    name: str
+    baseline: Baseline
+    copies: int = 1  # how often it had to be copied again (a test changed more than rows)
+
+    @classmethod
+    def create(cls, server: TestServer, template: str) -> Reusable:
+        """Copy ``template`` and read what the copy holds."""
+        name = server.create_database(prefix="outbox_test", template=template)
+        with psycopg.connect(server.url(name), autocommit=True) as conn:
+            baseline = Baseline.take(conn)
+        return cls(server=server, template=template, name=name, baseline=baseline)
+
+    @property
+    def url(self) -> str:
+        """Its superuser connection string."""
+        return self.server.url(self.name)
+
+    def reset(self) -> None:
+        """Put it back to the migrated state: truncated, or copied anew when that cannot do."""
+        try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                self.baseline.restore(conn)
+        except (NeedsNewCopy, psycopg.OperationalError):
+            self.server.drop_database(self.name)
+            self.name = self.server.create_database(prefix="outbox_test", template=self.template)
+            self.copies += 1
+
+    def drop(self) -> None:
+        """Drop it."""
+        self.server.drop_database(self.name)

@@ -7,12 +7,6 @@ import pytest
 from tests.contract.harness import Harness, MemoryHarness, PostgresHarness
 
 
-@pytest.fixture
-def database_url(queue_database_url: str) -> str:
-    """Contract tests touch queue rows only: an emptied shared database is enough."""
-    return queue_database_url
-
-
 @pytest.fixture(params=["memory", pytest.param("postgres", marks=pytest.mark.integration)])
 def outbox(request: pytest.FixtureRequest) -> Harness:
     """The store under test, with its producer side and its clock."""

@@ -8,7 +8,7 @@ effect exists exactly when its delivery completed.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -33,20 +33,10 @@ from tests.fakes.telemetry import RecordingTelemetry
 from tests.postgres_fixtures import ConnectAs
 
 if TYPE_CHECKING:
-    from tests.postgres_server import TestServer
+    pass
 
 ORG_A = uuid.UUID("00000000-0000-4000-8000-00000000000a")
 ORG_B = uuid.UUID("00000000-0000-4000-8000-00000000000b")
-
-
-@pytest.fixture
-def database_url(postgres_server: TestServer, migrated_template: str) -> Iterator[str]:
-    """A fresh database per test: these tests write events tables and a table of effects."""
-    name = postgres_server.create_database(prefix="outbox_test", template=migrated_template)
-    try:
-        yield postgres_server.url(name)
-    finally:
-        postgres_server.drop_database(name)
 
 
 @pytest.fixture(params=["memory", pytest.param("postgres", marks=pytest.mark.integration)])

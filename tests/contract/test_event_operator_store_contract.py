@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any, Protocol
 from uuid import UUID
@@ -132,16 +132,6 @@ class PostgresHarness:
             " FROM events.operator_audit ORDER BY id"
         )
         return [tuple(row) for row in found]
-
-
-@pytest.fixture
-def database_url(postgres_server, migrated_template) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """A fresh database per test: these tests write events and identity rows."""
-    name = postgres_server.create_database(prefix="outbox_test", template=migrated_template)
-    try:
-        yield postgres_server.url(name)
-    finally:
-        postgres_server.drop_database(name)
 
 
 @pytest.fixture(params=["memory", pytest.param("postgres", marks=pytest.mark.integration)])

@@ -35,31 +35,21 @@ LEASE = timedelta(seconds=30)
 ORG_A = uuid.UUID("0190aaaa-0000-7000-8000-00000000000a")
 ORG_B = uuid.UUID("0190bbbb-0000-7000-8000-00000000000b")
 TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-EMPTY_EVENTS = (
-    "TRUNCATE events.domain_events, events.outbox_records, events.publication_attempts,"
-    " events.dead_letters, events.domain_event_publications, events.head_vacancies CASCADE"
-)
 
 
 @pytest.fixture
-async def database_url(shared_queue_database: str) -> str:
-    """The session's shared database, events emptied and the test modules onboarded."""
-    async with await psycopg.AsyncConnection.connect(
-        shared_queue_database, autocommit=True
-    ) as conn:
-        await conn.execute(EMPTY_EVENTS)
+async def onboarded(database_url: str) -> str:
+    """The test database with the test modules onboarded."""
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         await onboard(conn)
-        await conn.execute(
-            "UPDATE events.event_types SET retired_at = NULL WHERE retired_at IS NOT NULL"
-        )
-    return shared_queue_database
+    return database_url
 
 
 @pytest.fixture
 async def event_store(
-    database_url: str, worker_pool: AsyncConnectionPool
+    onboarded: str, worker_pool: AsyncConnectionPool
 ) -> AsyncIterator[PostgresEventOutboxStore]:
-    store = PostgresEventOutboxStore(worker_pool, WorkListener(database_url, EVENTS_CHANNEL))
+    store = PostgresEventOutboxStore(worker_pool, WorkListener(onboarded, EVENTS_CHANNEL))
     try:
         yield store
     finally:

@@ -26,7 +26,6 @@ from tests.contract.operator_harness import (
     dead_letter,
 )
 from tests.contract.test_operator_store_contract import (  # noqa: F401 - fixtures
-    database_url,
     operator,
     operator_pools,
 )

@@ -10,7 +10,6 @@ from typing import Any
 from uuid import UUID
 
 import attrs
-import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
@@ -46,18 +45,6 @@ from tests.contract.operator_harness import (
 STAFF = "staff@example.com"
 NEW_HASH = "$argon2id$v=19$m=8,t=1,p=1$bmV3c2FsdA$bmV3LWhhc2g"
 NEW_ENVELOPE = "v1.test-key.bmV3c2FsdA.bmV3bm9uY2U.bmV3Y2lwaGVy"
-IDENTITY_TABLES = (
-    "TRUNCATE outbox.staff_audit, identity.identities, identity.staff_members,"
-    " identity.login_identifiers, identity.challenges CASCADE"
-)
-
-
-@pytest.fixture
-def database_url(queue_database_url: str) -> str:
-    """The shared contract database, with the identity tables and the audit emptied too."""
-    with psycopg.connect(queue_database_url, autocommit=True) as conn:
-        conn.execute(IDENTITY_TABLES)
-    return queue_database_url
 
 
 @pytest.fixture

@@ -51,12 +51,6 @@ _forced: dict[str, int] = {}
 
 
 @pytest.fixture
-def database_url(queue_database_url: str) -> str:
-    """These races touch queue rows only: the session's emptied shared database will do."""
-    return queue_database_url
-
-
-@pytest.fixture
 async def gates(database_url: str) -> AsyncIterator[Gates]:
     """Gates and the lease audit in the shared database, removed again afterwards."""
     lease_audit.install(database_url)

@@ -173,9 +173,9 @@ NEAR_PHONES = st.from_regex(r"\+?[0-9٣]{0,17}", fullmatch=True)
 DESTINATIONS = st.one_of(st.emails(), NEAR_EMAILS, NEAR_PHONES, TEXT)
 
 
-@pytest.fixture(scope="module")
-def mask_connection(shared_queue_database: str) -> Iterator[psycopg.Connection[Any]]:
-    with psycopg.connect(shared_queue_database, autocommit=True) as conn:
+@pytest.fixture
+def mask_connection(database_url: str) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(database_url, autocommit=True) as conn:
         yield conn
 
 
