@@ -14,6 +14,7 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
 import attrs
 import psycopg
@@ -28,6 +29,22 @@ ENV_URL = "OUTBOX_TEST_DATABASE_URL"
 def database_url(server_url: str, database: str) -> str:
     """The connection string of ``database`` on the server of ``server_url``."""
     return conninfo.make_conninfo(server_url, dbname=database)
+
+
+def url_with_password(url: str, password: str, *, database: str | None = None) -> str:
+    """``url`` as a ``postgresql://`` URL that carries ``password`` (and names ``database``).
+
+    It works for a TCP server and for the embedded one, which listens on a Unix socket only
+    (its host is a directory, passed as a query parameter).
+    """
+    options = conninfo.conninfo_to_dict(url)
+    user = quote(str(options.get("user", "postgres")), safe="")
+    dbname = quote(str(database or options["dbname"]), safe="")
+    host, port = str(options.get("host", "127.0.0.1")), str(options.get("port", 5432))
+    credentials = f"{user}:{quote(password, safe='')}"
+    if host.startswith("/"):
+        return f"postgresql://{credentials}@/{dbname}?{urlencode({'host': host, 'port': port})}"
+    return f"postgresql://{credentials}@{host}:{port}/{dbname}"
 
 
 @attrs.define

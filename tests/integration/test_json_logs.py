@@ -7,7 +7,6 @@ none carries an exception's text or a URL's password.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -17,9 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
-from psycopg.conninfo import conninfo_to_dict
 
 from tests.integration.providers.network import free_port
+from tests.outboxctl import outboxctl_environment
+from tests.postgres_server import url_with_password
 
 pytestmark = pytest.mark.integration
 
@@ -28,16 +28,12 @@ PASSWORD = "hunter2-s3cret"  # trust authentication ignores it; the logs must no
 
 
 def _with_password(conninfo: str, database: str | None = None) -> str:
-    options = conninfo_to_dict(conninfo)
-    return (
-        f"postgresql://{options['user']}:{PASSWORD}@{options.get('host', '127.0.0.1')}"
-        f":{options.get('port', 5432)}/{database or options['dbname']}"
-    )
+    return url_with_password(conninfo, PASSWORD, database=database)
 
 
 def _environment(url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
     return {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+        **outboxctl_environment({}),
         "OUTBOX_DATABASE_URL": url,
         "OUTBOX_API_DB_ROLE": "identity_service",
         "OUTBOX_DATA_DIR": str(tmp_path),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
+from tests.outboxctl import outboxctl_environment
 
 OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
 
@@ -108,7 +109,7 @@ class Workers:
         ``overrides`` are extra variables."""
         label = f"w{len(self.started) + 1}"
         env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+            **outboxctl_environment({}),
             **self.env,
             **self.provider_env(label),
             **overrides,

@@ -7,7 +7,6 @@ exists in the real process, so these tests talk to it over TCP like any outsider
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
 import subprocess
@@ -18,6 +17,8 @@ from pathlib import Path
 
 import attrs
 import httpx
+
+from tests.outboxctl import outboxctl_environment
 
 OUTBOXCTL = Path(sys.executable).parent / "outboxctl"
 
@@ -41,7 +42,7 @@ class Served:
 
 def serve_environment(database_url: str, data_dir: Path, **extra: str) -> dict[str, str]:
     """A development configuration on the test database, roles as in production."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")}
+    keep = outboxctl_environment({})
     return {
         **keep,
         "OUTBOX_DATABASE_URL": database_url,

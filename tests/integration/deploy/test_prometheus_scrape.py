@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -25,6 +24,7 @@ import yaml
 
 from adapters.crypto.keyring import generate_key, key_line
 from tests.integration.providers.network import free_port
+from tests.outboxctl import outboxctl_environment
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +60,7 @@ def _running(argv: list[str], log: Path, env: dict[str, str] | None = None) -> I
 def environment(database_url: str, tmp_path: Path) -> dict[str, str]:
     """A development configuration on the test database, the roles as in production."""
     return {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+        **outboxctl_environment({}),
         "OUTBOX_DATABASE_URL": database_url,
         "OUTBOX_API_DB_ROLE": "identity_service",
         "OUTBOX_WORKER_DB_ROLE": "outbox_worker",

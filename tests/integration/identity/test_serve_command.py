@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import signal
 import socket
@@ -14,6 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.outboxctl import outboxctl_environment
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +31,7 @@ def _free_port() -> int:
 @pytest.fixture
 def environment(database_url: str, tmp_path: Path) -> dict[str, str]:
     """A development configuration on the test database (roles as in production)."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")}
+    keep = outboxctl_environment({})
     return {
         **keep,
         "OUTBOX_DATABASE_URL": database_url,

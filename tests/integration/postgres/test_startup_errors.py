@@ -7,7 +7,6 @@ prepared statements names the setting; neither prints a traceback.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -25,7 +24,7 @@ from adapters.postgres.readiness import PostgresReadinessProbe
 from application.errors import PreparedStatementsUnsupported
 from entrypoints.cli.exit_codes import ExitCode
 from tests.integration.providers.network import free_port
-from tests.outboxctl import OUTBOXCTL, run_outboxctl
+from tests.outboxctl import OUTBOXCTL, outboxctl_environment, run_outboxctl
 
 pytestmark = pytest.mark.integration
 
@@ -125,7 +124,7 @@ def test_serve_against_an_unmigrated_database_says_to_migrate_and_readyz_says_wh
 ) -> None:
     port = free_port()
     environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+        **outboxctl_environment({}),
         "OUTBOX_DATABASE_URL": empty_database_url,
         "OUTBOX_DATA_DIR": str(tmp_path),
         "OUTBOX_LOG_FORMAT": "json",

@@ -5,7 +5,6 @@ Run as the real ``outboxctl worker`` process, on loopback (OUTBOX_WORKER_METRICS
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from prometheus_client.exposition import choose_encoder
 
 from entrypoints.settings.lanes import LANES
 from tests.integration.providers.network import free_port
+from tests.outboxctl import outboxctl_environment
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +31,7 @@ def _worker(environment: dict[str, str]) -> Iterator[str]:
     process = subprocess.Popen(
         [OUTBOXCTL, "worker"],
         env={
-            **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+            **outboxctl_environment({}),
             **environment,
             "OUTBOX_WORKER_METRICS_HOST": "127.0.0.1",
             "OUTBOX_WORKER_METRICS_PORT": str(port),

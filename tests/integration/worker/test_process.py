@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import signal
 import subprocess
@@ -20,6 +19,7 @@ import pytest
 from tests.integration.providers.network import free_port
 from tests.integration.providers.smtp_stand_in import Behaviour, SmtpStandIn
 from tests.integration.worker.conftest import Enqueue
+from tests.outboxctl import outboxctl_environment
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +37,7 @@ def smtp() -> Iterator[SmtpStandIn]:
 
 def _env(worker_env: dict[str, str], smtp: SmtpStandIn, **extra: str) -> dict[str, str]:
     return {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+        **outboxctl_environment({}),
         **worker_env,
         "OUTBOX_CHANNEL_EMAIL": "smtp",
         "OUTBOX_SMTP_HOST": "127.0.0.1",

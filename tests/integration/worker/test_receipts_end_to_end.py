@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from adapters.providers.ses.provider import ses_client
 from tests.integration.providers.network import free_port
 from tests.integration.receipts.sns_world import TOPIC, Signer, SnsStandIn, ses_event, sns_world
 from tests.integration.worker.conftest import Enqueue
+from tests.outboxctl import outboxctl_environment
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +118,7 @@ async def _run(  # noqa: PLR0917 - one scenario, its parts passed down
 ) -> None:
     webhook_port = free_port()
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+        **outboxctl_environment({}),
         **worker_env,
         **AWS,
         "OUTBOX_CHANNEL_EMAIL": "ses",
