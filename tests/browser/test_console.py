@@ -1,5 +1,6 @@
 """The operator console in a real headless Chromium (Debian's ``chromium``, driven by
 Playwright), against the real admin app served by uvicorn and a real worker (SPEC §20).
+Without that package the test skips, naming it (conftest.py).
 
 One browser for the whole flow: sign in, step up with the code the worker delivered, find a
 dead letter by filter, open it, reissue it and watch the new code publish; requeue every
@@ -34,7 +35,6 @@ from tests.integration.identity.api import PASSWORD
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
-CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -141,14 +141,14 @@ async def _state(world: ConsoleWorld, message_id: str) -> str:
     return str(state)
 
 
-async def test_staff_run_the_outbox_from_the_console(world: ConsoleWorld):
+async def test_staff_run_the_outbox_from_the_console(chromium: str, world: ConsoleWorld):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     await world.account(STAFF)
     dead = await world.staff.dead_code("bob@example.com")
     await _dead_notification(world, "carol@example.com")
     await _dead_notification(world, "dan@example.com")
     async with _running(world) as base, async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = await playwright.chromium.launch(executable_path=chromium, args=ARGS)
         try:
             page = await browser.new_page(viewport={"width": 1360, "height": 900})
             pages = Pages(page)

@@ -1,7 +1,8 @@
 """A real Prometheus scrapes a real API and a real worker, and promtool accepts both outputs.
 
-Debian's ``prometheus`` package gives both programs (``.ci/run`` installs it). The server is
-started here on a free loopback port with a generated configuration and its own storage.
+Debian's ``prometheus`` package gives both programs (``.ci/run`` installs it); without it
+these tests skip, naming the package. The server is started here on a free loopback port
+with a generated configuration and its own storage.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +24,7 @@ import yaml
 
 from adapters.crypto.keyring import generate_key, key_line
 from tests.integration.providers.network import free_port
+from tests.os_programs import require_program
 from tests.outboxctl import outboxctl_environment
 
 pytestmark = pytest.mark.integration
@@ -32,10 +33,16 @@ OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
 WITHIN = 60.0  # seconds any one wait may take before the test fails, naming what it saw
 
 
-def _program(name: str) -> str:
-    path = shutil.which(name)
-    assert path is not None, f"{name} is missing: .ci/run installs Debian's prometheus package"
-    return path
+@pytest.fixture(scope="session")
+def prometheus_program() -> str:
+    """Debian's prometheus, looked for before any database or process is started."""
+    return require_program("prometheus", "prometheus")
+
+
+@pytest.fixture(scope="session")
+def promtool() -> str:
+    """Debian's promtool (same package), looked for before anything is started."""
+    return require_program("promtool", "prometheus")
 
 
 @contextlib.contextmanager
@@ -90,7 +97,9 @@ def targets(environment: dict[str, str], tmp_path: Path) -> Iterator[dict[str, s
 
 
 @pytest.fixture
-async def prometheus(targets: dict[str, str], tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+async def prometheus(
+    prometheus_program: str, targets: dict[str, str], tmp_path: Path
+) -> AsyncIterator[httpx.AsyncClient]:
     """A Prometheus server scraping ``targets`` every second; a client of its HTTP API."""
     config = tmp_path / "prometheus.yml"
     config.write_text(
@@ -107,7 +116,7 @@ async def prometheus(targets: dict[str, str], tmp_path: Path) -> AsyncIterator[h
     )
     address = f"127.0.0.1:{free_port()}"
     argv = [
-        _program("prometheus"),
+        prometheus_program,
         f"--config.file={config}",
         f"--storage.tsdb.path={tmp_path / 'tsdb'}",
         f"--web.listen-address={address}",
@@ -161,7 +170,10 @@ async def _sign_up(environment: dict[str, str]) -> None:
 
 
 async def test_prometheus_scrapes_the_api_and_the_worker(
-    environment: dict[str, str], targets: dict[str, str], prometheus: httpx.AsyncClient
+    prometheus_program: str,
+    environment: dict[str, str],
+    targets: dict[str, str],
+    prometheus: httpx.AsyncClient,
 ) -> None:
     await _sign_up(environment)
 
@@ -189,10 +201,9 @@ async def test_prometheus_scrapes_the_api_and_the_worker(
 
 
 async def test_promtool_accepts_both_metrics_outputs(
-    environment: dict[str, str], targets: dict[str, str]
+    promtool: str, environment: dict[str, str], targets: dict[str, str]
 ) -> None:
     await _sign_up(environment)
-    promtool = _program("promtool")
     for job, address in targets.items():
         async with httpx.AsyncClient(base_url=f"http://{address}", timeout=10) as client:
 

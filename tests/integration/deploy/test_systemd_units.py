@@ -1,10 +1,13 @@
 """deploy/systemd: the units pass ``systemd-analyze verify`` and start real outboxctl commands
-with settings the reader accepts and reads."""
+with settings the reader accepts and reads.
+
+``systemd-analyze`` comes from Debian's ``systemd`` package (``.ci/run`` installs it); without
+it the two tests that run it skip, naming the package.
+"""
 
 from __future__ import annotations
 
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +24,7 @@ from tests.integration.deploy.artifacts import (
     unit_values,
     unread_variables,
 )
+from tests.os_programs import require_program
 
 UNITS = DEPLOY / "systemd"
 INSTALLED_OUTBOXCTL = "/opt/outbox/bin/outboxctl"
@@ -48,20 +52,24 @@ def _process(path: Path, credentials: Path) -> Process:
     )
 
 
-def test_every_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+@pytest.fixture(scope="session")
+def systemd_analyze() -> str:
+    """Debian's systemd-analyze."""
+    return require_program("systemd-analyze", "systemd")
+
+
+def test_every_unit_passes_systemd_analyze_verify(systemd_analyze: str, tmp_path: Path) -> None:
     """systemd's own checker finds nothing: no unknown key, no bad value, no missing unit.
 
     It also checks that each ExecStart binary exists, so the copies point it at this
     checkout's outboxctl; test_units_start_the_installed_outboxctl checks the real path.
     """
-    analyze = shutil.which("systemd-analyze")
-    assert analyze is not None, "systemd-analyze is missing: .ci/run installs systemd"
     outboxctl = str(Path(sys.executable).parent / "outboxctl")
     for unit in sorted(UNITS.glob("*.service")) + sorted(UNITS.glob("*.timer")):
         text = unit.read_text(encoding="utf-8").replace(INSTALLED_OUTBOXCTL, outboxctl)
         (tmp_path / unit.name).write_text(text, encoding="utf-8")
     result = subprocess.run(
-        [analyze, "verify", "--man=no", *sorted(str(p) for p in tmp_path.iterdir())],
+        [systemd_analyze, "verify", "--man=no", *sorted(str(p) for p in tmp_path.iterdir())],
         capture_output=True,
         text=True,
         check=False,
@@ -69,14 +77,15 @@ def test_every_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     assert (0, "", "") == (result.returncode, result.stdout, result.stderr)
 
 
-def test_systemd_analyze_verify_catches_a_mistake(tmp_path: Path) -> None:
+def test_systemd_analyze_verify_catches_a_mistake(systemd_analyze: str, tmp_path: Path) -> None:
     """The check above can fail: a misspelt key is reported."""
-    analyze = shutil.which("systemd-analyze")
-    assert analyze is not None
     broken = tmp_path / "outbox-broken.service"
     broken.write_text("[Service]\nExecStart=/bin/true\nKillSignl=SIGTERM\n", encoding="utf-8")
     result = subprocess.run(
-        [analyze, "verify", "--man=no", str(broken)], capture_output=True, text=True, check=False
+        [systemd_analyze, "verify", "--man=no", str(broken)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert "Unknown key" in result.stderr
 

@@ -4,6 +4,8 @@ PgBouncer before 1.21 does not track prepared statements: a server connection ke
 statements one client prepared and hands them to the next, so psycopg's ``_pg3_0`` already
 exists (42P05) or is missing (26000). ``outboxctl`` names the setting to change instead of a
 traceback, and with ``OUTBOX_DB_PREPARED_STATEMENTS=false`` the same commands work.
+Debian's ``pgbouncer`` package gives the program (``.ci/run`` installs it); without it these
+tests skip, naming the package.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from entrypoints.cli.exit_codes import ExitCode
 from tests.integration.providers.network import free_port
+from tests.os_programs import require_program
 from tests.outboxctl import run_outboxctl
 
 pytestmark = pytest.mark.integration
@@ -30,13 +33,10 @@ PASSWORD = "pooler-secret-7f3a"
 COMMANDS = [("backlog",), ("dead-letters", "list"), ("worker", "--drain"), ("sweep", "expiry")]
 
 
-def _pgbouncer_binary() -> str:
-    binary = shutil.which("pgbouncer") or (
-        "/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None
-    )
-    if binary is None:
-        pytest.fail("pgbouncer is not installed: apt-get install pgbouncer")
-    return binary
+@pytest.fixture(scope="session")
+def pgbouncer_binary() -> str:
+    """Debian's pgbouncer (in /usr/sbin), looked for before any test database is made."""
+    return require_program("pgbouncer", "pgbouncer")
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -54,9 +54,8 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> No
 
 
 @pytest.fixture
-def pgbouncer_url(database_url: str) -> Iterator[str]:
+def pgbouncer_url(pgbouncer_binary: str, database_url: str) -> Iterator[str]:
     """``database_url`` through a private PgBouncer (transaction pooling, one server link)."""
-    binary = _pgbouncer_binary()
     target = conninfo_to_dict(database_url)
     database, user = str(target["dbname"]), str(target.get("user", "root"))
     host, server_port = target.get("host", "127.0.0.1"), target.get("port", 5432)
@@ -85,7 +84,9 @@ def pgbouncer_url(database_url: str) -> Iterator[str]:
     log = directory / "pgbouncer.err"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            [binary, "-u", "nobody", str(ini)] if os.geteuid() == 0 else [binary, str(ini)],
+            [pgbouncer_binary, "-u", "nobody", str(ini)]
+            if os.geteuid() == 0
+            else [pgbouncer_binary, str(ini)],
             stdout=subprocess.DEVNULL,
             stderr=stderr,
         )

@@ -1,51 +1,104 @@
-"""Bad configuration, through the real ``outboxctl``: exit 3, every variable named, nothing else.
+"""Bad configuration: exit 3, every variable named, nothing else.
 
-Each case starts the installed command as a subprocess, so what is asserted is what an
-operator sees: the exit code, the variable's name on stderr, no traceback (plain or
-rich), and no secret quoted back.
+Each case runs ``outboxctl`` in this process (Typer's CliRunner, the outer ``OUTBOX_*``
+variables removed), which reads the settings and prints the lines the installed command
+does; one case per kind of failure also runs the installed command as a subprocess and must
+see exactly the same. What is asserted is what an operator sees: the exit code, the
+variable's name on stderr, no traceback (plain or rich), and no secret quoted back.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
+from typer.testing import CliRunner
 
-OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
+from entrypoints.cli import worker as worker_command
+from entrypoints.cli.app import app
+from entrypoints.settings.tree import Settings
+from tests.outboxctl import run_outboxctl
+
 PASSWORD = "hunter2-s3cret"
 # Never reached: the settings are refused before any connection is made.
 UNREACHABLE = f"postgresql://outbox:{PASSWORD}@127.0.0.1:9/outbox"
+DEFAULT_COMMAND = ("worker", "--drain")
 
 
-def _run(tmp_path: Path, *command: str, **variables: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")},
+@attrs.frozen
+class Outcome:
+    """What a finished ``outboxctl`` left: its exit code, standard output and standard error."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+
+def _variables(tmp_path: Path, variables: dict[str, str]) -> dict[str, str]:
+    return {
         "OUTBOX_DATA_DIR": str(tmp_path),
         "OUTBOX_DATABASE_URL": UNREACHABLE,
         "OUTBOX_LOG_FORMAT": "json",
         **variables,
     }
-    return subprocess.run(
-        [OUTBOXCTL, *(command or ("worker", "--drain"))],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+
+
+def _run(tmp_path: Path, *command: str, **variables: str) -> Outcome:
+    """``outboxctl`` in this process, seeing no ``OUTBOX_*`` variable but ``variables``."""
+    outer: dict[str, str | None] = {name: None for name in os.environ if name.startswith("OUTBOX_")}
+    result = CliRunner().invoke(
+        app, list(command or DEFAULT_COMMAND), env=outer | _variables(tmp_path, variables)
     )
+    # Any other exception would be a traceback, or the crash line, in a real run.
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    return Outcome(code=result.exit_code, stdout=result.stdout, stderr=result.stderr)
 
 
-def _assert_refused(result: subprocess.CompletedProcess[str], *variables: str) -> None:
+def _run_installed(tmp_path: Path, *command: str, **variables: str) -> Outcome:
+    """The installed ``outboxctl`` as a subprocess, with the same variables as ``_run``."""
+    completed = run_outboxctl(
+        *(command or DEFAULT_COMMAND), variables=_variables(tmp_path, variables)
+    )
+    return Outcome(code=completed.returncode, stdout=completed.stdout, stderr=completed.stderr)
+
+
+def _assert_refused(result: Outcome, *variables: str) -> None:
     output = result.stdout + result.stderr
-    assert 3 == result.returncode, output
+    assert 3 == result.code, output
     for variable in variables:
         assert variable in result.stderr
     assert "Traceback" not in output
     assert "╭" not in output  # rich's traceback box
     assert PASSWORD not in output
+
+
+@pytest.mark.parametrize(
+    ("command", "variables", "named"),
+    [
+        # A bad variable, refused by the settings: here a secret one, shown masked.
+        (
+            ("backlog",),
+            {"OUTBOX_DATABASE_URL": f"postgresql://outbox:{PASSWORD}@db internal/outbox"},
+            "OUTBOX_DATABASE_URL",
+        ),
+        # A bad option, refused by the command before it reads the settings.
+        (("worker", "--drain", "--lanes", "bogus"), {}, "--lanes"),
+    ],
+    ids=["variable", "option"],
+)
+def test_the_installed_outboxctl_says_exactly_what_the_in_process_runs_say(
+    tmp_path: Path, command: tuple[str, ...], variables: dict[str, str], named: str
+) -> None:
+    """The proof that the in-process cases below show what an operator sees."""
+    installed = _run_installed(tmp_path, *command, **variables)
+
+    _assert_refused(installed, named)
+    assert _run(tmp_path, *command, **variables) == installed
 
 
 @pytest.mark.parametrize(
@@ -154,10 +207,37 @@ def test_an_unknown_lane_on_the_command_line_exits_3_naming_the_option(tmp_path:
     assert "unknown lane 'bogus'" in result.stderr
 
 
-def test_a_worker_of_tenant_events_alone_needs_no_provider_settings(tmp_path: Path) -> None:
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
+    """The settings each ``outboxctl worker`` started its lanes with, once they were read.
+
+    The worker itself is left out: with no database it would retry its pool for 30 s, and
+    what these tests prove is over by then (the settings were accepted or refused).
+    """
+    handed: list[Settings] = []
+
+    async def run_worker(settings: Settings, **_options: object) -> dict[str, Any]:
+        handed.append(settings)
+        return {}
+
+    monkeypatch.setattr(worker_command, "run_worker", run_worker)
+    return handed
+
+
+def test_a_worker_of_tenant_events_alone_needs_no_provider_settings(
+    tmp_path: Path, started: list[Settings]
+) -> None:
     """Only the security lane sends: its provider variables are asked of it alone."""
     sending = _run(tmp_path, "worker", "--drain", "--lanes", "security", OUTBOX_ENV="production")
+    assert [] == started  # refused before any lane started
     publishing = _run(tmp_path, "worker", "--drain", "--lanes", "events", OUTBOX_ENV="production")
 
     _assert_refused(sending, "OUTBOX_CHANNEL_EMAIL")
+    assert 0 == publishing.code, publishing.stdout + publishing.stderr
     assert "OUTBOX_CHANNEL_EMAIL" not in publishing.stdout + publishing.stderr
+    (settings,) = started
+    assert ("production", ("events",), None) == (
+        settings.environment.value,
+        settings.worker.lanes,
+        settings.providers,
+    )
