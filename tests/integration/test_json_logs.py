@@ -99,13 +99,13 @@ def test_every_line_of_outboxctl_serve_is_json(database_url: str, tmp_path: Path
 def test_psycopg_pool_lines_carry_no_exception_text_or_password(
     database_url: str, tmp_path: Path
 ) -> None:
-    """The pool retries a database that refuses the login for its whole connect timeout,
-    logging each failure: the lines say which error, never its text (which quotes hosts,
-    users and databases), and the command's own failure is a JSON line too."""
+    """The pool retries a database that refuses the login for its whole connect timeout (two
+    seconds here), logging each failure: the lines say which error, never its text (which
+    quotes hosts, users and databases), and the command's own failure is a JSON line too."""
     missing = _with_password(database_url, "no_such_database")
     result = subprocess.run(
         [OUTBOXCTL, "backlog"],
-        env=_environment(missing, tmp_path),
+        env=_environment(missing, tmp_path, OUTBOX_DB_CONNECT_TIMEOUT_SECONDS="2"),
         capture_output=True,
         text=True,
         timeout=120,

@@ -145,6 +145,7 @@ async def consumer_pool(
         max_size=max_size,
         prepared_statements=settings.database.prepared_statements,
         role=role if role is not None else api_role(settings),
+        connect_timeout=settings.database.connect_timeout.total_seconds(),
     )
     try:
         yield pool

@@ -143,6 +143,7 @@ async def database_pool(
             prepared_statements=database.prepared_statements,
             role=role,
             checkout_timeout=checkout_timeout,
+            connect_timeout=database.connect_timeout.total_seconds(),
         )
     except StoreUnavailable:
         # The pool only timed out; one direct connection says whether the cause is the role.

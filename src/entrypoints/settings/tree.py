@@ -67,6 +67,9 @@ class DatabaseSettings:
     prepared_statements: bool
     pool_min: int
     pool_max: int
+    # How long a pool keeps trying to open its first connections before the command gives
+    # up (exit 4, or the worker's readiness says why).
+    connect_timeout: timedelta = timedelta(seconds=30)
 
 
 @attrs.frozen(kw_only=True)
@@ -260,6 +263,7 @@ def _database(read: EnvironmentReader) -> DatabaseSettings:
         prepared_statements=read.flag("DB_PREPARED_STATEMENTS", default=True),
         pool_min=pool_min,
         pool_max=pool_max,
+        connect_timeout=read.seconds("DB_CONNECT_TIMEOUT_SECONDS", 30, minimum=1),
     )
 
 

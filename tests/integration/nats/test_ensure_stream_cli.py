@@ -7,13 +7,13 @@ import uuid
 from pathlib import Path
 
 from tests.nats_server import NatsServer, free_port
-from tests.outboxctl import run_outboxctl
+from tests.outboxctl import invoke_outboxctl, run_outboxctl
 
 
 def _ensure(
     tmp_path: Path, url: str, stream: str, *extra: str, window: str = "120"
 ) -> tuple[int, dict[str, object] | None, str]:
-    result = run_outboxctl(
+    result = invoke_outboxctl(
         "nats",
         "ensure-stream",
         "--json",

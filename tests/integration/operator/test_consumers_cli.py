@@ -1,4 +1,4 @@
-"""``outboxctl consumers ...`` and ``outboxctl consume`` through the real executable."""
+"""``outboxctl consumers ...`` and ``outboxctl consume``, in-process, on the real database."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from entrypoints.cli.exit_codes import ExitCode
 from tests.consumer_rows import consumer_role, define_type, publish
-from tests.outboxctl import run_outboxctl
+from tests.outboxctl import invoke_outboxctl
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +31,7 @@ def cli(database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     }
 
     def run(*args: str):  # type: ignore[no-untyped-def]
-        return run_outboxctl(*args, variables=variables)
+        return invoke_outboxctl(*args, variables=variables)
 
     return run
 

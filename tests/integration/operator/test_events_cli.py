@@ -1,4 +1,4 @@
-"""``outboxctl events ...`` through the real executable, against the real database: the
+"""``outboxctl events ...`` run in-process, against the real database: the
 backlog drains, a dead letter parks its aggregate, release and republish resume it."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from entrypoints.cli.exit_codes import ExitCode
 from tests.events_rows import EventRows
-from tests.outboxctl import run_outboxctl
+from tests.outboxctl import invoke_outboxctl
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def cli(database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     }
 
     def run(*args: str):  # type: ignore[no-untyped-def]
-        return run_outboxctl("events", *args, variables=variables)
+        return invoke_outboxctl("events", *args, variables=variables)
 
     return run
 

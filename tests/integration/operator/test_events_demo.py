@@ -1,5 +1,6 @@
-"""``outboxctl events demo`` through the real executable, against the real database: module
-demo appends for two organizations, the worker publishes, the backlog drains."""
+"""``outboxctl events demo`` against the real database: module demo appends for two
+organizations, the worker publishes, the backlog drains. The first test runs the installed
+executable; the others run the same commands in-process."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import psycopg
 import pytest
 
 from entrypoints.cli.exit_codes import ExitCode
-from tests.outboxctl import run_outboxctl
+from tests.outboxctl import invoke_outboxctl, run_outboxctl
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +33,7 @@ def _json(result: Any) -> Any:
 
 
 def _pending(env: dict[str, str]) -> dict[str, int]:
-    items = _json(run_outboxctl("events", "backlog", "--json", variables=env))["items"]
+    items = _json(invoke_outboxctl("events", "backlog", "--json", variables=env))["items"]
     return {item["organizationId"]: item["pending"] for item in items if item["pending"]}
 
 
@@ -69,8 +70,8 @@ def test_the_demo_appends_for_two_organizations_and_the_worker_drains_them(
 
 
 def test_the_demo_runs_again_and_says_what_it_did(env: dict[str, str], database_url: str):
-    first = run_outboxctl("events", "demo", "--events", "4", variables=env)
-    second = run_outboxctl("events", "demo", "--events", "4", variables=env)
+    first = invoke_outboxctl("events", "demo", "--events", "4", variables=env)
+    second = invoke_outboxctl("events", "demo", "--events", "4", variables=env)
 
     assert (ExitCode.OK, ExitCode.OK) == (first.returncode, second.returncode), second.stderr
     assert second.stdout.startswith("appended 4 demo.order_placed events")
@@ -82,7 +83,7 @@ def test_the_demo_runs_again_and_says_what_it_did(env: dict[str, str], database_
 def test_outside_development_the_demo_refuses_and_appends_nothing(
     env: dict[str, str], database_url: str
 ):
-    result = run_outboxctl("events", "demo", variables={**env, "OUTBOX_ENV": "staging"})
+    result = invoke_outboxctl("events", "demo", variables={**env, "OUTBOX_ENV": "staging"})
 
     assert ExitCode.REFUSED == result.returncode, result.stderr
     assert "OUTBOX_ENV=development" in result.stderr

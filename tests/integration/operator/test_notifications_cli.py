@@ -1,4 +1,4 @@
-"""``outboxctl notifications request``: a staff intent through the real executable, as the
+"""``outboxctl notifications request``: a staff intent run in-process, as the
 database operator: snapshots taken once per key, consent applied, bad input refused."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from entrypoints.cli.exit_codes import ExitCode
-from tests.outboxctl import run_outboxctl
+from tests.outboxctl import invoke_outboxctl
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +28,7 @@ def cli(database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
     }
 
     def run(*args: str):  # type: ignore[no-untyped-def]
-        return run_outboxctl(*args, variables=variables)
+        return invoke_outboxctl(*args, variables=variables)
 
     return run
 

@@ -179,7 +179,11 @@ def mask_connection(database_url: str) -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(values=st.lists(DESTINATIONS, min_size=1, max_size=40))
 def test_sql_masking_matches_the_domain_for_any_text(mask_connection, values):
     rows = mask_connection.execute(
