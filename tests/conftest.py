@@ -17,3 +17,15 @@ def restore_logging() -> Iterator[None]:
     (tests/logging_state.py)."""
     with logging_restored():
         yield
+
+
+# The longest tests (real worker processes killed and faulted, the benchmark's smoke run, the
+# browser) go first: with pytest-xdist the short ones then fill the gaps around them, instead
+# of one process running a two-minute tail alone.
+LONG_FIRST = ("tests/reliability/", "tests/bench/", "tests/browser/", "tests/integration/worker/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the collected tests so the long ones start first (a stable sort: the rest keep
+    their order)."""
+    items.sort(key=lambda item: not item.nodeid.startswith(LONG_FIRST))

@@ -25,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 from entrypoints.cli.exit_codes import ExitCode
 from tests.integration.providers.network import free_port
 from tests.os_programs import require_program
-from tests.outboxctl import run_outboxctl
+from tests.outboxctl import invoke_outboxctl, run_outboxctl
 
 pytestmark = pytest.mark.integration
 
@@ -100,18 +100,24 @@ def pgbouncer_url(pgbouncer_binary: str, database_url: str) -> Iterator[str]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _run(url: str, data_dir: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    url: str, data_dir: Path, *command: str, installed: bool = False, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``outboxctl COMMAND`` through the pooler: in-process (each run opens and closes its own
+    connections, as a process does), or the installed executable."""
     variables = {"OUTBOX_DATABASE_URL": url, "OUTBOX_DATA_DIR": str(data_dir), **extra}
-    return run_outboxctl(*command, variables=variables)
+    run = run_outboxctl if installed else invoke_outboxctl
+    return run(*command, variables=variables)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_pgbouncer_before_1_21_is_reported_as_the_prepared_statements_setting(
     pgbouncer_url: str, tmp_path: Path, command: tuple[str, ...]
 ) -> None:
-    """The first process prepares ``_pg3_0`` on the one server connection; the next collides."""
+    """The first run prepares ``_pg3_0`` on the one server connection; the next collides (the
+    first case through the installed executable, as an operator would see it)."""
     first = _run(pgbouncer_url, tmp_path, "backlog")
-    second = _run(pgbouncer_url, tmp_path, *command)
+    second = _run(pgbouncer_url, tmp_path, *command, installed=command == COMMANDS[0])
 
     assert ExitCode.OK == first.returncode, first.stderr
     assert ExitCode.CONFIGURATION == second.returncode, second.stderr
@@ -125,7 +131,13 @@ def test_pgbouncer_before_1_21_is_reported_as_the_prepared_statements_setting(
 def test_without_prepared_statements_the_same_commands_work_through_pgbouncer(
     pgbouncer_url: str, tmp_path: Path
 ) -> None:
-    for command in COMMANDS * 2:
-        result = _run(pgbouncer_url, tmp_path, *command, OUTBOX_DB_PREPARED_STATEMENTS="false")
+    for number, command in enumerate(COMMANDS * 2):
+        result = _run(
+            pgbouncer_url,
+            tmp_path,
+            *command,
+            installed=number == 0,
+            OUTBOX_DB_PREPARED_STATEMENTS="false",
+        )
 
         assert ExitCode.OK == result.returncode, (command, result.stderr)

@@ -24,19 +24,23 @@ from adapters.postgres.readiness import PostgresReadinessProbe
 from application.errors import PreparedStatementsUnsupported
 from entrypoints.cli.exit_codes import ExitCode
 from tests.integration.providers.network import free_port
-from tests.outboxctl import OUTBOXCTL, outboxctl_environment, run_outboxctl
+from tests.outboxctl import OUTBOXCTL, invoke_outboxctl, outboxctl_environment, run_outboxctl
 
 pytestmark = pytest.mark.integration
 
 
-def _run(url: str, tmp_path: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    url: str, tmp_path: Path, *command: str, installed: bool = False, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``outboxctl COMMAND`` in-process, or through the installed executable."""
     variables = {
         "OUTBOX_DATABASE_URL": url,
         "OUTBOX_DATA_DIR": str(tmp_path),
         "OUTBOX_LOG_FORMAT": "json",
         **extra,
     }
-    return run_outboxctl(*command, variables=variables)
+    run = run_outboxctl if installed else invoke_outboxctl
+    return run(*command, variables=variables)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +56,7 @@ def _run(url: str, tmp_path: Path, *command: str, **extra: str) -> subprocess.Co
 def test_an_unmigrated_database_tells_the_operator_to_migrate(
     empty_database_url: str, tmp_path: Path, command: tuple[str, ...]
 ) -> None:
-    result = _run(empty_database_url, tmp_path, *command)
+    result = _run(empty_database_url, tmp_path, *command, installed=command == ("backlog",))
 
     assert ExitCode.DATABASE_UNAVAILABLE == result.returncode, result.stderr
     assert "run `outboxctl db migrate`" in result.stderr
