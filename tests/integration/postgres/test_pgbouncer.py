@@ -59,8 +59,12 @@ def pgbouncer_url(pgbouncer_binary: str, database_url: str) -> Iterator[str]:
     target = conninfo_to_dict(database_url)
     database, user = str(target["dbname"]), str(target.get("user", "root"))
     host, server_port = target.get("host", "127.0.0.1"), target.get("port", 5432)
-    # Outside pytest's private (0700) temporary root: PgBouncer refuses to run as root and
-    # runs as ``nobody``, which must read the ini and the auth file here (it writes nothing).
+    # Outside pytest's private (0700) temporary root: PgBouncer refuses to run as root. It
+    # runs as ``nobody``, or, when the server is the embedded one on a Unix socket, as the
+    # owner of the socket's directory (the only user that may reach it); either must read
+    # the ini and the auth file here (it writes nothing).
+    unix_socket = str(host).startswith("/")
+    run_as = Path(str(host)).owner() if unix_socket else "nobody"
     directory = Path(tempfile.mkdtemp(prefix="outbox-pgbouncer-"))
     directory.chmod(0o755)
     port = free_port()
@@ -84,7 +88,7 @@ def pgbouncer_url(pgbouncer_binary: str, database_url: str) -> Iterator[str]:
     log = directory / "pgbouncer.err"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            [pgbouncer_binary, "-u", "nobody", str(ini)]
+            [pgbouncer_binary, "-u", run_as, str(ini)]
             if os.geteuid() == 0
             else [pgbouncer_binary, str(ini)],
             stdout=subprocess.DEVNULL,
