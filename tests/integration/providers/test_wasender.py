@@ -1,17 +1,19 @@
-"""WasenderAPI against a local HTTP server that answers like its send-message endpoint."""
+"""WasenderAPI against a local HTTP server that answers like its send-message endpoint, and its
+refusal readings through httpx.MockTransport."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 
+import httpx
 import pytest
 
 from adapters.providers.wasender.provider import WasenderProvider
 from application.outbox.errors import DeliveryFailed
 from domain.channels import Channel
-from domain.outbox.failures import FailureClass
-from tests.fakes.clock import FixedClock
+from domain.outbox.failures import DeliveryFailure, FailureClass
+from tests.fakes.clock import EPOCH, FixedClock
 from tests.fakes.deliveries import CODE, PHONE, leaks, phone_delivery
 from tests.integration.providers.http_stand_in import HttpStandIn, Reply
 from tests.integration.providers.impersonations import WASENDER_KEY, Wasender
@@ -219,3 +221,78 @@ async def test_failures_never_show_the_destination_the_text_or_the_key(
     failed = await _refusal(provider)
 
     assert [] == leaks(failed, PHONE, PHONE.removeprefix("+"), CODE, WASENDER_KEY)
+
+
+# Request shapes and refusal readings through httpx.MockTransport, where no stand-in
+# server is needed to see them.
+
+
+async def _mocked_outcome(response: httpx.Response) -> str | DeliveryFailure:
+    provider = WasenderProvider(
+        api_key="wsk-test",
+        clock=FixedClock(),
+        timeout=1,
+        transport=httpx.MockTransport(lambda _request: response),
+    )
+    try:
+        return await provider.send(phone_delivery(Channel.WHATSAPP))
+    except DeliveryFailed as failed:
+        return failed.failure
+    finally:
+        await provider.aclose()
+
+
+async def test_an_accepted_message_without_data_returns_an_empty_id() -> None:
+    assert "" == await _mocked_outcome(httpx.Response(200, json={"success": True}))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"success": False, "message": "Your WhatsApp session is not connected."},
+        {"success": False, "message": "Session logged out, scan the QR code again"},
+        {"success": False, "message": "This number is banned"},
+        {"success": False, "status": "need_scan"},
+        {"success": False, "data": {"status": "EXPIRED"}},
+    ],
+)
+async def test_a_session_reported_down_in_any_refusal_suspends_the_provider(
+    body: dict[str, object],
+) -> None:
+    for status in (400, 409, 422, 200):
+        outcome = await _mocked_outcome(httpx.Response(status, json=body))
+
+        assert isinstance(outcome, DeliveryFailure)
+        assert (FailureClass.PROVIDER_SUSPENDED, f"{status}:session") == (
+            outcome.failure_class,
+            outcome.code,
+        )
+
+
+async def test_a_rate_limit_that_mentions_the_session_stays_throttled() -> None:
+    outcome = await _mocked_outcome(
+        httpx.Response(429, json={"message": "session disconnected too often", "retryAfter": 12})
+    )
+
+    assert (
+        DeliveryFailure(
+            failure_class=FailureClass.THROTTLED,
+            code="429",
+            retry_after=EPOCH + timedelta(seconds=12),
+        )
+        == outcome
+    )
+
+
+async def test_an_absurd_retry_hint_falls_back_to_the_schedule() -> None:
+    outcome = await _mocked_outcome(httpx.Response(429, json={"retry_after": 10**9}))
+
+    assert DeliveryFailure(failure_class=FailureClass.THROTTLED, code="429") == outcome
+
+
+async def test_a_plain_validation_error_is_rejected() -> None:
+    outcome = await _mocked_outcome(
+        httpx.Response(422, json={"message": "Validation failed", "errors": {"to": ["bad"]}})
+    )
+
+    assert DeliveryFailure(failure_class=FailureClass.REJECTED, code="422") == outcome
