@@ -39,18 +39,20 @@ FULL = Sizes(
     backlog_drained=10_000,
 )
 
+# The smoke run proves every group still runs and reports; it is part of the test suite, so
+# it is as small as still exercises each path (a flood is still several batches deep).
 SMOKE = Sizes(
     repetitions=2,
-    drain_messages=300,
-    enqueue_transactions=200,
+    drain_messages=200,
+    enqueue_transactions=100,
     producers=2,
     latency_rate=200,
-    latency_seconds=1.0,
-    latency_flood=3_000,
-    backlog_small=300,
-    backlog_large=3_000,
-    backlog_drained=300,
-    consumer_deliveries=200,
+    latency_seconds=0.5,
+    latency_flood=1_000,
+    backlog_small=200,
+    backlog_large=1_000,
+    backlog_drained=200,
+    consumer_deliveries=100,
     event_organizations=3,
     event_aggregates=60,
 )

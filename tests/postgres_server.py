@@ -110,6 +110,8 @@ class Reusable:
     name: str
     baseline: Baseline
     copies: int = 1  # how often it had to be copied again (a test changed more than rows)
+    # The connection that puts it back, kept between tests (a new backend per test costs).
+    _conn: psycopg.Connection | None = None
 
     @classmethod
     def create(cls, server: TestServer, template: str) -> Reusable:
@@ -127,13 +129,28 @@ class Reusable:
     def reset(self) -> None:
         """Put it back to the migrated state: truncated, or copied anew when that cannot do."""
         try:
-            with psycopg.connect(self.url, autocommit=True) as conn:
-                self.baseline.restore(conn)
+            try:
+                self.baseline.restore(self._connection())
+            except psycopg.OperationalError:  # a test terminated the kept connection
+                self._close()
+                self.baseline.restore(self._connection())
         except (NeedsNewCopy, psycopg.OperationalError):
+            self._close()
             self.server.drop_database(self.name)
             self.name = self.server.create_database(prefix="outbox_test", template=self.template)
             self.copies += 1
 
     def drop(self) -> None:
         """Drop it."""
+        self._close()
         self.server.drop_database(self.name)
+
+    def _connection(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(self.url, autocommit=True)
+        return self._conn
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
