@@ -80,6 +80,15 @@ def test_a_reset_removes_the_rows_a_test_left_and_keeps_the_seeded_ones(reusable
     assert 0 < int(str(migrations))
 
 
+def test_a_reset_empties_a_table_left_with_thousands_of_rows(reusable):
+    with psycopg.connect(reusable.url, autocommit=True) as conn:
+        conn.execute(INSERT_MESSAGES.replace("generate_series(1, 3)", "generate_series(1, 1500)"))
+
+    reusable.reset()
+
+    assert (1, 0) == (reusable.copies, _one(reusable.url, MESSAGES))
+
+
 def test_a_reset_puts_every_sequence_back(reusable):
     before = _one(reusable.url, "SELECT last_value FROM outbox.attempts_id_seq")
     with psycopg.connect(reusable.url, autocommit=True) as conn:
@@ -106,11 +115,11 @@ def test_a_test_that_changed_a_function_gets_a_new_copy_for_the_next(reusable):
 
 
 def test_a_connection_left_holding_a_lock_does_not_keep_its_rows(reusable):
+    with psycopg.connect(reusable.url, autocommit=True) as conn:
+        conn.execute(INSERT_MESSAGES)
     stray = psycopg.connect(reusable.url)
     try:
-        stray.execute("LOCK TABLE outbox.messages IN ACCESS SHARE MODE")
-        with psycopg.connect(reusable.url, autocommit=True) as conn:
-            conn.execute(INSERT_MESSAGES)
+        stray.execute("SELECT id FROM outbox.messages FOR UPDATE")
 
         reusable.reset()
 
