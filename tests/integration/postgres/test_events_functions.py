@@ -429,16 +429,22 @@ EXPIRE_LEASE = (
 )
 
 
-async def test_a_worker_whose_lease_expired_cannot_record_even_with_its_token(
-    onboarded, connect_as
-):
-    """An expired lease's record is lease_lost and changes nothing, though its token matches."""
+async def _claimed_then_expired(connect_as):
+    """One appended event, claimed by the worker, its lease then expired (as superuser)."""
     async with connect_as(SALES) as conn:
         await append(conn, ORG)
     async with connect_as(WORKER) as conn:
         [claimed] = await claim(conn)
     async with connect_as() as conn:
         await conn.execute(EXPIRE_LEASE, (claimed["record_id"],))
+    return claimed
+
+
+async def test_a_worker_whose_lease_expired_cannot_record_even_with_its_token(
+    onboarded, connect_as
+):
+    """An expired lease's record is lease_lost and changes nothing, though its token matches."""
+    claimed = await _claimed_then_expired(connect_as)
 
     async with connect_as(WORKER) as conn:
         assert ["lease_lost"] == await record(conn, [claimed])
@@ -455,12 +461,7 @@ async def test_a_worker_whose_lease_expired_cannot_record_even_with_its_token(
 
 async def test_an_attempt_under_an_expired_lease_cannot_be_inserted(onboarded, connect_as):
     """The attempts table refuses a row under an expired lease even with the right token."""
-    async with connect_as(SALES) as conn:
-        await append(conn, ORG)
-    async with connect_as(WORKER) as conn:
-        [claimed] = await claim(conn)
-    async with connect_as() as conn:
-        await conn.execute(EXPIRE_LEASE, (claimed["record_id"],))
+    claimed = await _claimed_then_expired(connect_as)
 
     async with connect_as("outbox_owner") as conn:
         with pytest.raises(errors.IntegrityConstraintViolation, match="live lease"):
