@@ -21,7 +21,6 @@ from application.operator.errors import (
 )
 from application.operator.services import OperatorServices
 from domain.operator.dead_letters import Refusal
-from entrypoints.bootstrap.operator import operator_services
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail, guarded
 from entrypoints.cli.startup import start
@@ -121,6 +120,8 @@ def run_operator(
     settings = start()
 
     async def main() -> _T:
+        from entrypoints.bootstrap.operator import operator_services  # noqa: PLC0415 - loaded when the command runs (outboxctl starts faster)
+
         async with operator_services(settings, seal_keys=seal_keys) as services:
             return await action(services)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-from entrypoints.bootstrap.processes import run_api
 from entrypoints.cli.guard import run_guarded
 from entrypoints.cli.startup import start
 
@@ -16,4 +15,6 @@ def serve() -> None:
     (outboxctl db migrate); /readyz answers 503 until they are applied.
     """
     settings = start()
+    from entrypoints.bootstrap.processes import run_api  # noqa: PLC0415 - loaded when the command runs (outboxctl starts faster)
+
     run_guarded(lambda: asyncio.run(run_api(settings)))

@@ -6,7 +6,6 @@ import asyncio
 
 import typer
 
-from entrypoints.bootstrap.processes import run_stack
 from entrypoints.cli.exit_codes import ExitCode
 from entrypoints.cli.guard import fail, run_guarded
 from entrypoints.cli.startup import start
@@ -42,6 +41,8 @@ def up() -> None:
         typer.echo(WELCOME.format(base=base, admin=admin, console=console), nl=False)
 
     try:
+        from entrypoints.bootstrap.processes import run_stack  # noqa: PLC0415 - loaded when the command runs (outboxctl starts faster)
+
         run_guarded(lambda: asyncio.run(run_stack(settings, announce=announce)))
     except OSError as error:
         raise fail(
