@@ -148,13 +148,12 @@ ORDER BY 1
 """
 
 
-FEW_ROWS = (
-    1000  # up to this many rows in every changed table, a reset deletes instead of truncating
-)
+# Up to this many rows in every changed table, a reset deletes them instead of truncating.
+FEW_ROWS = 1000
 
 
 class NeedsNewCopy(Exception):
-    """The database cannot be put back by truncation: copy it again from the template."""
+    """The database cannot be put back by emptying tables: copy it again from the template."""
 
 
 @attrs.frozen
@@ -175,7 +174,8 @@ class Baseline:
             sql.Identifier(schema, name).as_string(conn)
             for schema, name in conn.execute(TABLES).fetchall()
         )
-        seeded = [table for table in tables if _has_rows(conn, table)]
+        counts = _read_one_row(conn, [_row_count(table) for table in tables])
+        seeded = [table for table, count in zip(tables, counts, strict=True) if count]
         digests = _read_one_row(conn, [_digest(table) for table in seeded])
         referrers: dict[str, list[str]] = {}
         for referenced, referrer in conn.execute(REFERENCES).fetchall():
@@ -206,9 +206,10 @@ class Baseline:
         ]
         checks += [_sequence_state(name) for name, _, _ in self.sequences]
         found = _read_one_row(conn, checks)
+        counts = dict(zip(self.tables, found[: len(self.tables)], strict=True))
         changed = {
             table
-            for table, value in zip(self.tables, found, strict=False)
+            for table, value in counts.items()
             if (value != self.seeds[table][0] if table in self.seeds else value)
         }
         moved = [
@@ -223,7 +224,6 @@ class Baseline:
         doomed = self._with_referrers(changed)
         # A few rows go faster with DELETE (no new files, no lock on others' catalog caches);
         # a bulk test's thousands with TRUNCATE.
-        counts = dict(zip(self.tables, found, strict=False))
         bulk = any(
             table not in self.seeds and int(str(counts[table])) > FEW_ROWS for table in changed
         )
@@ -301,10 +301,6 @@ def _row_count(table: str) -> str:
     return f"(SELECT count(*) FROM (SELECT FROM {table} LIMIT {FEW_ROWS + 1}) AS r)"
 
 
-def _has_any_row(table: str) -> str:
-    return f"EXISTS (SELECT FROM {table})"
-
-
 def _sequence_state(name: str) -> str:
     return f"(SELECT format('%s %s', last_value, is_called) FROM {name})"
 
@@ -312,10 +308,6 @@ def _sequence_state(name: str) -> str:
 def _parse_state(state: object) -> tuple[int, bool]:
     value, called = str(state).split()
     return int(value), called == "t"
-
-
-def _has_rows(conn: psycopg.Connection, table: str) -> bool:
-    return bool(_read_one_row(conn, [_has_any_row(table)])[0])
 
 
 def _read_one_row(conn: psycopg.Connection, expressions: list[str]) -> tuple[object, ...]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from typer.testing import CliRunner, Result
 
 from entrypoints.cli.app import app
+from tests.integration.providers.network import free_port
 from tests.logging_state import logging_restored
 
 OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
@@ -32,17 +32,11 @@ LISTENER_PORTS = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def outboxctl_environment(variables: dict[str, str]) -> dict[str, str]:
     """This environment without ``OUTBOX_*`` variables, a free port per listener, then
     ``variables``."""
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("OUTBOX_")}
-    ports = {name: str(_free_port()) for name in LISTENER_PORTS}
+    ports = {name: str(free_port()) for name in LISTENER_PORTS}
     return {**inherited, **ports, **variables}
 
 

@@ -61,8 +61,8 @@ def reusable_database(postgres_server: TestServer, migrated_template: str) -> It
 def database_url(reusable_database: Reusable) -> Iterator[str]:
     """Superuser connection string of a migrated database that only this test is using.
 
-    The database is the session's, put back to the migrated state after the test (truncated,
-    or copied again from the template when the test changed more than rows), so a test may
+    The database is the session's, put back to the migrated state after the test (its rows
+    emptied, or copied again from the template when the test changed more than rows), so a test may
     commit, open pools and start processes on it as on a database of its own.
     """
     yield reusable_database.url

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -31,9 +31,6 @@ from tests.contract.consumer_harness import (
 )
 from tests.fakes.telemetry import RecordingTelemetry
 from tests.postgres_fixtures import ConnectAs
-
-if TYPE_CHECKING:
-    pass
 
 ORG_A = uuid.UUID("00000000-0000-4000-8000-00000000000a")
 ORG_B = uuid.UUID("00000000-0000-4000-8000-00000000000b")

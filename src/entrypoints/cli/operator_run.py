@@ -120,7 +120,7 @@ def run_operator(
     settings = start()
 
     async def main() -> _T:
-        from entrypoints.bootstrap.operator import operator_services  # noqa: PLC0415 - loaded when the command runs (outboxctl starts faster)
+        from entrypoints.bootstrap.operator import operator_services  # noqa: PLC0415 - only this command loads it
 
         async with operator_services(settings, seal_keys=seal_keys) as services:
             return await action(services)

@@ -15,6 +15,6 @@ def serve() -> None:
     (outboxctl db migrate); /readyz answers 503 until they are applied.
     """
     settings = start()
-    from entrypoints.bootstrap.processes import run_api  # noqa: PLC0415 - loaded when the command runs (outboxctl starts faster)
+    from entrypoints.bootstrap.processes import run_api  # noqa: PLC0415 - only this command loads it
 
     run_guarded(lambda: asyncio.run(run_api(settings)))

@@ -41,7 +41,7 @@ def up() -> None:
         typer.echo(WELCOME.format(base=base, admin=admin, console=console), nl=False)
 
     try:
-        from entrypoints.bootstrap.processes import run_stack  # noqa: PLC0415 - loaded when the command runs (outboxctl starts faster)
+        from entrypoints.bootstrap.processes import run_stack  # noqa: PLC0415 - only this command loads it
 
         run_guarded(lambda: asyncio.run(run_stack(settings, announce=announce)))
     except OSError as error:

@@ -1,5 +1,5 @@
 """Brevo against a local HTTP server that answers like Brevo's v3 API, and its request shapes
-and refusal readings through httpx.MockTransport (SPEC §9)."""
+and refusal readings through httpx.MockTransport."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from tests.fakes.deliveries import (
     PHONE,
     email_delivery,
     leaks,
-    phone_delivery,
 )
 from tests.fakes.deliveries import phone_delivery as phone
 from tests.integration.providers.http_stand_in import HttpStandIn, Received, Reply
@@ -393,7 +392,7 @@ async def test_a_replayed_idempotency_key_counts_as_accepted_for_email_only() ->
     assert "" == await provider.send(email_delivery())
 
     assert (FailureClass.REJECTED, "400:duplicate_parameter") == await _mocked_failure(
-        provider, phone_delivery(Channel.SMS)
+        provider, phone(Channel.SMS)
     )
 
 
@@ -404,9 +403,7 @@ async def test_a_channel_without_a_configured_sender_is_rejected_without_a_reque
         requests.append(request)
         return httpx.Response(201, json={})
 
-    failure = await _mocked_failure(
-        _mocked_provider(handler, sms_sender=None), phone_delivery(Channel.SMS)
-    )
+    failure = await _mocked_failure(_mocked_provider(handler, sms_sender=None), phone(Channel.SMS))
 
     assert (FailureClass.REJECTED, "channel_not_configured") == failure
     assert [] == requests
@@ -414,7 +411,7 @@ async def test_a_channel_without_a_configured_sender_is_rejected_without_a_reque
 
 async def test_a_whatsapp_delivery_is_not_brevos_to_send() -> None:
     failure = await _mocked_failure(
-        _mocked_provider(lambda _request: httpx.Response(201)), phone_delivery(Channel.WHATSAPP)
+        _mocked_provider(lambda _request: httpx.Response(201)), phone(Channel.WHATSAPP)
     )
 
     assert (FailureClass.REJECTED, "channel_not_configured") == failure
@@ -468,7 +465,7 @@ async def test_a_fraud_block_of_an_sms_is_rejected_never_retried_or_paused(
     """Read as an account problem, a fraud answer would pause the provider and be retried."""
     provider = _mocked_provider(lambda _: httpx.Response(status, json=body))
 
-    failure_class, code = await _mocked_failure(provider, phone_delivery(Channel.SMS))
+    failure_class, code = await _mocked_failure(provider, phone(Channel.SMS))
 
     assert FailureClass.REJECTED is failure_class
     assert f"{status}:fraud" == code
