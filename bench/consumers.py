@@ -17,14 +17,18 @@ from typing import Any
 import attrs
 import psycopg
 
-from application.events.consumer_handlers import ConsumerRegistry
-from application.events.consumer_ports import DeliveredEvent
 from bench import events_workload
 from bench.databases import Database
 from bench.harness import Drained, Setting, Stopwatch
 from bench.worker import quiet_logging
-from entrypoints.bootstrap.consumers import DEFAULT_BATCH_SIZE, DEFAULT_CONCURRENCY, run_consumers
-from entrypoints.settings.tree import load_settings
+from outbox.application.events.consumer_handlers import ConsumerRegistry
+from outbox.application.events.consumer_ports import DeliveredEvent
+from outbox.entrypoints.bootstrap.consumers import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_CONCURRENCY,
+    run_consumers,
+)
+from outbox.entrypoints.settings.tree import load_settings
 
 EFFECTS = """
 CREATE TABLE public.bench_effects (
@@ -122,7 +126,7 @@ class ConsumerRunner:
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
         return {
-            "runner": "entrypoints.bootstrap.consumers.run_consumers (outboxctl consume --drain)",
+            "runner": "bootstrap.consumers.run_consumers (outboxctl consume --drain)",
             "loop": "ConsumerLoop over ProcessDeliveries and PostgresConsumerStore",
             "role": f"{events_workload.PRODUCER_ROLE} (module bench, member of events_consumer)",
             "batch_size": BATCH_SIZE,

@@ -15,7 +15,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from adapters.postgres.embedded import EmbeddedPostgres
+from outbox.adapters.postgres.embedded import EmbeddedPostgres
 
 URL_VARIABLE = "OUTBOX_DATABASE_URL"
 

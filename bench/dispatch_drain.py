@@ -6,12 +6,12 @@ from collections.abc import Callable
 
 import attrs
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import parse_keyring
 from bench import workload
 from bench.databases import Database
 from bench.harness import Drained, Setting, Stopwatch
 from bench.worker import Worker, WorkerConfig
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import parse_keyring
 
 Kind = str  # "notification" or "sealed_code"
 

@@ -7,17 +7,17 @@ from datetime import timedelta
 import attrs
 import psycopg
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import parse_keyring
-from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from adapters.system.clock import SystemClock
-from adapters.system.ids import Uuid7Ids
 from bench.databases import Database
 from bench.harness import Setting
 from bench.producers import transactions_per_second
-from domain.channels import Channel
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import parse_keyring
+from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
+from outbox.adapters.system.clock import SystemClock
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.messages import Message
+from outbox.domain.purposes import Purpose
 
 CODE_LIFETIME = timedelta(minutes=10)
 # The bench-only variant without the wake-up: the function's own definition minus its

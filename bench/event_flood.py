@@ -15,9 +15,9 @@ import sys
 
 import psycopg
 
-from adapters.postgres.event_appender import append_domain_event
 from bench import events_workload
 from bench.events_append import EventShape
+from outbox.adapters.postgres.event_appender import append_domain_event
 
 READY = "ready"
 

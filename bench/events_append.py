@@ -8,11 +8,11 @@ import attrs
 import psycopg
 from psycopg.types.json import Jsonb
 
-from adapters.postgres.event_appender import append_domain_event
 from bench import events_workload
 from bench.databases import Database
 from bench.harness import Setting
 from bench.producers import transactions_per_second
+from outbox.adapters.postgres.event_appender import append_domain_event
 
 # The bench-only variant without the wake-up: the function's own definition minus its
 # pg_notify line, installed in that figure's database only (the function has no switch).

@@ -9,15 +9,15 @@ from contextlib import asynccontextmanager
 import attrs
 import psycopg
 
-from application.events.publish_due_events import PublicationResult
 from bench import events_workload
 from bench.databases import Database
 from bench.harness import Drained, Setting, Stopwatch
 from bench.worker import quiet_logging
-from entrypoints.bootstrap.lanes import Lane, LaneRequest, events_lane
-from entrypoints.bootstrap.parts import build_process_parts
-from entrypoints.settings.lanes import EVENTS, LaneSettings
-from entrypoints.settings.tree import Settings, load_settings
+from outbox.application.events.publish_due_events import PublicationResult
+from outbox.entrypoints.bootstrap.lanes import Lane, LaneRequest, events_lane
+from outbox.entrypoints.bootstrap.parts import build_process_parts
+from outbox.entrypoints.settings.lanes import EVENTS, LaneSettings
+from outbox.entrypoints.settings.tree import Settings, load_settings
 
 PUBLISHED = "SELECT count(*) FROM events.outbox_records WHERE state = 'published'"
 DELIVERIES = "SELECT count(*) FROM events.consumer_deliveries"
@@ -94,7 +94,7 @@ def lane_sizing(settings: Settings) -> LaneSettings:
 
 @asynccontextmanager
 async def running_events_lane(conninfo: str) -> AsyncIterator[Lane]:
-    """The worker's events lane (entrypoints.bootstrap.lanes.events_lane), listening."""
+    """The worker's events lane (outbox.entrypoints.bootstrap.lanes.events_lane), listening."""
     quiet_logging()
     settings = lane_settings(conninfo)
     parts = build_process_parts(settings, seal_keys=False, process_metrics=False)
@@ -114,7 +114,7 @@ class EventsLaneDrain:
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
         return {
-            "lane": "entrypoints.bootstrap.lanes.events_lane, role outbox_worker",
+            "lane": "outbox.entrypoints.bootstrap.lanes.events_lane, role outbox_worker",
             "loop": "WorkerLoop(drain=True) over PublishDueEvents, no broker target",
             "batch_size": self.sizing.batch_size,
             "concurrency": self.sizing.concurrency,

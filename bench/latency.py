@@ -16,11 +16,6 @@ from typing import Any, LiteralString
 import attrs
 import psycopg
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import parse_keyring
-from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from adapters.system.clock import SystemClock
-from adapters.system.ids import Uuid7Ids
 from bench import events_workload, workload
 from bench.databases import Database
 from bench.enqueue import sealed_message
@@ -29,7 +24,12 @@ from bench.events_append import EventShape
 from bench.harness import Setting
 from bench.worker import WorkerConfig
 from bench.worker_process import KEYRING_VARIABLE, READY
-from domain.outbox.priorities import Priority
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import parse_keyring
+from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
+from outbox.adapters.system.clock import SystemClock
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.domain.delivery.priorities import Priority
 
 LIVE = "SELECT count(*) FROM outbox.messages WHERE state IN ('pending', 'leased')"
 FLOOD_LEFT = (
@@ -99,7 +99,7 @@ class SteadyLatency:
             ),
             "worker": (
                 "separate process, WorkerLoop with LISTEN wake-up, and the events lane "
-                "(entrypoints.bootstrap.lanes.events_lane) in the same process"
+                "(outbox.entrypoints.bootstrap.lanes.events_lane) in the same process"
             ),
             "events_flood": (
                 f"{self.events_flood} tenant events queued before the worker starts, then "

@@ -8,8 +8,6 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 from rich.console import Console
 
-from adapters.crypto.keyring import generate_key, key_line
-from adapters.postgres.migrations import apply_migrations
 from bench import workload
 from bench.backlog import BacklogDrain, drain_in_process
 from bench.consumers import ConsumerBacklog, ConsumerCeiling, ConsumerRunner
@@ -42,7 +40,9 @@ from bench.relay_latency import RELAY_LATENCY_RATE, RelayLatency
 from bench.sizes import Sizes
 from bench.sql_ceiling import SqlCeiling
 from bench.worker import WorkerConfig, running_worker
-from domain.outbox.priorities import Priority
+from outbox.adapters.crypto.keyring import generate_key, key_line
+from outbox.adapters.postgres.migrator import apply_migrations
+from outbox.domain.delivery.priorities import Priority
 
 GROUPS = (
     "drain",

@@ -23,14 +23,14 @@ from typing import Annotated
 import typer
 from psycopg import AsyncConnection
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
-from adapters.crypto.keyring import Keyring, SealKey
-from adapters.postgres.identity_store import FIND_RECOVERY_TARGET, OPEN_RECOVERY
-from adapters.postgres.migrations import apply_migrations
-from adapters.postgres.pool import connection_options
 from bench.databases import database_server
-from domain.purposes import Purpose
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from outbox.adapters.crypto.keyring import Keyring, SealKey
+from outbox.adapters.postgres.identity_store import FIND_RECOVERY_TARGET, OPEN_RECOVERY
+from outbox.adapters.postgres.migrator import apply_migrations
+from outbox.adapters.postgres.pool import connection_options
+from outbox.domain.purposes import Purpose
 
 KNOWN = "known@example.com"
 UNKNOWN = "unknown@example.com"

@@ -21,18 +21,18 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 import nats
-from tests.nats_server import nats_binary
 
-from adapters.nats.jetstream_target import headers_for, payload_for, subject_for
-from application.events.ports import ClaimedEvent
-from application.events.publish_due_events import PublicationResult
 from bench.events_drain import EventsBacklog
 from bench.harness import Drained, Setting, Stopwatch
 from bench.worker import quiet_logging
-from entrypoints.bootstrap.lanes import Lane, LaneRequest, events_lane
-from entrypoints.bootstrap.parts import build_process_parts
-from entrypoints.settings.lanes import LaneSettings
-from entrypoints.settings.tree import load_settings
+from outbox.adapters.nats.jetstream_target import headers_for, payload_for, subject_for
+from outbox.application.events.ports import ClaimedEvent
+from outbox.application.events.publish_due_events import PublicationResult
+from outbox.entrypoints.bootstrap.lanes import Lane, LaneRequest, events_lane
+from outbox.entrypoints.bootstrap.parts import build_process_parts
+from outbox.entrypoints.settings.lanes import LaneSettings
+from outbox.entrypoints.settings.tree import load_settings
+from tests.nats_server import nats_binary
 
 STREAM = "BENCH_EVENTS"
 PREFIX = "bench.events"
@@ -119,7 +119,7 @@ class RelayDrain:
         """What this figure was measured with."""
         sizing = self.sizing
         return {
-            "lane": "entrypoints.bootstrap.lanes.events_lane, role outbox_worker",
+            "lane": "outbox.entrypoints.bootstrap.lanes.events_lane, role outbox_worker",
             "target": "adapters.nats.jetstream_target.JetStreamTarget (file stream, 1 replica)",
             "batch_size": sizing.batch_size,
             "concurrency": sizing.concurrency,

@@ -20,17 +20,17 @@ from typing import Any
 import attrs
 import psycopg
 
-from adapters.postgres.event_appender import append_domain_event
-from application.events.inbox_ports import InboxEvent
-from application.events.publish_due_events import PublicationResult
 from bench import events_workload
 from bench.databases import Database
 from bench.harness import Setting
 from bench.latency import Percentiles
 from bench.relay import purge_stream
-from entrypoints.bootstrap.inbox import run_inbox
-from entrypoints.bootstrap.lanes import Lane
-from entrypoints.settings.tree import load_settings
+from outbox.adapters.postgres.event_appender import append_domain_event
+from outbox.application.events.inbox_ports import InboxEvent
+from outbox.application.events.publish_due_events import PublicationResult
+from outbox.entrypoints.bootstrap.inbox import run_inbox
+from outbox.entrypoints.bootstrap.lanes import Lane
+from outbox.entrypoints.settings.tree import load_settings
 
 # The inbox handles one transaction per event, in order: about 250 events/s on this machine, so
 # the end-to-end figure is taken at a rate it sustains (above it, the figure is its queue).
@@ -65,7 +65,7 @@ class RelayLatency:
             "producer": "1 connection, adapters.postgres.event_appender, 1 event per transaction",
             "rate": self.rate,
             "seconds": self.seconds,
-            "inbox": "entrypoints.bootstrap.inbox.run_inbox, one process, batch 50",
+            "inbox": "outbox.entrypoints.bootstrap.inbox.run_inbox, one process, batch 50",
             "measured": "producer COMMIT returned → the inbox handler ran (same clock)",
         }
 

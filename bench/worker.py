@@ -12,15 +12,15 @@ from uuid import UUID
 
 import attrs
 
-from adapters.postgres.dispatch_store import PostgresDispatchStore
-from application.outbox.dispatch_due_messages import DispatchDueMessages, DispatchResult
-from application.outbox.ports import Delivery
 from bench.harness import Setting
-from domain.channels import Channel
-from entrypoints.bootstrap.worker import worker_services
-from entrypoints.observability import configure_logging
-from entrypoints.settings.tree import load_settings
-from entrypoints.worker.loop import WorkerLoop
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages, DispatchResult
+from outbox.application.delivery.ports import Delivery
+from outbox.domain.channels import Channel
+from outbox.entrypoints.bootstrap.worker import worker_services
+from outbox.entrypoints.observability import configure_logging
+from outbox.entrypoints.settings.tree import load_settings
+from outbox.entrypoints.worker.loop import WorkerLoop
 
 
 @attrs.define
@@ -60,7 +60,7 @@ class WorkerConfig:
             "concurrency": self.concurrency,
             "lanes": self.lanes,
             "lease_seconds": self.lease.total_seconds(),
-            "composition": "entrypoints.bootstrap.worker.worker_services, role outbox_worker",
+            "composition": "bootstrap.worker.worker_services, role outbox_worker",
             "telemetry": "structlog JSON (info) to /dev/null + Prometheus registry",
             "renderer": "JinjaRenderer (built-in templates)",
             "sealer": "EnvelopeSealer v1",

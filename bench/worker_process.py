@@ -24,11 +24,11 @@ from uuid import UUID
 
 import attrs
 
-from application.events.publish_due_events import PublicationResult
-from application.outbox.dispatch_due_messages import DispatchResult
 from bench.events_drain import running_events_lane
 from bench.worker import WorkerConfig, running_worker
-from entrypoints.worker.loop import WorkerLoop
+from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.events.publish_due_events import PublicationResult
+from outbox.entrypoints.worker.loop import WorkerLoop
 
 KEYRING_VARIABLE = "BENCH_KEYRING"
 READY = "ready"

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 from uuid_utils.compat import uuid7
 
-from application.ports import Sealer
-from domain.purposes import Purpose
+from outbox.application.ports import Sealer
+from outbox.domain.purposes import Purpose
 
 ENQUEUE = """
 SELECT outbox.enqueue_message(

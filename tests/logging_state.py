@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import structlog
 
-from entrypoints.observability import QUIET_LIBRARIES
+from outbox.entrypoints.observability import QUIET_LIBRARIES
 
 
 @contextlib.contextmanager

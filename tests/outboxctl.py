@@ -17,7 +17,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner, Result
 
-from entrypoints.cli.app import app
+from outbox.entrypoints.cli.app import app
 from tests.integration.providers.network import free_port
 from tests.logging_state import logging_restored
 

@@ -19,10 +19,10 @@ import pytest
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.dispatch_store import PostgresDispatchStore
-from adapters.postgres.migrations import apply_migrations
-from adapters.postgres.pool import open_pool
-from adapters.postgres.work_listener import WorkListener
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.adapters.postgres.migrator import apply_migrations
+from outbox.adapters.postgres.pool import open_pool
+from outbox.adapters.postgres.work_listener import WorkListener
 from tests.postgres_server import Reusable, TestServer
 
 ConnectAs = Callable[..., AbstractAsyncContextManager[psycopg.AsyncConnection]]

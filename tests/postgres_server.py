@@ -20,7 +20,7 @@ import attrs
 import psycopg
 from psycopg import conninfo, sql
 
-from adapters.postgres.embedded import EmbeddedPostgres
+from outbox.adapters.postgres.embedded import EmbeddedPostgres
 from tests.database_reset import Baseline, NeedsNewCopy
 
 ENV_URL = "OUTBOX_TEST_DATABASE_URL"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from application.ports import ReadinessProbe, ReadinessReport, Telemetry
+from outbox.application.ports import ReadinessProbe, ReadinessReport, Telemetry
 
 
 @attrs.frozen(kw_only=True)

@@ -1,7 +1,7 @@
 """The shared kernel's ports: time, ids, secrets, sealing, hashing, telemetry and readiness.
 
 Every context uses these; each context's own ports live in its package
-(``application.outbox.ports``, ``application.identity.ports``…).
+(``outbox.application.delivery.ports``, ``outbox.application.identity.ports``…).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from uuid import UUID
 
 import attrs
 
-from domain.purposes import Purpose
+from outbox.domain.purposes import Purpose
 
 
 class Clock(Protocol):

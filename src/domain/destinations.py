@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from domain.channels import Channel
-from domain.errors import InvalidDestination
+from outbox.domain.channels import Channel
+from outbox.domain.errors import InvalidDestination
 
 # Deliberately narrower than RFC 5322: what providers accept and people type.
 _EMAIL = re.compile(

@@ -35,10 +35,10 @@ from prometheus_client import (
     make_wsgi_app,
 )
 
-from adapters.telemetry.error_fields import error_code, exception_as_fields
-from adapters.telemetry.redaction import redact_event
-from adapters.telemetry.reporter import LOGGER, StructlogPrometheusTelemetry
-from application.ports import Telemetry
+from outbox.adapters.telemetry.error_fields import error_code, exception_as_fields
+from outbox.adapters.telemetry.redaction import redact_event
+from outbox.adapters.telemetry.reporter import LOGGER, StructlogPrometheusTelemetry
+from outbox.application.ports import Telemetry
 
 FORMATS = ("auto", "json", "console")
 LEVELS = {

@@ -13,6 +13,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+
 from bench.chart import MET, MISSED, TIMES, write_chart
 from bench.harness import Figure, Results
 from bench.report import document

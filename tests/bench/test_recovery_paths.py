@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from bench.recovery_paths import measure, report
 
 pytestmark = pytest.mark.integration

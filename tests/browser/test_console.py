@@ -22,13 +22,13 @@ from uuid import UUID, uuid4
 import pytest
 from playwright.async_api import Page, async_playwright
 
-from application.outbox.dispatch_due_messages import DispatchResult
-from domain.channels import Channel
-from domain.outbox.failures import DeliveryFailure, FailureClass
-from entrypoints.bootstrap.worker import worker_services
-from entrypoints.http.server import Listener, bind, serve
-from entrypoints.settings.tree import load_settings
-from entrypoints.worker.loop import WorkerLoop
+from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
+from outbox.entrypoints.bootstrap.worker import worker_services
+from outbox.entrypoints.http.server import Listener, bind, serve
+from outbox.entrypoints.settings.tree import load_settings
+from outbox.entrypoints.worker.loop import WorkerLoop
 from tests.fakes.telemetry import RecordingTelemetry
 from tests.integration.console.world import ConsoleWorld
 from tests.integration.identity.api import PASSWORD

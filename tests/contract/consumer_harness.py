@@ -15,10 +15,10 @@ from uuid import UUID
 
 import psycopg
 
-from adapters.postgres.consumer_store import PostgresConsumerStore
-from adapters.system.clock import SystemClock
-from application.events.consumer_ports import ConsumerStore, DeliveredEvent
-from application.ports import Clock
+from outbox.adapters.postgres.consumer_store import PostgresConsumerStore
+from outbox.adapters.system.clock import SystemClock
+from outbox.application.events.consumer_ports import ConsumerStore, DeliveredEvent
+from outbox.application.ports import Clock
 from tests.consumer_rows import publish
 from tests.fakes.consumer_store import FakeConsumerStore
 

@@ -13,9 +13,9 @@ from uuid import UUID
 import attrs
 import psycopg
 
-from adapters.postgres.event_appender import PostgresDomainEventAppender
-from application.events.ports import EventOutboxStore
-from domain.events.domain_events import NewDomainEvent
+from outbox.adapters.postgres.event_appender import PostgresDomainEventAppender
+from outbox.application.events.ports import EventOutboxStore
+from outbox.domain.events.domain_events import NewDomainEvent
 from tests.events_sql import BILLING, SALES, UNMAPPED
 from tests.fakes.event_outbox import InMemoryEventOutbox
 

@@ -13,13 +13,13 @@ from uuid import UUID
 import attrs
 import psycopg
 
-from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from application.outbox.ports import DispatchStore
-from domain.channels import Channel
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message, State
-from domain.outbox.priorities import Priority
-from domain.purposes import Purpose
+from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
+from outbox.application.delivery.ports import DispatchStore
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message, State
+from outbox.domain.delivery.priorities import Priority
+from outbox.domain.purposes import Purpose
 from tests.fakes.outbox_store import InMemoryOutboxStore
 
 ENVELOPE = "v1.test-key.c2FsdHNhbHQ.bm9uY2Vub25jZQ.Y2lwaGVydGV4dA"

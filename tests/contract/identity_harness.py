@@ -10,10 +10,10 @@ from uuid import UUID
 import attrs
 import psycopg
 
-from adapters.postgres.identity_transactions import PostgresIdentityTransactions
-from adapters.postgres.pool import open_pool
-from adapters.postgres.rate_limiter import PostgresRateLimiter
-from application.identity.ports import IdentityTransactions, RateLimiter
+from outbox.adapters.postgres.identity_transactions import PostgresIdentityTransactions
+from outbox.adapters.postgres.pool import open_pool
+from outbox.adapters.postgres.rate_limiter import PostgresRateLimiter
+from outbox.application.identity.ports import IdentityTransactions, RateLimiter
 from tests.fakes.clock import FixedClock
 from tests.fakes.identity import InMemoryIdentityTransactions, InMemoryRateLimiter
 

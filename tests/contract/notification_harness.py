@@ -14,15 +14,19 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.notification_recipients import (
+from outbox.adapters.postgres.notification_recipients import (
     PostgresNotificationScope,
     PostgresRecipientDirectory,
 )
-from adapters.postgres.notification_store import PostgresConsent, PostgresNotificationReader
-from adapters.postgres.pool import open_pool
-from application.notifications.ports import ConsentStore, NotificationReader, NotificationScope
-from domain.channels import Channel
-from domain.notifications.snapshots import Address, Recipient
+from outbox.adapters.postgres.notification_store import PostgresConsent, PostgresNotificationReader
+from outbox.adapters.postgres.pool import open_pool
+from outbox.application.notifications.ports import (
+    ConsentStore,
+    NotificationReader,
+    NotificationScope,
+)
+from outbox.domain.channels import Channel
+from outbox.domain.notifications.snapshots import Address, Recipient
 from tests.fakes.clock import FixedClock
 from tests.fakes.notifications import (
     InMemoryConsent,

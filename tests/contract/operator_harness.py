@@ -19,14 +19,14 @@ import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
-from application.operator.ports import BacklogGauge, OperatorStore
-from domain.channels import Channel
-from domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message
-from domain.outbox.outcomes import Outcome
-from domain.purposes import Purpose
+from outbox.adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
+from outbox.application.operator.ports import BacklogGauge, OperatorStore
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message
+from outbox.domain.delivery.outcomes import Outcome
+from outbox.domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
+from outbox.domain.purposes import Purpose
 from tests.fakes.operator_store import (
     InMemoryBacklogGauge,
     InMemoryOperatorStore,

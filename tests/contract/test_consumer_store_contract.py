@@ -14,13 +14,17 @@ from typing import Any
 
 import pytest
 
-from adapters.postgres.pool import open_pool
-from application.errors import PermissionDenied
-from application.events.consumer_handlers import ConsumerRegistry, Reject, RetryAfter
-from application.events.consumer_ports import ClaimedDelivery, DeliveredEvent, ProcessingAttempt
-from application.events.errors import ConsumerPaused
-from application.events.process_deliveries import ProcessDeliveries
-from domain.outbox.outcomes import RecordResult
+from outbox.adapters.postgres.pool import open_pool
+from outbox.application.errors import PermissionDenied
+from outbox.application.events.consumer_handlers import ConsumerRegistry, Reject, RetryAfter
+from outbox.application.events.consumer_ports import (
+    ClaimedDelivery,
+    DeliveredEvent,
+    ProcessingAttempt,
+)
+from outbox.application.events.errors import ConsumerPaused
+from outbox.application.events.process_deliveries import ProcessDeliveries
+from outbox.domain.delivery.outcomes import RecordResult
 from tests.consumer_rows import consumer_role, define_type
 from tests.contract.consumer_harness import (
     CONSUMER,

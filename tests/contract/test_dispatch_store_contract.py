@@ -9,14 +9,21 @@ from datetime import timedelta
 
 import pytest
 
-from application.errors import InvalidRequest
-from application.outbox.ports import AttemptRecord, ClaimedMessage
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.outbox.outcomes import DeadLetter, Outcome, Published, RecordResult, Release, Retry
-from domain.outbox.priorities import Priority
-from domain.outbox.retention import RetentionPolicy
-from domain.purposes import Purpose
+from outbox.application.delivery.ports import AttemptRecord, ClaimedMessage
+from outbox.application.errors import InvalidRequest
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.delivery.outcomes import (
+    DeadLetter,
+    Outcome,
+    Published,
+    RecordResult,
+    Release,
+    Retry,
+)
+from outbox.domain.delivery.priorities import Priority
+from outbox.domain.delivery.retention import RetentionPolicy
+from outbox.domain.purposes import Purpose
 from tests.contract.harness import ENVELOPE, Harness, make_message
 
 LEASE = timedelta(seconds=60)

@@ -15,19 +15,19 @@ from uuid import UUID
 import attrs
 import pytest
 
-from adapters.postgres.event_operator_store import PostgresEventOperatorStore
-from adapters.postgres.pool import open_pool
-from application.errors import InvalidRequest, PermissionDenied
-from application.operator.errors import (
+from outbox.adapters.postgres.event_operator_store import PostgresEventOperatorStore
+from outbox.adapters.postgres.pool import open_pool
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.operator.errors import (
     DeadLetterNotFound,
     EventRepairRefused,
     IdempotencyKeyReused,
     StaffRequired,
     StepUpRequired,
 )
-from application.operator.event_ports import EventOperatorStore
-from application.operator.event_views import EventDeadLetter, RepairAction, Resolution
-from application.operator.staff_actor import StaffActor
+from outbox.application.operator.event_ports import EventOperatorStore
+from outbox.application.operator.event_views import EventDeadLetter, RepairAction, Resolution
+from outbox.application.operator.staff_actor import StaffActor
 from tests.events_rows import EventRows
 from tests.fakes.event_operator_store import InMemoryEventOperatorStore
 

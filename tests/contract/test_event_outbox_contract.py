@@ -12,17 +12,24 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.event_outbox_store import PostgresEventOutboxStore
-from adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
-from application.errors import InvalidRequest, PermissionDenied
-from application.events.errors import (
+from outbox.adapters.postgres.event_outbox_store import PostgresEventOutboxStore
+from outbox.adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.events.errors import (
     ContractVersionUnpublished,
     EventTypeRetired,
     IdempotencyConflict,
 )
-from application.events.ports import ClaimedEvent, PublicationRecord
-from domain.outbox.failures import FailureClass
-from domain.outbox.outcomes import DeadLetter, Outcome, Published, RecordResult, Release, Retry
+from outbox.application.events.ports import ClaimedEvent, PublicationRecord
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.outcomes import (
+    DeadLetter,
+    Outcome,
+    Published,
+    RecordResult,
+    Release,
+    Retry,
+)
 from tests.contract.event_outbox_harness import (
     EventHarness,
     MemoryEventHarness,

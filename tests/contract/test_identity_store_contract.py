@@ -11,25 +11,25 @@ import psycopg
 import pytest
 from uuid_utils.compat import uuid7
 
-from application.identity.errors import IdentifierTaken
-from application.identity.ports import MagicLinkTarget, RecoveryTarget
-from domain.channels import Channel
-from domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
-from domain.identity.code_budgets import Audience, CodeBudget
-from domain.identity.identities import Identity, LoginIdentifier
-from domain.identity.invitations import (
+from outbox.application.identity.errors import IdentifierTaken
+from outbox.application.identity.ports import MagicLinkTarget, RecoveryTarget
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message
+from outbox.domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
+from outbox.domain.identity.code_budgets import Audience, CodeBudget
+from outbox.domain.identity.identities import Identity, LoginIdentifier
+from outbox.domain.identity.invitations import (
     Invitation,
     InvitationOutcome,
     InvitationRefusal,
     InvitationState,
 )
-from domain.identity.magic_links import MagicLink
-from domain.identity.organizations import Membership, Permission, found_organization
-from domain.identity.rate_limits import Backoff, RateLimit
-from domain.identity.sessions import Elevation, Session
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.domain.identity.magic_links import MagicLink
+from outbox.domain.identity.organizations import Membership, Permission, found_organization
+from outbox.domain.identity.rate_limits import Backoff, RateLimit
+from outbox.domain.identity.sessions import Elevation, Session
+from outbox.domain.purposes import Purpose
 from tests.contract.identity_harness import (
     IdentityHarness,
     MemoryIdentityHarness,

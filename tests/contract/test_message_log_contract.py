@@ -8,16 +8,16 @@ from datetime import timedelta
 
 import pytest
 
-from adapters.postgres.message_log import PostgresMessageLog
-from application.errors import InvalidRequest, PermissionDenied
-from application.operator.message_filters import MessageFilter, destination_digest
-from application.operator.ports import MessageLog
-from application.operator.staff_actor import StaffActor
-from application.operator.views import RepairAction
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.outbox.outcomes import DeadLetter, Retry
-from domain.purposes import Purpose
+from outbox.adapters.postgres.message_log import PostgresMessageLog
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.operator.message_filters import MessageFilter, destination_digest
+from outbox.application.operator.ports import MessageLog
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import RepairAction
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.delivery.outcomes import DeadLetter, Retry
+from outbox.domain.purposes import Purpose
 from tests.contract.operator_harness import (
     MemoryOperatorHarness,
     OperatorHarness,

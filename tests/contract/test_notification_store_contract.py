@@ -10,11 +10,11 @@ from uuid import UUID, uuid4
 import psycopg
 import pytest
 
-from application.errors import InvalidRequest
-from application.notifications.ports import TakenSnapshot
-from domain.channels import Channel
-from domain.notifications.catalogue import ACCOUNT_WELCOME
-from domain.notifications.snapshots import (
+from outbox.application.errors import InvalidRequest
+from outbox.application.notifications.ports import TakenSnapshot
+from outbox.domain.channels import Channel
+from outbox.domain.notifications.catalogue import ACCOUNT_WELCOME
+from outbox.domain.notifications.snapshots import (
     Decision,
     Intent,
     IntentSource,

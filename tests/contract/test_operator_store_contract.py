@@ -13,25 +13,25 @@ import attrs
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.pool import open_pool
-from application.errors import InvalidRequest, PermissionDenied
-from application.operator.errors import (
+from outbox.adapters.postgres.pool import open_pool
+from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
     StaffIdentityNotFound,
     StaffRequired,
     StepUpRequired,
 )
-from application.operator.ports import OperatorStore
-from application.operator.staff_actor import StaffActor
-from application.operator.views import Backlog, CopyReceipt
-from application.outbox.errors import MessageNotFound
-from domain.identity.challenges import ChallengeState
-from domain.operator.dead_letters import Refusal
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message, State
-from domain.outbox.outcomes import DeadLetter, Published, Retry
-from domain.purposes import Purpose
+from outbox.application.operator.ports import OperatorStore
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import Backlog, CopyReceipt
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message, State
+from outbox.domain.delivery.outcomes import DeadLetter, Published, Retry
+from outbox.domain.identity.challenges import ChallengeState
+from outbox.domain.operator.dead_letters import Refusal
+from outbox.domain.purposes import Purpose
 from tests.contract.operator_harness import (
     ENVELOPE,
     MemoryOperatorHarness,

@@ -8,13 +8,13 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from application.errors import InvalidRequest
-from application.outbox.errors import DuplicateMessage
-from application.outbox.ports import AttemptRecord
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.outbox.outcomes import Published, RecordResult
-from domain.purposes import Purpose
+from outbox.application.delivery.errors import DuplicateMessage
+from outbox.application.delivery.ports import AttemptRecord
+from outbox.application.errors import InvalidRequest
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.delivery.outcomes import Published, RecordResult
+from outbox.domain.purposes import Purpose
 from tests.contract.harness import Harness, make_message
 
 LEASE = timedelta(seconds=60)

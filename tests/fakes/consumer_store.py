@@ -30,10 +30,14 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidRequest, PermissionDenied
-from application.events.consumer_ports import ClaimedDelivery, DeliveredEvent, ProcessingAttempt
-from application.events.errors import ConsumerPaused
-from domain.outbox.outcomes import RecordResult
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.events.consumer_ports import (
+    ClaimedDelivery,
+    DeliveredEvent,
+    ProcessingAttempt,
+)
+from outbox.application.events.errors import ConsumerPaused
+from outbox.domain.delivery.outcomes import RecordResult
 from tests.fakes.clock import FixedClock
 
 LIVE = frozenset({"waiting", "pending", "leased"})

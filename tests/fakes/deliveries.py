@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from application.outbox.errors import DeliveryFailed
-from application.outbox.ports import Delivery, RenderedMessage
-from domain.channels import Channel
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.application.delivery.ports import Delivery, RenderedMessage
+from outbox.domain.channels import Channel
 
 CODE = "493817"
 MESSAGE_ID = UUID("01890a5d-ac96-774b-bcce-b302099a8057")

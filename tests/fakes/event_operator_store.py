@@ -10,15 +10,15 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidRequest, PermissionDenied
-from application.operator.errors import (
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.operator.errors import (
     DeadLetterNotFound,
     EventRepairRefused,
     IdempotencyKeyReused,
     StaffRequired,
     StepUpRequired,
 )
-from application.operator.event_views import (
+from outbox.application.operator.event_views import (
     OTHER,
     EventDeadLetter,
     EventDetail,
@@ -28,7 +28,7 @@ from application.operator.event_views import (
     RepairReceipt,
     Resolution,
 )
-from application.operator.staff_actor import StaffActor
+from outbox.application.operator.staff_actor import StaffActor
 
 TOP = 10  # organizations events.backlog_metrics names before "other"
 

@@ -37,17 +37,17 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidRequest, PermissionDenied
-from application.events.errors import (
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.events.errors import (
     ContractVersionUnpublished,
     EventTypeRetired,
     IdempotencyConflict,
 )
-from application.events.ports import ClaimedEvent, PublicationRecord
-from domain.events.domain_events import NewDomainEvent
-from domain.outbox.failures import FailureClass
-from domain.outbox.outcomes import DeadLetter, Published, RecordResult, Release, Retry
-from domain.outbox.retention import RetentionPolicy
+from outbox.application.events.ports import ClaimedEvent, PublicationRecord
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.outcomes import DeadLetter, Published, RecordResult, Release, Retry
+from outbox.domain.delivery.retention import RetentionPolicy
+from outbox.domain.events.domain_events import NewDomainEvent
 from tests.fakes.clock import FixedClock
 
 TRACE_CONTEXT = re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")

@@ -9,35 +9,35 @@ from uuid import UUID, uuid4
 
 import attrs
 
-from application.errors import PermissionDenied
-from application.events.errors import (
+from outbox.application.delivery.errors import DuplicateMessage
+from outbox.application.errors import PermissionDenied
+from outbox.application.events.errors import (
     ContractVersionUnpublished,
     EventTypeRetired,
     IdempotencyConflict,
 )
-from application.identity.errors import IdentifierTaken
-from application.identity.ports import MagicLinkTarget, RecoveryTarget
-from application.outbox.errors import DuplicateMessage
-from application.ports import ReadinessReport
-from domain.channels import Channel
-from domain.events.domain_events import NewDomainEvent
-from domain.identity.account_events import CONTRACT_VERSION, AccountEvent
-from domain.identity.challenges import Challenge, ChallengeState
-from domain.identity.code_budgets import Audience, CodeBudget
-from domain.identity.identities import Account, Identity, LoginIdentifier
-from domain.identity.invitations import (
+from outbox.application.identity.errors import IdentifierTaken
+from outbox.application.identity.ports import MagicLinkTarget, RecoveryTarget
+from outbox.application.ports import ReadinessReport
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message
+from outbox.domain.events.domain_events import NewDomainEvent
+from outbox.domain.identity.account_events import CONTRACT_VERSION, AccountEvent
+from outbox.domain.identity.challenges import Challenge, ChallengeState
+from outbox.domain.identity.code_budgets import Audience, CodeBudget
+from outbox.domain.identity.identities import Account, Identity, LoginIdentifier
+from outbox.domain.identity.invitations import (
     Invitation,
     InvitationOutcome,
     InvitationRefusal,
     InvitationState,
 )
-from domain.identity.magic_links import MagicLink
-from domain.identity.organizations import Membership, Organization, Permission
-from domain.identity.rate_limits import Backoff, RateLimit
-from domain.identity.sessions import Elevation, Session
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.domain.identity.magic_links import MagicLink
+from outbox.domain.identity.organizations import Membership, Organization, Permission
+from outbox.domain.identity.rate_limits import Backoff, RateLimit
+from outbox.domain.identity.sessions import Elevation, Session
+from outbox.domain.purposes import Purpose
 from tests.fakes.clock import FixedClock
 
 

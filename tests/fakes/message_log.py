@@ -8,12 +8,12 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidRequest, PermissionDenied
-from application.operator.message_filters import MessageFilter, destination_digest
-from application.operator.views import AttemptView, MessageSummary, Repair, RepairAction
-from domain.destinations import mask
-from domain.outbox.failures import MAX_DETAIL, FailureClass
-from domain.outbox.messages import Message
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.operator.message_filters import MessageFilter, destination_digest
+from outbox.application.operator.views import AttemptView, MessageSummary, Repair, RepairAction
+from outbox.domain.delivery.failures import MAX_DETAIL, FailureClass
+from outbox.domain.delivery.messages import Message
+from outbox.domain.destinations import mask
 from tests.fakes.operator_store import (
     MAX_PAGE,
     InMemoryOperatorStore,

@@ -14,11 +14,12 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidRequest
-from application.notifications.ports import NotificationView, OptOut, TakenSnapshot
-from domain.channels import Channel
-from domain.notifications.catalogue import CATALOGUE, Catalogue, UnknownCategory
-from domain.notifications.snapshots import (
+from outbox.application.errors import InvalidRequest
+from outbox.application.notifications.ports import NotificationView, OptOut, TakenSnapshot
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.messages import Message
+from outbox.domain.notifications.catalogue import CATALOGUE, Catalogue, UnknownCategory
+from outbox.domain.notifications.snapshots import (
     Decision,
     Intent,
     PlannedDelivery,
@@ -26,8 +27,7 @@ from domain.notifications.snapshots import (
     Snapshot,
     decide,
 )
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.domain.purposes import Purpose
 from tests.fakes.clock import FixedClock
 
 

@@ -13,8 +13,9 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidRequest, PermissionDenied
-from application.operator.errors import (
+from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
     RequestInProgress,
@@ -22,9 +23,9 @@ from application.operator.errors import (
     StaffRequired,
     StepUpRequired,
 )
-from application.operator.idempotency_keys import MAX_LENGTH
-from application.operator.staff_actor import StaffActor
-from application.operator.views import (
+from outbox.application.operator.idempotency_keys import MAX_LENGTH
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import (
     AttemptView,
     Backlog,
     CopyReceipt,
@@ -32,14 +33,13 @@ from application.operator.views import (
     MessageDetail,
     StaffChange,
 )
-from application.outbox.errors import MessageNotFound
-from domain.destinations import mask
-from domain.identity.challenges import Challenge
-from domain.operator.dead_letters import Refusal, challenge_refusal, is_delivery_failure
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message, State
-from domain.outbox.outcomes import DeadLetter, Outcome, Published, Release, Retry
-from domain.purposes import Purpose
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message, State
+from outbox.domain.delivery.outcomes import DeadLetter, Outcome, Published, Release, Retry
+from outbox.domain.destinations import mask
+from outbox.domain.identity.challenges import Challenge
+from outbox.domain.operator.dead_letters import Refusal, challenge_refusal, is_delivery_failure
+from outbox.domain.purposes import Purpose
 from tests.fakes.outbox_store import InMemoryOutboxStore, RecordedAttempt
 
 MAX_PAGE = 1001  # the same bound as outbox.dead_letters

@@ -17,15 +17,15 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidRequest
-from application.outbox.errors import DuplicateMessage
-from application.outbox.ports import AttemptRecord, ClaimedMessage
-from domain.outbox.errors import InvalidMessage
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message, State
-from domain.outbox.outcomes import Outcome, RecordResult, Release, Retry
-from domain.outbox.priorities import ClaimKey, claim_order
-from domain.outbox.retention import RetentionPolicy
+from outbox.application.delivery.errors import DuplicateMessage
+from outbox.application.delivery.ports import AttemptRecord, ClaimedMessage
+from outbox.application.errors import InvalidRequest
+from outbox.domain.delivery.errors import InvalidMessage
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message, State
+from outbox.domain.delivery.outcomes import Outcome, RecordResult, Release, Retry
+from outbox.domain.delivery.priorities import ClaimKey, claim_order
+from outbox.domain.delivery.retention import RetentionPolicy
 from tests.fakes.clock import FixedClock
 
 # The same shape as the CHECK on outbox.envelopes.sealed.

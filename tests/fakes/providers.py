@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import attrs
 
-from application.outbox.errors import DeliveryFailed
-from application.outbox.ports import Delivery
-from domain.outbox.failures import DeliveryFailure, FailureClass
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.application.delivery.ports import Delivery
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
 
 
 @attrs.define

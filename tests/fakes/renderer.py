@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from application.outbox.ports import RenderedMessage
-from domain.channels import Channel
+from outbox.application.delivery.ports import RenderedMessage
+from outbox.domain.channels import Channel
 
 
 @attrs.define

@@ -16,10 +16,10 @@ from typing import Any
 
 import psycopg
 
-from application.events.consumer_handlers import ConsumerRegistry
-from application.events.consumer_ports import DeliveredEvent
-from entrypoints.bootstrap.consumers import run_consumers
-from entrypoints.settings.tree import load_settings
+from outbox.application.events.consumer_handlers import ConsumerRegistry
+from outbox.application.events.consumer_ports import DeliveredEvent
+from outbox.entrypoints.bootstrap.consumers import run_consumers
+from outbox.entrypoints.settings.tree import load_settings
 
 CONSUMER = "shop.fulfilment"
 EVENT_TYPE = "sales.order_placed"

@@ -24,8 +24,8 @@ from uuid import UUID
 import attrs
 import httpx
 
-from application.events.ports import ClaimedEvent, TargetRefusal
-from domain.outbox.failures import FailureClass
+from outbox.application.events.ports import ClaimedEvent, TargetRefusal
+from outbox.domain.delivery.failures import FailureClass
 
 OFFER_PATH = "/events"
 TARGET_NAME = "ledger"

@@ -20,7 +20,7 @@ from uuid import UUID
 import attrs
 import psycopg
 
-from adapters.postgres.event_appender import append_domain_event
+from outbox.adapters.postgres.event_appender import append_domain_event
 
 MODULE = "shop"
 EVENT_TYPE = "shop.order_changed"

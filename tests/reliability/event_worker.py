@@ -15,10 +15,10 @@ import sys
 
 import attrs
 
-from entrypoints.bootstrap.worker_process import run_worker
-from entrypoints.cli.guard import run_guarded
-from entrypoints.cli.startup import start
-from entrypoints.settings.lanes import EVENTS
+from outbox.entrypoints.bootstrap.worker_process import run_worker
+from outbox.entrypoints.cli.guard import run_guarded
+from outbox.entrypoints.cli.startup import start
+from outbox.entrypoints.settings.lanes import EVENTS
 from tests.reliability.event_ledger import TARGET_URL_VARIABLE, WORKER_LABEL_VARIABLE, LedgerTarget
 
 

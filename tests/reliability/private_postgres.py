@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from adapters.postgres.migrations import apply_migrations
+from outbox.adapters.postgres.migrator import apply_migrations
 
 DATABASE = "outbox_faults"
 

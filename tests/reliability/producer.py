@@ -19,13 +19,13 @@ from uuid import UUID
 import attrs
 import psycopg
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import Keyring, SealKey, key_line
-from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from adapters.system.ids import Uuid7Ids
-from domain.channels import Channel
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import Keyring, SealKey, key_line
+from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.messages import Message
+from outbox.domain.purposes import Purpose
 from tests.reliability.ledger_provider import LedgerProvider
 
 SEAL_KEY = SealKey("reliability", bytes(range(100, 132)))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from uuid import UUID, uuid4
 
-from domain.channels import Channel
-from domain.purposes import Purpose
+from outbox.domain.channels import Channel
+from outbox.domain.purposes import Purpose
 from tests.reliability.checker import AttemptRow, Snapshot, check
 from tests.reliability.leak_scan import Needles, scan_lines
 from tests.reliability.lease_audit import Transition

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.events_rows import EventRows
 from tests.outboxctl import run_outboxctl
 from tests.reliability.event_producer import AGGREGATE_TYPE, Appended

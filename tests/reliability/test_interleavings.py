@@ -20,17 +20,17 @@ from typing import Any
 import psycopg
 import pytest
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import Keyring
-from adapters.postgres.dispatch_store import PostgresDispatchStore
-from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from adapters.system.ids import Uuid7Ids
-from application.outbox.ports import AttemptRecord, ClaimedMessage
-from domain.channels import Channel
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message
-from domain.outbox.outcomes import Published, RecordResult
-from domain.purposes import Purpose
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import Keyring
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.application.delivery.ports import AttemptRecord, ClaimedMessage
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message
+from outbox.domain.delivery.outcomes import Published, RecordResult
+from outbox.domain.purposes import Purpose
 from tests.reliability import lease_audit
 from tests.reliability.gates import Gates
 from tests.reliability.producer import SEAL_KEY

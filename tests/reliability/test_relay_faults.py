@@ -28,9 +28,9 @@ import nats
 import psycopg
 import pytest
 
-from application.events.inbox_ports import InboxEvent
-from entrypoints.bootstrap.inbox import run_inbox
-from entrypoints.settings.tree import load_settings
+from outbox.application.events.inbox_ports import InboxEvent
+from outbox.entrypoints.bootstrap.inbox import run_inbox
+from outbox.entrypoints.settings.tree import load_settings
 from tests.fakes.telemetry import RecordingTelemetry
 from tests.nats_server import NatsServer
 from tests.reliability.event_ledger import EventLedger

@@ -21,15 +21,15 @@ import psycopg
 import structlog
 from prometheus_client.parser import text_string_to_metric_families
 
-from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
-from adapters.system.ids import Uuid7Ids
-from adapters.system.secrets import SystemSecrets
-from domain.identity.challenges import ChallengePolicy
-from domain.purposes import Purpose
-from entrypoints.bootstrap.api import build_identity_services
-from entrypoints.bootstrap.operator import build_operator_services
-from entrypoints.http.app import create_admin_app, create_app
-from entrypoints.observability import build_telemetry, configure_logging, new_registry
+from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.adapters.system.secrets import SystemSecrets
+from outbox.domain.identity.challenges import ChallengePolicy
+from outbox.domain.purposes import Purpose
+from outbox.entrypoints.bootstrap.api import build_identity_services
+from outbox.entrypoints.bootstrap.operator import build_operator_services
+from outbox.entrypoints.http.app import create_admin_app, create_app
+from outbox.entrypoints.observability import build_telemetry, configure_logging, new_registry
 from tests.fakes.clock import FixedClock
 from tests.integration.identity.api import (
     PASSWORD,

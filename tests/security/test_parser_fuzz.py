@@ -24,27 +24,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.crypto.keyring import Keyring, KeyringError, parse_keyring
-from adapters.providers.brevo.provider import BrevoProvider
-from adapters.providers.http_failures import (
+from outbox.adapters.crypto.keyring import Keyring, KeyringError, parse_keyring
+from outbox.adapters.providers.brevo.provider import BrevoProvider
+from outbox.adapters.providers.http_failures import (
     json_object,
     parse_delay,
     parse_rate_limit_reset,
     provider_message_id,
     safe_token,
 )
-from adapters.providers.ses.errors import classify_client_error
-from adapters.providers.smtp.provider import _classify as classify_smtp
-from adapters.providers.smtp.provider import _Phase
-from adapters.providers.wasender.provider import WasenderProvider
-from application.errors import InvalidField
-from application.identity.inputs import parse_email, parse_identifier, parse_password
-from application.operator.idempotency_keys import check_idempotency_key
-from application.outbox.errors import DeliveryFailed
-from application.outbox.ports import Delivery, RenderedMessage
-from domain.channels import Channel
-from domain.destinations import is_e164, is_email, mask
-from domain.outbox.failures import DeliveryFailure, FailureClass
+from outbox.adapters.providers.ses.errors import classify_client_error
+from outbox.adapters.providers.smtp.provider import _classify as classify_smtp
+from outbox.adapters.providers.smtp.provider import _Phase
+from outbox.adapters.providers.wasender.provider import WasenderProvider
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.application.delivery.ports import Delivery, RenderedMessage
+from outbox.application.errors import InvalidField
+from outbox.application.identity.inputs import parse_email, parse_identifier, parse_password
+from outbox.application.operator.idempotency_keys import check_idempotency_key
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
+from outbox.domain.destinations import is_e164, is_email, mask
 from tests.fakes.clock import FixedClock
 from tests.reliability.profile import PROFILE
 

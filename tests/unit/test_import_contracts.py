@@ -1,8 +1,8 @@
 """Every import-linter contract bites: a copy of src/ with one deliberate violation fails it.
 
-Each case copies ``src/`` and ``importlinter.ini`` to a temporary directory, appends one
-forbidden import to one module of the copy, and runs ``lint-imports`` there with
-``PYTHONPATH`` pointing at the copy, so grimp analyses the copy rather than the
+Each case copies ``src/`` (as the package ``outbox``) and ``importlinter.ini`` to a temporary
+directory, appends one forbidden import to one module of the copy, and runs ``lint-imports``
+there with ``PYTHONPATH`` pointing at the copy, so grimp analyses the copy rather than the
 editable install of the working tree (the violation being reported proves it).
 """
 
@@ -38,64 +38,72 @@ class Violation:
 
 
 VIOLATIONS = {
-    "domain imports a driver": Violation("domain-pure", "domain", "psycopg"),
-    "domain imports a higher layer": Violation("layers", "domain", "application"),
+    "domain imports a driver": Violation("domain-pure", "outbox.domain", "psycopg"),
+    "domain imports a higher layer": Violation("layers", "outbox.domain", "outbox.application"),
     "application imports a logging library": Violation(
-        "application-ports-only", "application", "structlog"
+        "application-ports-only", "outbox.application", "structlog"
     ),
-    "an adapter imports an entry point": Violation("layers", "adapters", "entrypoints"),
+    "an adapter imports an entry point": Violation(
+        "layers", "outbox.adapters", "outbox.entrypoints"
+    ),
     "one adapter imports another": Violation(
-        "adapters-independent", "adapters.postgres", "adapters.crypto"
+        "adapters-independent", "outbox.adapters.postgres", "outbox.adapters.crypto"
     ),
     "one provider imports another": Violation(
-        "providers-independent", "adapters.providers.smtp", "adapters.providers.ses"
+        "providers-independent", "outbox.adapters.providers.smtp", "outbox.adapters.providers.ses"
     ),
     "one entry point imports another": Violation(
-        "entrypoints-independent", "entrypoints.cli", "entrypoints.worker"
+        "entrypoints-independent", "outbox.entrypoints.cli", "outbox.entrypoints.worker"
     ),
     "settings import the composition root": Violation(
-        "entrypoints-layers", "entrypoints.settings", "entrypoints.bootstrap"
+        "entrypoints-layers", "outbox.entrypoints.settings", "outbox.entrypoints.bootstrap"
     ),
     "outbox uses identity": Violation(
-        "contexts", "application.outbox.links", "application.identity.ports"
+        "contexts", "outbox.application.delivery.links", "outbox.application.identity.ports"
     ),
     "outbox uses events": Violation(
-        "contexts", "domain.outbox.retention", "domain.events.domain_events"
+        "contexts", "outbox.domain.delivery.retention", "outbox.domain.events.domain_events"
     ),
     "events' use cases use the identity domain": Violation(
-        "events-below-identity", "application.events.ports", "domain.identity.tokens"
+        "events-below-identity", "outbox.application.events.ports", "outbox.domain.identity.tokens"
     ),
     "identity uses operator": Violation(
-        "contexts", "domain.identity.tokens", "domain.operator.dead_letters"
+        "contexts", "outbox.domain.identity.tokens", "outbox.domain.operator.dead_letters"
     ),
     "outbox's use cases use the identity domain": Violation(
-        "outbox-alone", "application.outbox.links", "domain.identity.tokens"
+        "delivery-alone", "outbox.application.delivery.links", "outbox.domain.identity.tokens"
     ),
     "identity's use cases use the operator domain": Violation(
-        "identity-below-operator", "application.identity.sign_in", "domain.operator.dead_letters"
+        "identity-below-operator",
+        "outbox.application.identity.sign_in",
+        "outbox.domain.operator.dead_letters",
     ),
     "notifications use identity": Violation(
-        "contexts", "domain.notifications.catalogue", "domain.identity.tokens"
+        "contexts", "outbox.domain.notifications.catalogue", "outbox.domain.identity.tokens"
     ),
     "notifications' use cases use the identity domain": Violation(
         "notifications-below-identity",
-        "application.notifications.ports",
-        "domain.identity.tokens",
+        "outbox.application.notifications.ports",
+        "outbox.domain.identity.tokens",
     ),
     "events use notifications": Violation(
-        "contexts", "domain.events.domain_events", "domain.notifications.catalogue"
+        "contexts", "outbox.domain.events.domain_events", "outbox.domain.notifications.catalogue"
     ),
     "events' use cases use the notifications domain": Violation(
-        "events-below-identity", "application.events.ports", "domain.notifications.snapshots"
+        "events-below-identity",
+        "outbox.application.events.ports",
+        "outbox.domain.notifications.snapshots",
     ),
     "outbox's use cases use the notifications domain": Violation(
-        "outbox-alone", "application.outbox.links", "domain.notifications.snapshots"
+        "delivery-alone",
+        "outbox.application.delivery.links",
+        "outbox.domain.notifications.snapshots",
     ),
     "the kernel uses notifications": Violation(
-        "kernel", "domain.channels", "domain.notifications.catalogue"
+        "kernel", "outbox.domain.channels", "outbox.domain.notifications.catalogue"
     ),
     "the kernel uses a context": Violation(
-        "kernel", "application.ports", "application.outbox.ports"
+        "kernel", "outbox.application.ports", "outbox.application.delivery.ports"
     ),
 }
 KERNEL_CONTRACT = "kernel"
@@ -129,21 +137,22 @@ def contract_names() -> dict[str, str]:
 
 
 def module_file(src: Path, module: str) -> Path:
-    """The file that defines ``module`` in a copy of src/ (a module or a package)."""
-    base = src.joinpath(*module.split("."))
+    """The file that defines ``module`` in a copy of the package (a module or a package)."""
+    base = src.joinpath(*module.split(".")[1:])
     candidates = [base.with_suffix(".py"), base / "__init__.py"]
     return next(path for path in candidates if path.is_file())
 
 
 def lint_copy(workdir: Path, violation: Violation | None) -> Report:
     """Copy src/ into ``workdir``, inject ``violation`` and run lint-imports on the copy."""
-    shutil.copytree(ROOT / "src", workdir / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    package = workdir / "outbox"
+    shutil.copytree(ROOT / "src", package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / CONFIG, workdir / CONFIG)
     if violation is not None:
-        target = module_file(workdir / "src", violation.importer)
+        target = module_file(package, violation.importer)
         with target.open("a") as file:
             file.write(f"\nimport {violation.imported}  # deliberate violation\n")
-    env = {**os.environ, "PYTHONPATH": str(workdir / "src"), "COLUMNS": "1000"}
+    env = {**os.environ, "PYTHONPATH": str(workdir), "COLUMNS": "1000"}
     result = subprocess.run(
         [str(LINT_IMPORTS), "--no-cache", "--no-logo", CONFIG],
         cwd=workdir,
@@ -171,7 +180,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Repo
 def kernel_modules_on_disk() -> set[str]:
     """Every module at the top of domain/ and application/: the shared kernel."""
     return {
-        f"{layer}.{path.stem}"
+        f"outbox.{layer}.{path.stem}"
         for layer in CONTEXT_LAYERS
         for path in (ROOT / "src" / layer).glob("*.py")
         if path.name != "__init__.py"

@@ -13,10 +13,10 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from adapters.crypto import base64url
-from adapters.crypto.keyring import Keyring, SealKey
-from application.errors import EnvelopeInvalid
-from domain.purposes import Purpose
+from outbox.adapters.crypto import base64url
+from outbox.adapters.crypto.keyring import Keyring, SealKey
+from outbox.application.errors import EnvelopeInvalid
+from outbox.domain.purposes import Purpose
 
 VERSION = "v1"
 SALT_BYTES = 16

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import attrs
 
-from adapters.crypto import base64url
+from outbox.adapters.crypto import base64url
 
 KEY_BYTES = 32
 KEY_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,32}")

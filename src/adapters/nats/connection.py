@@ -14,7 +14,7 @@ import attrs
 import nats.errors
 from nats.aio.client import Client
 
-from application.ports import Telemetry
+from outbox.application.ports import Telemetry
 
 MASKED = "***"
 # ``scheme://user:password@host`` or ``scheme://token@host``: everything before the ``@``.

@@ -19,10 +19,10 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from adapters.nats.connection import NatsOptions, close_quietly, connect
-from application.events.inbox_events import parse_inbox_event
-from application.events.inbox_ports import InboxEvent
-from application.ports import Telemetry
+from outbox.adapters.nats.connection import NatsOptions, close_quietly, connect
+from outbox.application.events.inbox_events import parse_inbox_event
+from outbox.application.events.inbox_ports import InboxEvent
+from outbox.application.ports import Telemetry
 
 # What a fetch or a consumer-info request meets while the server restarts or the link is down:
 # nothing to read yet; the client reconnects on its own and the next call goes through.

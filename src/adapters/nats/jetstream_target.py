@@ -36,10 +36,10 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
-from adapters.nats.connection import NatsOptions, close_quietly, connect
-from application.events.ports import ClaimedEvent, TargetRefusal
-from application.ports import Telemetry
-from domain.outbox.failures import FailureClass
+from outbox.adapters.nats.connection import NatsOptions, close_quietly, connect
+from outbox.application.events.ports import ClaimedEvent, TargetRefusal
+from outbox.application.ports import Telemetry
+from outbox.domain.delivery.failures import FailureClass
 
 NAME = "nats"
 # JetStream's error code for "expected stream does not match" (the Nats-Expected-Stream header).

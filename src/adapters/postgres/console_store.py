@@ -15,18 +15,18 @@ from uuid import UUID
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translated_errors
-from adapters.postgres.message_log import message_summary
-from adapters.postgres.operator_store import operator_errors
-from application.operator.console_views import (
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.adapters.postgres.message_log import message_summary
+from outbox.adapters.postgres.operator_store import operator_errors
+from outbox.application.operator.console_views import (
     ActivityMinute,
     AuditEntry,
     ConsumerLag,
     ProviderPause,
 )
-from application.operator.message_filters import MessageFilter
-from application.operator.staff_actor import StaffActor
-from application.operator.views import MessageSummary
+from outbox.application.operator.message_filters import MessageFilter
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import MessageSummary
 
 FIND = """
 SELECT id, purpose, channel, destination, state, attempt_count, created_at, dead_letter_reason,

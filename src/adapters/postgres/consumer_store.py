@@ -15,15 +15,15 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translated_errors
-from application.events.consumer_ports import (
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.application.events.consumer_ports import (
     ClaimedDelivery,
     ConsumerDeadLetter,
     ConsumerLag,
     DeliveredEvent,
     ProcessingAttempt,
 )
-from domain.outbox.outcomes import RecordResult
+from outbox.domain.delivery.outcomes import RecordResult
 
 CLAIM = """
 SELECT delivery_id, domain_event_id, organization_id, event_type, contract_version,

@@ -7,9 +7,9 @@ from uuid import UUID
 
 from psycopg import AsyncConnection, sql
 
-from adapters.postgres.error_translation import translated_errors
-from adapters.postgres.event_appender import PostgresDomainEventAppender
-from domain.events.domain_events import NewDomainEvent
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.adapters.postgres.event_appender import PostgresDomainEventAppender
+from outbox.domain.events.domain_events import NewDomainEvent
 
 DEMO_MODULE = "demo"
 DEMO_EVENT_TYPE = "demo.order_placed"

@@ -9,14 +9,14 @@ from typing import Any, LiteralString
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translated_errors
-from adapters.postgres.work_listener import WorkListener
-from application.outbox.ports import AttemptRecord, ClaimedMessage
-from domain.channels import Channel
-from domain.outbox.outcomes import DeadLetter, Published, RecordResult, Release, Retry
-from domain.outbox.priorities import Priority
-from domain.outbox.retention import RetentionPolicy
-from domain.purposes import Purpose
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.adapters.postgres.work_listener import WorkListener
+from outbox.application.delivery.ports import AttemptRecord, ClaimedMessage
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.outcomes import DeadLetter, Published, RecordResult, Release, Retry
+from outbox.domain.delivery.priorities import Priority
+from outbox.domain.delivery.retention import RetentionPolicy
+from outbox.domain.purposes import Purpose
 
 CLAIM = """
 SELECT id, purpose, channel, destination, subject_id, template, params, locale,

@@ -8,7 +8,8 @@ from contextlib import contextmanager
 import psycopg
 from psycopg import errors as pg_errors
 
-from application.errors import (
+from outbox.application.delivery.errors import DuplicateMessage
+from outbox.application.errors import (
     ApplicationError,
     InvalidRequest,
     PermissionDenied,
@@ -16,13 +17,12 @@ from application.errors import (
     StoreNotMigrated,
     StoreUnavailable,
 )
-from application.events.errors import (
+from outbox.application.events.errors import (
     ConsumerPaused,
     ContractVersionUnpublished,
     EventTypeRetired,
     IdempotencyConflict,
 )
-from application.outbox.errors import DuplicateMessage
 
 # The SQLSTATEs our own functions raise for a refusal a caller can act on (docs/sql-api.md).
 _BY_SQLSTATE: dict[str, type[ApplicationError]] = {

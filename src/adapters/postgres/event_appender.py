@@ -10,8 +10,8 @@ from uuid import UUID
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from adapters.postgres.error_translation import translated_errors
-from domain.events.domain_events import NewDomainEvent
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.domain.events.domain_events import NewDomainEvent
 
 APPEND = """
 SELECT events.append_domain_event(
@@ -66,6 +66,21 @@ async def append_domain_event(
     return UUID(str(event_id))
 
 
+def append_params(event: NewDomainEvent) -> tuple[object, ...]:
+    """APPEND's parameters for ``event``."""
+    return (
+        event.organization_id,
+        event.event_type,
+        event.contract_version,
+        event.aggregate_type,
+        event.aggregate_id,
+        event.idempotency_key,
+        Jsonb(dict(event.payload)),
+        event.occurred_at,
+        event.trace_context,
+    )
+
+
 class PostgresDomainEventAppender:
     """DomainEventAppender bound to one connection; appends join its open transaction."""
 
@@ -74,15 +89,7 @@ class PostgresDomainEventAppender:
 
     async def append(self, event: NewDomainEvent) -> UUID:
         """Append ``event`` and its outbox record; return the event's id."""
-        return await append_domain_event(
-            self._conn,
-            organization_id=event.organization_id,
-            event_type=event.event_type,
-            contract_version=event.contract_version,
-            aggregate_type=event.aggregate_type,
-            aggregate_id=event.aggregate_id,
-            idempotency_key=event.idempotency_key,
-            payload=event.payload,
-            occurred_at=event.occurred_at,
-            trace_context=event.trace_context,
-        )
+        with translated_errors():
+            cursor = await self._conn.execute(APPEND, append_params(event))
+            [(event_id,)] = await cursor.fetchall()  # the function returns one row
+        return UUID(str(event_id))

@@ -16,14 +16,14 @@ from uuid import UUID
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.operator_store import operator_errors
-from application.operator.errors import (
+from outbox.adapters.postgres.operator_store import operator_errors
+from outbox.application.operator.errors import (
     DeadLetterNotFound,
     EventRepairRefused,
     IdempotencyKeyReused,
     RequestInProgress,
 )
-from application.operator.event_views import (
+from outbox.application.operator.event_views import (
     EventDeadLetter,
     EventDetail,
     EventRecord,
@@ -35,7 +35,7 @@ from application.operator.event_views import (
     RepairReceipt,
     Resolution,
 )
-from application.operator.staff_actor import StaffActor
+from outbox.application.operator.staff_actor import StaffActor
 
 BACKLOG_COLUMNS = (
     "SELECT organization_id::text, pending, leased, oldest_due_age_seconds, dead_letters,"

@@ -9,11 +9,11 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translated_errors
-from adapters.postgres.work_listener import WorkListener
-from application.events.ports import ClaimedEvent, PublicationRecord
-from domain.outbox.outcomes import DeadLetter, Published, RecordResult, Release, Retry
-from domain.outbox.retention import RetentionPolicy
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.adapters.postgres.work_listener import WorkListener
+from outbox.application.events.ports import ClaimedEvent, PublicationRecord
+from outbox.domain.delivery.outcomes import DeadLetter, Published, RecordResult, Release, Retry
+from outbox.domain.delivery.retention import RetentionPolicy
 
 CLAIM = """
 SELECT record_id, event_id, organization_id, event_type, contract_version, aggregate_type,

@@ -8,10 +8,10 @@ from contextlib import contextmanager
 import psycopg
 from psycopg import errors as pg_errors
 
-from adapters.postgres.error_translation import translate
-from application.errors import StoreUnavailable
-from application.identity.errors import Conflict, IdentifierTaken
-from application.outbox.errors import DuplicateMessage
+from outbox.adapters.postgres.error_translation import translate
+from outbox.application.delivery.errors import DuplicateMessage
+from outbox.application.errors import StoreUnavailable
+from outbox.application.identity.errors import Conflict, IdentifierTaken
 
 TAKEN = "login_identifiers_taken"  # raised by identity.save_login_identifier
 MESSAGE_KEY = "messages_pkey"  # a duplicate message id stays the store's DuplicateMessage

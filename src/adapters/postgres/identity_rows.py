@@ -6,13 +6,13 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from domain.channels import Channel
-from domain.identity.challenges import Challenge, ChallengeState
-from domain.identity.invitations import Invitation, InvitationState
-from domain.identity.magic_links import MagicLink
-from domain.identity.organizations import Membership, Permission
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.messages import Message
+from outbox.domain.identity.challenges import Challenge, ChallengeState
+from outbox.domain.identity.invitations import Invitation, InvitationState
+from outbox.domain.identity.magic_links import MagicLink
+from outbox.domain.identity.organizations import Membership, Permission
+from outbox.domain.purposes import Purpose
 
 Row = tuple[Any, ...]  # one row as psycopg returns it
 

@@ -9,8 +9,8 @@ from uuid import UUID
 
 from psycopg import AsyncConnection
 
-from adapters.postgres.identity_errors import identity_errors
-from adapters.postgres.identity_rows import (
+from outbox.adapters.postgres.identity_errors import identity_errors
+from outbox.adapters.postgres.identity_rows import (
     Row,
     challenge_from,
     challenge_params,
@@ -20,18 +20,18 @@ from adapters.postgres.identity_rows import (
     membership_from,
     message_params,
 )
-from application.identity.ports import MagicLinkTarget, RecoveryTarget
-from domain.channels import Channel
-from domain.identity.challenges import Challenge
-from domain.identity.code_budgets import Audience, CodeBudget
-from domain.identity.identities import Account, Identity, LoginIdentifier
-from domain.identity.invitations import Invitation, InvitationOutcome, InvitationRefusal
-from domain.identity.magic_links import MagicLink
-from domain.identity.organizations import Membership, Organization
-from domain.identity.rate_limits import RateLimit
-from domain.identity.sessions import Elevation, Session
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.application.identity.ports import MagicLinkTarget, RecoveryTarget
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.messages import Message
+from outbox.domain.identity.challenges import Challenge
+from outbox.domain.identity.code_budgets import Audience, CodeBudget
+from outbox.domain.identity.identities import Account, Identity, LoginIdentifier
+from outbox.domain.identity.invitations import Invitation, InvitationOutcome, InvitationRefusal
+from outbox.domain.identity.magic_links import MagicLink
+from outbox.domain.identity.organizations import Membership, Organization
+from outbox.domain.identity.rate_limits import RateLimit
+from outbox.domain.identity.sessions import Elevation, Session
+from outbox.domain.purposes import Purpose
 
 CHALLENGE_COLUMNS = (
     "id, purpose, identity_id, identifier, channel, code_hash, failed_attempts, state,"

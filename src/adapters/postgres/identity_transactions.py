@@ -13,11 +13,11 @@ from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.event_appender import PostgresDomainEventAppender
-from adapters.postgres.identity_errors import identity_errors
-from adapters.postgres.identity_store import PostgresIdentityStore
-from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from domain.events.domain_events import NewDomainEvent
+from outbox.adapters.postgres.event_appender import PostgresDomainEventAppender
+from outbox.adapters.postgres.identity_errors import identity_errors
+from outbox.adapters.postgres.identity_store import PostgresIdentityStore
+from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
+from outbox.domain.events.domain_events import NewDomainEvent
 
 # events.append_domain_event takes the module from the current role, else the login. A
 # configured API login is a member of identity_service without SET ROLE, so the append acts

@@ -15,8 +15,8 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translated_errors
-from application.events.inbox_ports import (
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.application.events.inbox_ports import (
     InboxDeadLetter,
     InboxEvent,
     InboxHandle,

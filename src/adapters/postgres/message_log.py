@@ -14,18 +14,18 @@ import attrs
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.operator_store import attempt_view, operator_errors
-from application.operator.message_filters import MessageFilter
-from application.operator.views import (
+from outbox.adapters.postgres.operator_store import attempt_view, operator_errors
+from outbox.application.operator.message_filters import MessageFilter
+from outbox.application.operator.views import (
     AttemptView,
     MessageSummary,
     Repair,
     RepairAction,
 )
-from domain.channels import Channel
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.purposes import Purpose
 
 FIND_MESSAGES = """
 SELECT id, purpose, channel, destination, state, attempt_count, created_at, dead_letter_reason,

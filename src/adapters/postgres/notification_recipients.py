@@ -9,11 +9,11 @@ from uuid import UUID
 
 from psycopg import AsyncConnection
 
-from adapters.postgres.error_translation import translated_errors
-from adapters.postgres.identity_store import PostgresIdentityStore
-from adapters.postgres.notification_store import PostgresNotificationStore
-from domain.channels import Channel
-from domain.notifications.snapshots import Address, Recipient
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.adapters.postgres.identity_store import PostgresIdentityStore
+from outbox.adapters.postgres.notification_store import PostgresNotificationStore
+from outbox.domain.channels import Channel
+from outbox.domain.notifications.snapshots import Address, Recipient
 
 PREFERRED_LOCALE = "SELECT identity.preferred_locale(%s::uuid)"
 SET_PREFERRED_LOCALE = "SELECT identity.set_preferred_locale(%s::uuid, %s::text)"

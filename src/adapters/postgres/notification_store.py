@@ -15,10 +15,10 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translated_errors
-from application.notifications.ports import NotificationView, OptOut, TakenSnapshot
-from domain.channels import Channel
-from domain.notifications.snapshots import (
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.application.notifications.ports import NotificationView, OptOut, TakenSnapshot
+from outbox.domain.channels import Channel
+from outbox.domain.notifications.snapshots import (
     Decision,
     Intent,
     IntentSource,

@@ -21,9 +21,10 @@ from psycopg import AsyncConnection
 from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translate
-from application.errors import PermissionDenied
-from application.operator.errors import (
+from outbox.adapters.postgres.error_translation import translate
+from outbox.application.delivery.errors import DuplicateMessage, MessageNotFound
+from outbox.application.errors import PermissionDenied
+from outbox.application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
     RequestInProgress,
@@ -31,8 +32,8 @@ from application.operator.errors import (
     StaffRequired,
     StepUpRequired,
 )
-from application.operator.staff_actor import StaffActor
-from application.operator.views import (
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import (
     AttemptView,
     Backlog,
     CopyReceipt,
@@ -40,12 +41,11 @@ from application.operator.views import (
     MessageDetail,
     StaffChange,
 )
-from application.outbox.errors import DuplicateMessage, MessageNotFound
-from domain.channels import Channel
-from domain.operator.dead_letters import Refusal
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.operator.dead_letters import Refusal
+from outbox.domain.purposes import Purpose
 
 BACKLOG_COLUMNS = "pending, leased, published, dead_lettered, oldest_due_age_seconds"
 BACKLOG = f"SELECT {BACKLOG_COLUMNS} FROM outbox.backlog(%s::uuid)"

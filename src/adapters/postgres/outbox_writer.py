@@ -8,9 +8,9 @@ from uuid import UUID
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from adapters.postgres.error_translation import translated_errors
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message
 
 ENQUEUE = """
 SELECT outbox.enqueue_message(
@@ -30,6 +30,25 @@ SELECT outbox.enqueue_message(
 )
 """
 CANCEL_BY_SUBJECT = "SELECT outbox.cancel_by_subject(%s::uuid, %s::text)"
+
+
+def enqueue_params(message: Message, trace_context: str | None = None) -> tuple[object, ...]:
+    """ENQUEUE's parameters for ``message``; ``trace_context`` when it names none itself."""
+    return (
+        message.id,
+        message.purpose.value,
+        message.channel.value,
+        message.destination,
+        message.subject_id,
+        message.template,
+        Jsonb(dict(message.params)),
+        message.locale,
+        message.sealed_secret,
+        message.expires_at,
+        int(message.priority),
+        message.available_at if message.is_delayed else None,
+        message.trace_context or trace_context,
+    )
 
 
 class PostgresOutboxWriter:
@@ -53,23 +72,10 @@ class PostgresOutboxWriter:
 
     async def enqueue(self, message: Message) -> None:
         """Insert a pending message and its envelope; supersede older ones of its subject."""
-        params = (
-            message.id,
-            message.purpose.value,
-            message.channel.value,
-            message.destination,
-            message.subject_id,
-            message.template,
-            Jsonb(dict(message.params)),
-            message.locale,
-            message.sealed_secret,
-            message.expires_at,
-            int(message.priority),
-            message.available_at if message.is_delayed else None,
-            message.trace_context or self._current_trace_context(),
-        )
         with translated_errors():
-            await self._conn.execute(ENQUEUE, params)
+            await self._conn.execute(
+                ENQUEUE, enqueue_params(message, self._current_trace_context())
+            )
 
     def _current_trace_context(self) -> str | None:
         return self._trace_context() if self._trace_context is not None else None

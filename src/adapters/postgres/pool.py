@@ -5,7 +5,7 @@ from __future__ import annotations
 from psycopg import AsyncConnection, sql
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translated_errors
+from outbox.adapters.postgres.error_translation import translated_errors
 
 # psycopg prepares a statement server-side once it has run this many times on a connection;
 # 0 prepares on first use, which suits a hot path of a few statements run forever.

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.identity_errors import identity_errors
-from domain.identity.rate_limits import Backoff
+from outbox.adapters.postgres.identity_errors import identity_errors
+from outbox.domain.identity.rate_limits import Backoff
 
 HIT = "SELECT identity.hit_rate_limit(%s, %s, %s)"
 PACE = "SELECT identity.pace_destination(%s, %s, %s, %s, %s)"

@@ -7,8 +7,8 @@ from psycopg import AsyncConnection
 from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from adapters.postgres.migrations import Migration, load_migrations
-from application.ports import ReadinessReport
+from outbox.adapters.postgres.migrator import Migration, load_migrations
+from outbox.application.ports import ReadinessReport
 
 APPLIED = "SELECT version, checksum FROM outbox_meta.applied_migrations()"
 # Whether ``role`` exists and the login is a member of it (to_regrole: NULL when absent).

@@ -15,12 +15,16 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translate
-from adapters.postgres.operator_store import operator_errors
-from application.operator.staff_actor import StaffActor
-from application.operator.suppression_views import ReceiptView, SuppressionChange, SuppressionView
-from domain.channels import Channel
-from domain.outbox.receipts import Receipt, RecordedReceipt
+from outbox.adapters.postgres.error_translation import translate
+from outbox.adapters.postgres.operator_store import operator_errors
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.suppression_views import (
+    ReceiptView,
+    SuppressionChange,
+    SuppressionView,
+)
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.receipts import Receipt, RecordedReceipt
 
 RECORD = """
 SELECT receipt_id, message_id, duplicate, delivery_state, suppressed

@@ -15,7 +15,7 @@ import attrs
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translated_errors
+from outbox.adapters.postgres.error_translation import translated_errors
 
 SCHEMAS = ["outbox", "identity", "outbox_meta"]
 

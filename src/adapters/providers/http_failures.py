@@ -10,8 +10,8 @@ from datetime import datetime
 
 import httpx
 
-from domain.outbox.failures import DeliveryFailure, FailureClass
-from domain.outbox.retry_after import parse_retry_after
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
+from outbox.domain.delivery.retry_after import parse_retry_after
 
 # Raised before a single byte of the request reached the provider: it cannot have acted.
 _NOT_SENT = (

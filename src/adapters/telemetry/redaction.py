@@ -1,7 +1,7 @@
 """The last line of defence before a log line is rendered: mask secrets by key and by shape.
 
 By key: values of secret-bearing keys (password, token, secret, key, envelope…) are
-replaced, destination keys are masked with ``domain.destinations.mask``, and ``code``
+replaced, destination keys are masked with ``outbox.domain.destinations.mask``, and ``code``
 keys keep only values shaped like an error code (``550``, ``40P01``, ``Throttling``).
 By shape, in every string: the password of a URL (``scheme://user:password@``), bearer and
 basic credentials, ``key=value`` secrets, ``v1.``
@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
-from domain.destinations import mask
+from outbox.domain.destinations import mask
 
 REDACTED = "[REDACTED]"
 MAX_TEXT = 4096  # longer strings are cut: a log line is not a dump, and scrubbing stays cheap

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from adapters.telemetry.metrics import CATALOGUE, Kind, MetricSpec, Registered, register
+from outbox.adapters.telemetry.metrics import CATALOGUE, Kind, MetricSpec, Registered, register
 
 LOGGER = "outbox"
 SECURITY_LOGGER = "outbox.security"  # security monitoring routes on this name

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from application.outbox.ports import DeliveryProvider, DispatchStore
+    from outbox.application.delivery.ports import DeliveryProvider, DispatchStore
 
 _ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
@@ -70,6 +70,6 @@ def start_tracing(environ: Mapping[str, str], *, service: str) -> Tracing | None
     ``service.name`` (``OTEL_SERVICE_NAME`` wins)."""
     if not tracing_requested(environ) or not tracing_installed():
         return None
-    from adapters.telemetry.tracing_otel import OtelTracing  # noqa: PLC0415 - the optional extra
+    from outbox.adapters.telemetry.tracing_otel import OtelTracing  # noqa: PLC0415 - the optional extra
 
     return OtelTracing.exporting_otlp(service=service)

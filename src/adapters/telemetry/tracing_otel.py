@@ -32,17 +32,17 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from application.outbox.errors import DeliveryFailed
-from application.outbox.ports import (
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.application.delivery.ports import (
     AttemptRecord,
     ClaimedMessage,
     Delivery,
     DeliveryProvider,
     DispatchStore,
 )
-from domain.outbox.messages import TRACEPARENT
-from domain.outbox.outcomes import RecordResult
-from domain.outbox.retention import RetentionPolicy
+from outbox.domain.delivery.messages import TRACEPARENT
+from outbox.domain.delivery.outcomes import RecordResult
+from outbox.domain.delivery.retention import RetentionPolicy
 
 INSTRUMENTATION = "outbox"
 _PROPAGATOR = TraceContextTextMapPropagator()

@@ -20,10 +20,10 @@ import attrs
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from adapters.templates.locales import fallback_chain
-from application.outbox.errors import TemplateNotFound, TemplateRenderFailed
-from application.outbox.ports import RenderedMessage
-from domain.channels import Channel
+from outbox.adapters.templates.locales import fallback_chain
+from outbox.application.delivery.errors import TemplateNotFound, TemplateRenderFailed
+from outbox.application.delivery.ports import RenderedMessage
+from outbox.domain.channels import Channel
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 DEFAULT_LOCALE = "en"

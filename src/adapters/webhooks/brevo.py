@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.webhooks.sanitize import mask_text, sanitise
-from application.outbox.receipt_errors import WebhookRejected
-from domain.outbox.receipts import MAX_DETAIL, Provider, Receipt, ReceiptEvent
+from outbox.adapters.webhooks.sanitize import mask_text, sanitise
+from outbox.application.delivery.receipt_errors import WebhookRejected
+from outbox.domain.delivery.receipts import MAX_DETAIL, Provider, Receipt, ReceiptEvent
 
 _EVENTS = {
     "delivered": ReceiptEvent.DELIVERED,

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from domain.destinations import mask
+from outbox.domain.destinations import mask
 
 # Any address-like token, wherever it appears (a field, a diagnostic, a WhatsApp jid).
 _ADDRESS = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*")

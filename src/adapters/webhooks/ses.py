@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from adapters.webhooks.sanitize import mask_text, sanitise
-from adapters.webhooks.sns import SnsMessage
-from application.outbox.receipt_errors import WebhookRejected
-from domain.outbox.receipts import MAX_DETAIL, Provider, Receipt, ReceiptEvent
+from outbox.adapters.webhooks.sanitize import mask_text, sanitise
+from outbox.adapters.webhooks.sns import SnsMessage
+from outbox.application.delivery.receipt_errors import WebhookRejected
+from outbox.domain.delivery.receipts import MAX_DETAIL, Provider, Receipt, ReceiptEvent
 
 _EVENTS = {
     "Delivery": ReceiptEvent.DELIVERED,

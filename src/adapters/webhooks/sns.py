@@ -30,8 +30,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from application.outbox.receipt_errors import WebhookRejected
-from application.ports import Clock
+from outbox.application.delivery.receipt_errors import WebhookRejected
+from outbox.application.ports import Clock
 
 NOTIFICATION = "Notification"
 SUBSCRIPTION_CONFIRMATION = "SubscriptionConfirmation"

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.webhooks.sanitize import sanitise
-from application.outbox.receipt_errors import WebhookRejected
-from domain.outbox.receipts import Provider, Receipt, ReceiptEvent
+from outbox.adapters.webhooks.sanitize import sanitise
+from outbox.application.delivery.receipt_errors import WebhookRejected
+from outbox.domain.delivery.receipts import Provider, Receipt, ReceiptEvent
 
 SECRET_HEADER = "x-webhook-signature"  # noqa: S105 - a header name, not a secret
 _STATUSES = {

@@ -15,8 +15,8 @@ from typing import Any
 
 import attrs
 
-from application.events.consumer_ports import DeliveredEvent
-from domain.events.domain_events import EVENT_TYPE
+from outbox.application.events.consumer_ports import DeliveredEvent
+from outbox.domain.events.domain_events import EVENT_TYPE
 
 CONSUMER_CODE = EVENT_TYPE  # `<module>.<name>`, as an event type
 REJECT_CODE = re.compile(r"^[a-z][a-z0-9_]{0,99}$")

@@ -10,7 +10,7 @@ from uuid import UUID
 
 import attrs
 
-from domain.outbox.outcomes import RecordResult
+from outbox.domain.delivery.outcomes import RecordResult
 
 
 @attrs.frozen(kw_only=True)

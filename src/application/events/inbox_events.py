@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from uuid import UUID
 
-from application.events.inbox_ports import InboxEvent
+from outbox.application.events.inbox_ports import InboxEvent
 
 PREFIX = "Outbox-"
 

@@ -12,8 +12,8 @@ from typing import Protocol
 
 import attrs
 
-from application.events.consumer_ports import ConsumerLag
-from application.ports import Telemetry
+from outbox.application.events.consumer_ports import ConsumerLag
+from outbox.application.ports import Telemetry
 
 GAUGES = (
     "outbox_consumer_events_behind",

@@ -9,10 +9,10 @@ from uuid import UUID
 
 import attrs
 
-from domain.events.domain_events import NewDomainEvent
-from domain.outbox.failures import FailureClass
-from domain.outbox.outcomes import Outcome, RecordResult
-from domain.outbox.retention import RetentionPolicy
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.outcomes import Outcome, RecordResult
+from outbox.domain.delivery.retention import RetentionPolicy
+from outbox.domain.events.domain_events import NewDomainEvent
 
 
 class DomainEventAppender(Protocol):

@@ -15,17 +15,17 @@ from datetime import timedelta
 
 import attrs
 
-from application.events.consumer_handlers import ConsumerRegistry, Reject, RetryAfter
-from application.events.consumer_ports import (
+from outbox.application.events.consumer_handlers import ConsumerRegistry, Reject, RetryAfter
+from outbox.application.events.consumer_ports import (
     ClaimedDelivery,
     ConsumerStore,
     DeliveryTransaction,
     ProcessingAttempt,
 )
-from application.events.errors import ConsumerPaused
-from application.ports import Clock, Telemetry
-from domain.outbox.outcomes import RecordResult
-from domain.outbox.retry_policy import RetryPolicy
+from outbox.application.events.errors import ConsumerPaused
+from outbox.application.ports import Clock, Telemetry
+from outbox.domain.delivery.outcomes import RecordResult
+from outbox.domain.delivery.retry_policy import RetryPolicy
 
 NO_HANDLER = "no_handler"
 # The database refuses a retry time that is not in the future; a handler's "retry now" waits

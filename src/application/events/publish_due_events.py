@@ -16,18 +16,25 @@ from datetime import datetime, timedelta
 
 import attrs
 
-from application.events.ports import (
+from outbox.application.events.ports import (
     ClaimedEvent,
     EventOutboxStore,
     PublicationRecord,
     PublicationTarget,
     TargetRefusal,
 )
-from application.ports import Clock, Telemetry
-from domain.outbox.failures import DeliveryFailure, FailureClass
-from domain.outbox.outcomes import DeadLetter, Outcome, Published, RecordResult, Release, Retry
-from domain.outbox.retry_after import MAX_RETRY_AFTER
-from domain.outbox.retry_policy import RetryPolicy
+from outbox.application.ports import Clock, Telemetry
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
+from outbox.domain.delivery.outcomes import (
+    DeadLetter,
+    Outcome,
+    Published,
+    RecordResult,
+    Release,
+    Retry,
+)
+from outbox.domain.delivery.retry_after import MAX_RETRY_AFTER
+from outbox.domain.delivery.retry_policy import RetryPolicy
 
 # Of every lease, the share kept free at its end for recording the batch's outcomes.
 RECORD_SHARE = 0.1

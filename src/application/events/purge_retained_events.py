@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import attrs
 
-from application.events.ports import EventOutboxStore
-from application.ports import Telemetry
-from domain.outbox.retention import RetentionPolicy
+from outbox.application.events.ports import EventOutboxStore
+from outbox.application.ports import Telemetry
+from outbox.domain.delivery.retention import RetentionPolicy
 
 
 @attrs.frozen(kw_only=True)

@@ -19,15 +19,15 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 import attrs
 
-from application.events.inbox_events import parse_inbox_event
-from application.events.inbox_ports import (
+from outbox.application.events.inbox_events import parse_inbox_event
+from outbox.application.events.inbox_ports import (
     InboxDeadLetter,
     InboxDelivery,
     InboxEvent,
     InboxHandle,
     InboxStore,
 )
-from application.ports import Telemetry
+from outbox.application.ports import Telemetry
 
 NOT_AN_EVENT = "NotAnOutboxEvent"
 DEFAULT_BACKOFF = (

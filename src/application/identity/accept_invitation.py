@@ -6,14 +6,14 @@ from uuid import UUID
 
 import attrs
 
-from application.identity.errors import InvalidToken, InvitationForAnotherAddress
-from application.identity.ports import IdentityTransactions
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Telemetry
-from domain.identity.errors import TokenNotUsable
-from domain.identity.organizations import Membership
-from domain.identity.tokens import token_digest
-from domain.outbox.failures import FailureClass
+from outbox.application.identity.errors import InvalidToken, InvitationForAnotherAddress
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Telemetry
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.identity.errors import TokenNotUsable
+from outbox.domain.identity.organizations import Membership
+from outbox.domain.identity.tokens import token_digest
 
 ROUTE = "invitation_acceptance"
 

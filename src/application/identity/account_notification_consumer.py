@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import attrs
 
-from application.events.consumer_handlers import Reject
-from application.events.consumer_ports import DeliveredEvent
-from application.notifications.errors import UnknownRecipient
-from application.notifications.ports import NotificationScope, TakenSnapshot
-from application.notifications.request_notification import RequestNotification
-from domain.identity.account_events import (
+from outbox.application.events.consumer_handlers import Reject
+from outbox.application.events.consumer_ports import DeliveredEvent
+from outbox.application.notifications.errors import UnknownRecipient
+from outbox.application.notifications.ports import NotificationScope, TakenSnapshot
+from outbox.application.notifications.request_notification import RequestNotification
+from outbox.domain.identity.account_events import (
     CONTRACT_VERSION,
     AccountEvent,
     UnreadableAccountEvent,
     read_account_event,
 )
-from domain.notifications.catalogue import ACCOUNT_WELCOME
-from domain.notifications.snapshots import Intent, IntentSource
+from outbox.domain.notifications.catalogue import ACCOUNT_WELCOME
+from outbox.domain.notifications.snapshots import Intent, IntentSource
 
 CONSUMER = "identity.account_notifications"
 OWNER_MODULE = "identity"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity.errors import Unauthenticated
-from application.identity.ports import IdentityTransactions
-from application.identity.principal import Principal
-from application.ports import Clock
-from domain.identity.tokens import token_digest
+from outbox.application.identity.errors import Unauthenticated
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.principal import Principal
+from outbox.application.ports import Clock
+from outbox.domain.identity.tokens import token_digest
 
 
 @attrs.frozen(kw_only=True)

@@ -12,14 +12,14 @@ from datetime import datetime
 
 import attrs
 
-from application.identity.errors import InvalidCode
-from application.identity.ports import IdentityUnitOfWork
-from application.identity.security_notices import SecurityNotices
-from application.ports import SecretHasher, Telemetry
-from domain.identity.challenges import Challenge, ChallengePolicy
-from domain.identity.code_budgets import Audience, CodeBudget
-from domain.identity.security_changes import SecurityChange
-from domain.outbox.failures import FailureClass
+from outbox.application.identity.errors import InvalidCode
+from outbox.application.identity.ports import IdentityUnitOfWork
+from outbox.application.identity.security_notices import SecurityNotices
+from outbox.application.ports import SecretHasher, Telemetry
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.identity.challenges import Challenge, ChallengePolicy
+from outbox.domain.identity.code_budgets import Audience, CodeBudget
+from outbox.domain.identity.security_changes import SecurityChange
 
 
 @attrs.frozen(kw_only=True)

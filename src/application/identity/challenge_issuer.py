@@ -8,12 +8,12 @@ from uuid import UUID
 
 import attrs
 
-from application.identity.ports import IdentityStore, IdentityUnitOfWork
-from application.ports import Ids, Sealer, SecretHasher, SecretSource
-from domain.identity.challenges import Challenge, ChallengePolicy
-from domain.identity.identifiers import Identifier
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.application.identity.ports import IdentityStore, IdentityUnitOfWork
+from outbox.application.ports import Ids, Sealer, SecretHasher, SecretSource
+from outbox.domain.delivery.messages import Message
+from outbox.domain.identity.challenges import Challenge, ChallengePolicy
+from outbox.domain.identity.identifiers import Identifier
+from outbox.domain.purposes import Purpose
 
 
 @attrs.frozen(kw_only=True)

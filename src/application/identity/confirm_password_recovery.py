@@ -8,13 +8,13 @@ import asyncio
 
 import attrs
 
-from application.identity.challenge_answers import ChallengeAnswers
-from application.identity.inputs import parse_identifier, parse_password
-from application.identity.ports import IdentityTransactions
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, SecretHasher, Telemetry
-from domain.identity.account_events import password_reset
-from domain.purposes import Purpose
+from outbox.application.identity.challenge_answers import ChallengeAnswers
+from outbox.application.identity.inputs import parse_identifier, parse_password
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, SecretHasher, Telemetry
+from outbox.domain.identity.account_events import password_reset
+from outbox.domain.purposes import Purpose
 
 ROUTE = "password_recovery_confirmation"
 

@@ -8,16 +8,16 @@ from uuid import UUID
 
 import attrs
 
-from application.identity.challenge_answers import ChallengeAnswers
-from application.identity.errors import IdentifierTaken
-from application.identity.inputs import parse_identifier
-from application.identity.ports import IdentityTransactions
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Telemetry
-from domain.destinations import mask
-from domain.identity.account_events import sign_in_method_added
-from domain.identity.identities import LoginIdentifier
-from domain.purposes import Purpose
+from outbox.application.identity.challenge_answers import ChallengeAnswers
+from outbox.application.identity.errors import IdentifierTaken
+from outbox.application.identity.inputs import parse_identifier
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Telemetry
+from outbox.domain.destinations import mask
+from outbox.domain.identity.account_events import sign_in_method_added
+from outbox.domain.identity.identities import LoginIdentifier
+from outbox.domain.purposes import Purpose
 
 ROUTE = "sign_in_method_confirmation"
 

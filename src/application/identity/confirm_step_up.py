@@ -6,14 +6,14 @@ from datetime import datetime, timedelta
 
 import attrs
 
-from application.identity.challenge_answers import ChallengeAnswers
-from application.identity.ports import IdentityTransactions
-from application.identity.principal import Principal
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Ids, SecretSource, Telemetry
-from domain.identity.sessions import Elevation
-from domain.identity.tokens import token_digest
-from domain.purposes import Purpose
+from outbox.application.identity.challenge_answers import ChallengeAnswers
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.principal import Principal
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Ids, SecretSource, Telemetry
+from outbox.domain.identity.sessions import Elevation
+from outbox.domain.identity.tokens import token_digest
+from outbox.domain.purposes import Purpose
 
 ROUTE = "step_up_confirmation"
 

@@ -6,11 +6,11 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidField
-from application.identity.ports import IdentityTransactions
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Ids, Telemetry
-from domain.identity.organizations import Organization, found_organization
+from outbox.application.errors import InvalidField
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Ids, Telemetry
+from outbox.domain.identity.organizations import Organization, found_organization
 
 
 @attrs.frozen(kw_only=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from application.identity.ports import IdentityStore
-from application.identity.principal import Principal
-from domain.identity.tokens import token_digest
+from outbox.application.identity.ports import IdentityStore
+from outbox.application.identity.principal import Principal
+from outbox.domain.identity.tokens import token_digest
 
 
 async def is_elevated(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from application.errors import ApplicationError
+from outbox.application.errors import ApplicationError
 
 
 class InvalidCredentials(ApplicationError):

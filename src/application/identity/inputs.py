@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from application.errors import InvalidField
-from application.identity.phone_numbers import parse_phone
-from domain.channels import Channel
-from domain.destinations import normalize
-from domain.errors import InvalidDestination
-from domain.identity.errors import WeakPassword
-from domain.identity.identifiers import Identifier
-from domain.identity.passwords import check_password
+from outbox.application.errors import InvalidField
+from outbox.application.identity.phone_numbers import parse_phone
+from outbox.domain.channels import Channel
+from outbox.domain.destinations import normalize
+from outbox.domain.errors import InvalidDestination
+from outbox.domain.identity.errors import WeakPassword
+from outbox.domain.identity.identifiers import Identifier
+from outbox.domain.identity.passwords import check_password
 
 
 def parse_identifier(raw: str, field: str = "identifier") -> Identifier:

@@ -9,24 +9,28 @@ from uuid import UUID
 
 import attrs
 
-from application.identity.errors import InvitationLimitReached, MissingPermission, RateLimited
-from application.identity.inputs import parse_email
-from application.identity.permissions import require_permission
-from application.identity.ports import IdentityTransactions
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Ids, Sealer, SecretSource, Telemetry
-from domain.channels import Channel
-from domain.destinations import mask
-from domain.identity.invitations import (
+from outbox.application.identity.errors import (
+    InvitationLimitReached,
+    MissingPermission,
+    RateLimited,
+)
+from outbox.application.identity.inputs import parse_email
+from outbox.application.identity.permissions import require_permission
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Ids, Sealer, SecretSource, Telemetry
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.messages import Message
+from outbox.domain.destinations import mask
+from outbox.domain.identity.invitations import (
     Invitation,
     InvitationLimits,
     InvitationOutcome,
     InvitationRefusal,
 )
-from domain.identity.organizations import Organization, Permission
-from domain.identity.tokens import token_digest
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.domain.identity.organizations import Organization, Permission
+from outbox.domain.identity.tokens import token_digest
+from outbox.domain.purposes import Purpose
 
 ROUTE = "invitations"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from application.identity.errors import MissingPermission, NotFound
-from application.identity.ports import IdentityStore
-from domain.identity.organizations import Organization, Permission
+from outbox.application.identity.errors import MissingPermission, NotFound
+from outbox.application.identity.ports import IdentityStore
+from outbox.domain.identity.organizations import Organization, Permission
 
 
 async def require_permission(

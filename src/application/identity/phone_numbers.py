@@ -11,7 +11,7 @@ import re
 import attrs
 import phonenumbers
 
-from domain.errors import InvalidDestination
+from outbox.domain.errors import InvalidDestination
 
 # What people type around the digits; phonenumbers alone would also read letters (vanity
 # numbers) and extensions ("x12"), which no text message can reach.

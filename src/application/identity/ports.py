@@ -15,18 +15,18 @@ from uuid import UUID
 
 import attrs
 
-from application.events.ports import DomainEventAppender
-from application.outbox.ports import OutboxWriter
-from domain.identity.challenges import Challenge
-from domain.identity.code_budgets import Audience, CodeBudget
-from domain.identity.identities import Account, Identity, LoginIdentifier
-from domain.identity.invitations import Invitation, InvitationOutcome
-from domain.identity.magic_links import MagicLink
-from domain.identity.organizations import Membership, Organization
-from domain.identity.rate_limits import Backoff, RateLimit
-from domain.identity.sessions import Elevation, Session
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.application.delivery.ports import OutboxWriter
+from outbox.application.events.ports import DomainEventAppender
+from outbox.domain.delivery.messages import Message
+from outbox.domain.identity.challenges import Challenge
+from outbox.domain.identity.code_budgets import Audience, CodeBudget
+from outbox.domain.identity.identities import Account, Identity, LoginIdentifier
+from outbox.domain.identity.invitations import Invitation, InvitationOutcome
+from outbox.domain.identity.magic_links import MagicLink
+from outbox.domain.identity.organizations import Membership, Organization
+from outbox.domain.identity.rate_limits import Backoff, RateLimit
+from outbox.domain.identity.sessions import Elevation, Session
+from outbox.domain.purposes import Purpose
 
 
 @attrs.frozen(kw_only=True)

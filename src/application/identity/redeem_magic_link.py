@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity.errors import InvalidToken
-from application.identity.ports import IdentityTransactions
-from application.identity.request_limits import RequestLimits
-from application.identity.sign_in import SessionGrant, SessionStarter
-from application.ports import Clock, Telemetry
-from domain.identity.errors import TokenNotUsable
-from domain.identity.tokens import token_digest
-from domain.outbox.failures import FailureClass
+from outbox.application.identity.errors import InvalidToken
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.identity.sign_in import SessionGrant, SessionStarter
+from outbox.application.ports import Clock, Telemetry
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.identity.errors import TokenNotUsable
+from outbox.domain.identity.tokens import token_digest
 
 ROUTE = "magic_link_redemption"
 

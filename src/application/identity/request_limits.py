@@ -8,14 +8,14 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidField
-from application.identity.errors import RateLimited
-from application.identity.phone_numbers import country_of
-from application.identity.ports import RateLimiter
-from domain.channels import Channel
-from domain.identity.identifiers import Identifier
-from domain.identity.rate_limits import Backoff, RateLimit
-from domain.identity.tokens import token_digest
+from outbox.application.errors import InvalidField
+from outbox.application.identity.errors import RateLimited
+from outbox.application.identity.phone_numbers import country_of
+from outbox.application.identity.ports import RateLimiter
+from outbox.domain.channels import Channel
+from outbox.domain.identity.identifiers import Identifier
+from outbox.domain.identity.rate_limits import Backoff, RateLimit
+from outbox.domain.identity.tokens import token_digest
 
 
 @attrs.frozen(kw_only=True)

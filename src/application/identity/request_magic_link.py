@@ -6,17 +6,17 @@ from datetime import datetime, timedelta
 
 import attrs
 
-from application.identity.challenge_issuer import ChallengeReceipt
-from application.identity.inputs import parse_email
-from application.identity.ports import IdentityTransactions, MagicLinkTarget
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Ids, Sealer, SecretSource, Telemetry
-from domain.channels import Channel
-from domain.destinations import mask
-from domain.identity.magic_links import MagicLink
-from domain.identity.tokens import token_digest
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.application.identity.challenge_issuer import ChallengeReceipt
+from outbox.application.identity.inputs import parse_email
+from outbox.application.identity.ports import IdentityTransactions, MagicLinkTarget
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Ids, Sealer, SecretSource, Telemetry
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.messages import Message
+from outbox.domain.destinations import mask
+from outbox.domain.identity.magic_links import MagicLink
+from outbox.domain.identity.tokens import token_digest
+from outbox.domain.purposes import Purpose
 
 ROUTE = "magic_link"
 

@@ -6,15 +6,15 @@ from datetime import datetime
 
 import attrs
 
-from application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
-from application.identity.inputs import parse_identifier
-from application.identity.ports import IdentityTransactions, RecoveryTarget
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Telemetry
-from domain.destinations import mask
-from domain.identity.challenges import Challenge
-from domain.identity.identifiers import Identifier
-from domain.purposes import Purpose
+from outbox.application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
+from outbox.application.identity.inputs import parse_identifier
+from outbox.application.identity.ports import IdentityTransactions, RecoveryTarget
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Telemetry
+from outbox.domain.destinations import mask
+from outbox.domain.identity.challenges import Challenge
+from outbox.domain.identity.identifiers import Identifier
+from outbox.domain.purposes import Purpose
 
 ROUTE = "password_recovery"
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
-from application.identity.elevations import is_elevated
-from application.identity.errors import RateLimited, StepUpRequired
-from application.identity.inputs import parse_identifier
-from application.identity.ports import IdentityTransactions
-from application.identity.principal import Principal
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Telemetry
-from domain.destinations import mask
-from domain.purposes import Purpose
+from outbox.application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
+from outbox.application.identity.elevations import is_elevated
+from outbox.application.identity.errors import RateLimited, StepUpRequired
+from outbox.application.identity.inputs import parse_identifier
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.principal import Principal
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Telemetry
+from outbox.domain.destinations import mask
+from outbox.domain.purposes import Purpose
 
 ROUTE = "sign_in_method"
 

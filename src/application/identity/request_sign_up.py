@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
-from application.identity.errors import RateLimited
-from application.identity.inputs import parse_identifier
-from application.identity.ports import IdentityTransactions
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Ids, Telemetry
-from domain.destinations import mask
-from domain.identity.identities import Identity, LoginIdentifier
-from domain.purposes import Purpose
+from outbox.application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
+from outbox.application.identity.errors import RateLimited
+from outbox.application.identity.inputs import parse_identifier
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Ids, Telemetry
+from outbox.domain.destinations import mask
+from outbox.domain.identity.identities import Identity, LoginIdentifier
+from outbox.domain.purposes import Purpose
 
 ROUTE = "sign_up"
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
-from application.identity.errors import RateLimited, Unauthenticated
-from application.identity.ports import IdentityTransactions
-from application.identity.principal import Principal
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Telemetry
-from domain.destinations import mask
-from domain.identity.identifiers import Identifier
-from domain.purposes import Purpose
+from outbox.application.identity.challenge_issuer import ChallengeIssuer, ChallengeReceipt
+from outbox.application.identity.errors import RateLimited, Unauthenticated
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.principal import Principal
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Telemetry
+from outbox.domain.destinations import mask
+from outbox.domain.identity.identifiers import Identifier
+from outbox.domain.purposes import Purpose
 
 ROUTE = "step_up"
 

@@ -6,12 +6,12 @@ from uuid import UUID
 
 import attrs
 
-from application.identity.errors import InvitationNotPending, NotFound
-from application.identity.permissions import require_permission
-from application.identity.ports import IdentityTransactions
-from application.ports import Clock, Telemetry
-from domain.identity.errors import TokenNotUsable
-from domain.outbox.failures import FailureClass
+from outbox.application.identity.errors import InvitationNotPending, NotFound
+from outbox.application.identity.permissions import require_permission
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.ports import Clock, Telemetry
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.identity.errors import TokenNotUsable
 
 
 @attrs.frozen(kw_only=True)

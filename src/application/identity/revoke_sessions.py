@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity.ports import IdentityTransactions
-from application.identity.principal import Principal
-from application.ports import Clock, Ids, Telemetry
-from domain.identity.account_events import sessions_revoked
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.principal import Principal
+from outbox.application.ports import Clock, Ids, Telemetry
+from outbox.domain.identity.account_events import sessions_revoked
 
 
 @attrs.frozen(kw_only=True)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import attrs
 
-from application.events.consumer_handlers import Reject
-from application.events.consumer_ports import DeliveredEvent
-from application.identity.security_notices import NoticeScope, SecurityNotices
-from application.ports import Clock
-from domain.identity.account_events import (
+from outbox.application.events.consumer_handlers import Reject
+from outbox.application.events.consumer_ports import DeliveredEvent
+from outbox.application.identity.security_notices import NoticeScope, SecurityNotices
+from outbox.application.ports import Clock
+from outbox.domain.identity.account_events import (
     CONTRACT_VERSION,
     AccountEvent,
     UnreadableAccountEvent,

@@ -15,13 +15,13 @@ from uuid import UUID
 
 import attrs
 
-from application.identity.ports import IdentityStore
-from application.outbox.ports import OutboxWriter
-from application.ports import Ids
-from domain.identity.identities import LoginIdentifier
-from domain.identity.security_changes import SecurityChange
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.application.delivery.ports import OutboxWriter
+from outbox.application.identity.ports import IdentityStore
+from outbox.application.ports import Ids
+from outbox.domain.delivery.messages import Message
+from outbox.domain.identity.identities import LoginIdentifier
+from outbox.domain.identity.security_changes import SecurityChange
+from outbox.domain.purposes import Purpose
 
 TEMPLATE = Purpose.SECURITY_NOTICE.value
 

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import attrs
 
-from application.check_readiness import CheckReadiness
-from application.identity.accept_invitation import AcceptInvitation
-from application.identity.authenticate_bearer import AuthenticateBearer
-from application.identity.confirm_password_recovery import ConfirmPasswordRecovery
-from application.identity.confirm_sign_in_method import ConfirmSignInMethod
-from application.identity.confirm_sign_up import ConfirmSignUp
-from application.identity.confirm_step_up import ConfirmStepUp
-from application.identity.create_organization import CreateOrganization
-from application.identity.invite_member import InviteMember
-from application.identity.redeem_magic_link import RedeemMagicLink
-from application.identity.request_magic_link import RequestMagicLink
-from application.identity.request_password_recovery import RequestPasswordRecovery
-from application.identity.request_sign_in_method import RequestSignInMethod
-from application.identity.request_sign_up import RequestSignUp
-from application.identity.request_step_up import RequestStepUp
-from application.identity.revoke_invitation import RevokeInvitation
-from application.identity.revoke_sessions import RevokeSessions
-from application.identity.sign_in import SignIn
-from application.identity.sign_out import SignOut
-from application.ports import Telemetry
+from outbox.application.check_readiness import CheckReadiness
+from outbox.application.identity.accept_invitation import AcceptInvitation
+from outbox.application.identity.authenticate_bearer import AuthenticateBearer
+from outbox.application.identity.confirm_password_recovery import ConfirmPasswordRecovery
+from outbox.application.identity.confirm_sign_in_method import ConfirmSignInMethod
+from outbox.application.identity.confirm_sign_up import ConfirmSignUp
+from outbox.application.identity.confirm_step_up import ConfirmStepUp
+from outbox.application.identity.create_organization import CreateOrganization
+from outbox.application.identity.invite_member import InviteMember
+from outbox.application.identity.redeem_magic_link import RedeemMagicLink
+from outbox.application.identity.request_magic_link import RequestMagicLink
+from outbox.application.identity.request_password_recovery import RequestPasswordRecovery
+from outbox.application.identity.request_sign_in_method import RequestSignInMethod
+from outbox.application.identity.request_sign_up import RequestSignUp
+from outbox.application.identity.request_step_up import RequestStepUp
+from outbox.application.identity.revoke_invitation import RevokeInvitation
+from outbox.application.identity.revoke_sessions import RevokeSessions
+from outbox.application.identity.sign_in import SignIn
+from outbox.application.identity.sign_out import SignOut
+from outbox.application.ports import Telemetry
 
 
 @attrs.frozen(kw_only=True)

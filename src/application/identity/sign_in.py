@@ -8,14 +8,14 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidField
-from application.identity.errors import InvalidCredentials
-from application.identity.inputs import parse_identifier
-from application.identity.ports import IdentityTransactions, IdentityUnitOfWork
-from application.identity.request_limits import RequestLimits
-from application.ports import Clock, Ids, SecretHasher, SecretSource, Telemetry
-from domain.identity.sessions import Session
-from domain.identity.tokens import token_digest
+from outbox.application.errors import InvalidField
+from outbox.application.identity.errors import InvalidCredentials
+from outbox.application.identity.inputs import parse_identifier
+from outbox.application.identity.ports import IdentityTransactions, IdentityUnitOfWork
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.ports import Clock, Ids, SecretHasher, SecretSource, Telemetry
+from outbox.domain.identity.sessions import Session
+from outbox.domain.identity.tokens import token_digest
 
 ROUTE = "sessions"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity.ports import IdentityTransactions
-from application.identity.principal import Principal
-from application.ports import Clock, Telemetry
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.principal import Principal
+from outbox.application.ports import Clock, Telemetry
 
 
 @attrs.frozen(kw_only=True)

@@ -7,10 +7,10 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidRequest
-from application.notifications.ports import ConsentStore, OptOut
-from domain.channels import Channel
-from domain.notifications.catalogue import Catalogue, Category
+from outbox.application.errors import InvalidRequest
+from outbox.application.notifications.ports import ConsentStore, OptOut
+from outbox.domain.channels import Channel
+from outbox.domain.notifications.catalogue import Catalogue, Category
 
 
 @attrs.frozen(kw_only=True)

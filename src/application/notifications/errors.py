@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from application.errors import ApplicationError
+from outbox.application.errors import ApplicationError
 
 
 class UnknownRecipient(ApplicationError):

@@ -13,8 +13,8 @@ from uuid import UUID
 
 import attrs
 
-from domain.channels import Channel
-from domain.notifications.snapshots import (
+from outbox.domain.channels import Channel
+from outbox.domain.notifications.snapshots import (
     Decision,
     Intent,
     PlannedDelivery,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import attrs
 
-from application.notifications.errors import UnknownRecipient
-from application.notifications.ports import NotificationScope, TakenSnapshot
-from application.ports import Ids
-from domain.notifications.catalogue import Catalogue
-from domain.notifications.snapshots import Intent, plan
+from outbox.application.notifications.errors import UnknownRecipient
+from outbox.application.notifications.ports import NotificationScope, TakenSnapshot
+from outbox.application.ports import Ids
+from outbox.domain.notifications.catalogue import Catalogue
+from outbox.domain.notifications.snapshots import Intent, plan
 
 
 @attrs.frozen(kw_only=True)

@@ -11,14 +11,14 @@ import enum
 
 import attrs
 
-from application.errors import InvalidRequest
-from application.operator.staff_actor import StaffActor
-from application.operator.suppression_ports import SuppressionStore
-from application.operator.suppression_views import SuppressionChange
-from application.ports import Telemetry
-from domain.channels import Channel
-from domain.destinations import channel_of, normalize
-from domain.errors import InvalidDestination
+from outbox.application.errors import InvalidRequest
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.suppression_ports import SuppressionStore
+from outbox.application.operator.suppression_views import SuppressionChange
+from outbox.application.ports import Telemetry
+from outbox.domain.channels import Channel
+from outbox.domain.destinations import channel_of, normalize
+from outbox.domain.errors import InvalidDestination
 
 MAX_REASON = 500
 

@@ -11,15 +11,15 @@ from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
-from application.operator.console_views import (
+from outbox.application.operator.console_views import (
     ActivityMinute,
     AuditEntry,
     ConsumerLag,
     ProviderPause,
 )
-from application.operator.message_filters import MessageFilter
-from application.operator.staff_actor import StaffActor
-from application.operator.views import MessageSummary
+from outbox.application.operator.message_filters import MessageFilter
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import MessageSummary
 
 
 class StaffMessageSearch(Protocol):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import attrs
 
-from application.operator.console_ports import ConsoleReads, ProviderPauseStore
-from application.operator.pause_provider import PauseProvider, ResumeProvider
-from application.operator.repair_matching_messages import RepairMatchingMessages
-from application.operator.search_messages import SearchMessages
-from application.operator.show_console_overview import ShowConsoleOverview
+from outbox.application.operator.console_ports import ConsoleReads, ProviderPauseStore
+from outbox.application.operator.pause_provider import PauseProvider, ResumeProvider
+from outbox.application.operator.repair_matching_messages import RepairMatchingMessages
+from outbox.application.operator.search_messages import SearchMessages
+from outbox.application.operator.show_console_overview import ShowConsoleOverview
 
 
 @attrs.frozen(kw_only=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from uuid import UUID
 
-from application.operator.errors import DeadLetterRefused, StaffRequired
-from application.operator.staff_actor import StaffActor
-from application.operator.views import CopyReceipt
-from application.ports import Telemetry
+from outbox.application.operator.errors import DeadLetterRefused, StaffRequired
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import CopyReceipt
+from outbox.application.ports import Telemetry
 
 
 async def reported_copy(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from application.errors import ApplicationError, PermissionDenied
-from domain.operator.dead_letters import Refusal
+from outbox.application.errors import ApplicationError, PermissionDenied
+from outbox.domain.operator.dead_letters import Refusal
 
 
 class StaffRequired(PermissionDenied):

@@ -1,6 +1,6 @@
 """The operator's ports over the tenant events outbox (SPEC §11, §16).
 
-``actor`` is as in application.operator.ports: a staff member with the digest of their fresh
+``actor`` is as in outbox.application.operator.ports: a staff member with the digest of their fresh
 elevation (the staff routes), the database operator acting in a staff member's name (no
 digest), or, for reads only, None for the database operator itself. Every method raises
 StaffRequired or StepUpRequired for a caller the database refuses, PermissionDenied for a
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
-from application.operator.event_views import (
+from outbox.application.operator.event_views import (
     EventDeadLetter,
     EventDetail,
     EventTypeView,
@@ -21,7 +21,7 @@ from application.operator.event_views import (
     ParkedAggregate,
     RepairReceipt,
 )
-from application.operator.staff_actor import StaffActor
+from outbox.application.operator.staff_actor import StaffActor
 
 
 class EventOperatorStore(Protocol):

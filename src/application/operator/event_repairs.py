@@ -6,11 +6,11 @@ import re
 from collections.abc import Awaitable
 from uuid import UUID
 
-from application.errors import InvalidField
-from application.operator.errors import EventRepairRefused, StaffRequired
-from application.operator.event_views import RepairAction, RepairReceipt
-from application.operator.staff_actor import StaffActor
-from application.ports import Telemetry
+from outbox.application.errors import InvalidField
+from outbox.application.operator.errors import EventRepairRefused, StaffRequired
+from outbox.application.operator.event_views import RepairAction, RepairReceipt
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.ports import Telemetry
 
 MAX_REASON = 500
 DONE = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from application.errors import InvalidField
+from outbox.application.errors import InvalidField
 
 MAX_LENGTH = 255
 # Visible ASCII only: a key travels in an HTTP header and is stored in the audit table.

@@ -6,10 +6,10 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidField
-from application.operator.ports import MessageLog, OperatorStore
-from application.operator.staff_actor import StaffActor
-from application.operator.views import DeadLetterPage, DeadLetterSummary, Repair
+from outbox.application.errors import InvalidField
+from outbox.application.operator.ports import MessageLog, OperatorStore
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import DeadLetterPage, DeadLetterSummary, Repair
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500

@@ -6,11 +6,11 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidField
-from application.operator.event_ports import EventOperatorStore
-from application.operator.event_views import EventDeadLetter
-from application.operator.staff_actor import StaffActor
-from application.operator.views import KeysetPage
+from outbox.application.errors import InvalidField
+from outbox.application.operator.event_ports import EventOperatorStore
+from outbox.application.operator.event_views import EventDeadLetter
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import KeysetPage
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from application.operator.event_ports import EventCatalog
-from application.operator.event_views import EventTypeView
+from outbox.application.operator.event_ports import EventCatalog
+from outbox.application.operator.event_views import EventTypeView
 
 
 @attrs.frozen(kw_only=True)

@@ -6,11 +6,11 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidField
-from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
-from application.operator.message_filters import MessageFilter, digest_of_destination
-from application.operator.ports import MessageLog
-from application.operator.views import MessagePage
+from outbox.application.errors import InvalidField
+from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
+from outbox.application.operator.message_filters import MessageFilter, digest_of_destination
+from outbox.application.operator.ports import MessageLog
+from outbox.application.operator.views import MessagePage
 
 
 @attrs.frozen(kw_only=True)

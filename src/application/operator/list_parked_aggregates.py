@@ -6,11 +6,11 @@ from uuid import UUID
 
 import attrs
 
-from application.operator.event_ports import EventOperatorStore
-from application.operator.event_views import ParkedAggregate
-from application.operator.list_event_dead_letters import DEFAULT_LIMIT, check_page
-from application.operator.staff_actor import StaffActor
-from application.operator.views import KeysetPage
+from outbox.application.operator.event_ports import EventOperatorStore
+from outbox.application.operator.event_views import ParkedAggregate
+from outbox.application.operator.list_event_dead_letters import DEFAULT_LIMIT, check_page
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import KeysetPage
 
 
 @attrs.frozen(kw_only=True)

@@ -8,12 +8,12 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidField
-from domain.destinations import channel_of, normalize
-from domain.errors import InvalidDestination
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.application.errors import InvalidField
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.destinations import channel_of, normalize
+from outbox.domain.errors import InvalidDestination
+from outbox.domain.purposes import Purpose
 
 
 def destination_digest(destination: str) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import attrs
 
-from application.operator.ports import BacklogGauge
-from application.operator.views import Backlog
-from application.ports import Telemetry
+from outbox.application.operator.ports import BacklogGauge
+from outbox.application.operator.views import Backlog
+from outbox.application.ports import Telemetry
 
 
 @attrs.frozen(kw_only=True)

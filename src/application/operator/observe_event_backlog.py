@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import attrs
 
-from application.operator.event_ports import EventBacklogGauge
-from application.operator.event_views import OrganizationBacklog
-from application.ports import Telemetry
+from outbox.application.operator.event_ports import EventBacklogGauge
+from outbox.application.operator.event_views import OrganizationBacklog
+from outbox.application.ports import Telemetry
 
 GAUGES = (
     "outbox_tenant_events",

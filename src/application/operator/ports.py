@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 from uuid import UUID
 
-from application.operator.message_filters import MessageFilter
-from application.operator.staff_actor import StaffActor
-from application.operator.views import (
+from outbox.application.operator.message_filters import MessageFilter
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import (
     AttemptView,
     Backlog,
     CopyReceipt,

@@ -6,12 +6,12 @@ from uuid import UUID
 
 import attrs
 
-from application.operator.event_ports import EventOperatorStore
-from application.operator.event_repairs import check_reason, reported_repair
-from application.operator.event_views import RepairAction, RepairReceipt
-from application.operator.idempotency_keys import check_idempotency_key
-from application.operator.staff_actor import StaffActor
-from application.ports import Ids, Telemetry
+from outbox.application.operator.event_ports import EventOperatorStore
+from outbox.application.operator.event_repairs import check_reason, reported_repair
+from outbox.application.operator.event_views import RepairAction, RepairReceipt
+from outbox.application.operator.idempotency_keys import check_idempotency_key
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.ports import Ids, Telemetry
 
 
 @attrs.frozen(kw_only=True)

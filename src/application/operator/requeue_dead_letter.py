@@ -6,13 +6,13 @@ from uuid import UUID
 
 import attrs
 
-from application.operator.dead_letter_copies import reported_copy
-from application.operator.event_repairs import check_reason
-from application.operator.idempotency_keys import check_idempotency_key
-from application.operator.ports import OperatorStore
-from application.operator.staff_actor import StaffActor
-from application.operator.views import CopyReceipt
-from application.ports import Ids, Telemetry
+from outbox.application.operator.dead_letter_copies import reported_copy
+from outbox.application.operator.event_repairs import check_reason
+from outbox.application.operator.idempotency_keys import check_idempotency_key
+from outbox.application.operator.ports import OperatorStore
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import CopyReceipt
+from outbox.application.ports import Ids, Telemetry
 
 
 @attrs.frozen(kw_only=True)

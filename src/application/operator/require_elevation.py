@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity.elevations import is_elevated
-from application.identity.ports import IdentityTransactions
-from application.identity.principal import Principal
-from application.operator.errors import StepUpRequired
-from application.operator.staff_actor import StaffActor
-from application.ports import Clock
-from domain.identity.tokens import token_digest
+from outbox.application.identity.elevations import is_elevated
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.principal import Principal
+from outbox.application.operator.errors import StepUpRequired
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.ports import Clock
+from outbox.domain.identity.tokens import token_digest
 
 
 @attrs.frozen(kw_only=True)

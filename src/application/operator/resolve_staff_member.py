@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity.inputs import parse_email
-from application.operator.errors import StaffIdentityNotFound
-from application.operator.ports import OperatorStore
-from application.operator.staff_actor import StaffActor
+from outbox.application.identity.inputs import parse_email
+from outbox.application.operator.errors import StaffIdentityNotFound
+from outbox.application.operator.ports import OperatorStore
+from outbox.application.operator.staff_actor import StaffActor
 
 
 @attrs.frozen(kw_only=True)

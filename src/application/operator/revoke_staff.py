@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import attrs
 
-from application.identity.inputs import parse_email
-from application.operator.ports import OperatorStore
-from application.operator.views import StaffChange
-from application.ports import Telemetry
+from outbox.application.identity.inputs import parse_email
+from outbox.application.operator.ports import OperatorStore
+from outbox.application.operator.views import StaffChange
+from outbox.application.ports import Telemetry
 
 
 @attrs.frozen(kw_only=True)

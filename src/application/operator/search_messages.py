@@ -6,12 +6,12 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidField
-from application.operator.console_ports import StaffMessageSearch
-from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
-from application.operator.message_filters import MessageFilter, digest_of_destination
-from application.operator.staff_actor import StaffActor
-from application.operator.views import MessagePage
+from outbox.application.errors import InvalidField
+from outbox.application.operator.console_ports import StaffMessageSearch
+from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
+from outbox.application.operator.message_filters import MessageFilter, digest_of_destination
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import MessagePage
 
 
 @attrs.frozen(kw_only=True)

@@ -4,30 +4,30 @@ from __future__ import annotations
 
 import attrs
 
-from application.operator.change_suppression import ChangeSuppression
-from application.operator.grant_staff import GrantStaff
-from application.operator.list_dead_letters import ListDeadLetters
-from application.operator.list_event_dead_letters import ListEventDeadLetters
-from application.operator.list_event_types import ListEventTypes
-from application.operator.list_messages import ListMessages
-from application.operator.list_parked_aggregates import ListParkedAggregates
-from application.operator.list_suppressions import ListSuppressions
-from application.operator.observe_backlog import ObserveBacklog
-from application.operator.observe_event_backlog import ObserveEventBacklog
-from application.operator.reissue_dead_letter import ReissueDeadLetter
-from application.operator.release_parked_aggregate import ReleaseParkedAggregate
-from application.operator.republish_dead_event import RepublishDeadEvent
-from application.operator.requeue_dead_letter import RequeueDeadLetter
-from application.operator.require_elevation import RequireElevation
-from application.operator.resolve_staff_member import ResolveStaffMember
-from application.operator.revoke_staff import RevokeStaff
-from application.operator.show_backlog import ShowBacklog
-from application.operator.show_event import ShowEvent
-from application.operator.show_event_backlog import ShowEventBacklog
-from application.operator.show_message import ShowMessage
-from application.operator.show_receipts import ShowReceipts
-from application.outbox.observe_delivery_states import ObserveDeliveryStates
-from application.ports import Telemetry
+from outbox.application.delivery.observe_delivery_states import ObserveDeliveryStates
+from outbox.application.operator.change_suppression import ChangeSuppression
+from outbox.application.operator.grant_staff import GrantStaff
+from outbox.application.operator.list_dead_letters import ListDeadLetters
+from outbox.application.operator.list_event_dead_letters import ListEventDeadLetters
+from outbox.application.operator.list_event_types import ListEventTypes
+from outbox.application.operator.list_messages import ListMessages
+from outbox.application.operator.list_parked_aggregates import ListParkedAggregates
+from outbox.application.operator.list_suppressions import ListSuppressions
+from outbox.application.operator.observe_backlog import ObserveBacklog
+from outbox.application.operator.observe_event_backlog import ObserveEventBacklog
+from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
+from outbox.application.operator.release_parked_aggregate import ReleaseParkedAggregate
+from outbox.application.operator.republish_dead_event import RepublishDeadEvent
+from outbox.application.operator.requeue_dead_letter import RequeueDeadLetter
+from outbox.application.operator.require_elevation import RequireElevation
+from outbox.application.operator.resolve_staff_member import ResolveStaffMember
+from outbox.application.operator.revoke_staff import RevokeStaff
+from outbox.application.operator.show_backlog import ShowBacklog
+from outbox.application.operator.show_event import ShowEvent
+from outbox.application.operator.show_event_backlog import ShowEventBacklog
+from outbox.application.operator.show_message import ShowMessage
+from outbox.application.operator.show_receipts import ShowReceipts
+from outbox.application.ports import Telemetry
 
 
 @attrs.frozen(kw_only=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import attrs
 
-from application.operator.ports import OperatorStore
-from application.operator.staff_actor import StaffActor
-from application.operator.views import Backlog
+from outbox.application.operator.ports import OperatorStore
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import Backlog
 
 
 @attrs.frozen(kw_only=True)

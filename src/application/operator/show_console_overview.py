@@ -7,14 +7,14 @@ from collections.abc import Mapping
 
 import attrs
 
-from application.operator.console_ports import ConsoleReads, ProviderPauseStore
-from application.operator.console_views import ActivityMinute, ConsumerLag, ProviderPause
-from application.operator.event_ports import EventOperatorStore
-from application.operator.event_views import OrganizationBacklog
-from application.operator.ports import OperatorStore
-from application.operator.staff_actor import StaffActor
-from application.operator.views import Backlog
-from application.outbox.observe_delivery_states import DeliveryStateGauge
+from outbox.application.delivery.observe_delivery_states import DeliveryStateGauge
+from outbox.application.operator.console_ports import ConsoleReads, ProviderPauseStore
+from outbox.application.operator.console_views import ActivityMinute, ConsumerLag, ProviderPause
+from outbox.application.operator.event_ports import EventOperatorStore
+from outbox.application.operator.event_views import OrganizationBacklog
+from outbox.application.operator.ports import OperatorStore
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import Backlog
 
 HOUR = 60
 TOP_ORGANIZATIONS = 20

@@ -6,10 +6,10 @@ from uuid import UUID
 
 import attrs
 
-from application.operator.errors import EventNotFound
-from application.operator.event_ports import EventOperatorStore
-from application.operator.event_views import EventDetail
-from application.operator.staff_actor import StaffActor
+from outbox.application.operator.errors import EventNotFound
+from outbox.application.operator.event_ports import EventOperatorStore
+from outbox.application.operator.event_views import EventDetail
+from outbox.application.operator.staff_actor import StaffActor
 
 
 @attrs.frozen(kw_only=True)

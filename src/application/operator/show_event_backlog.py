@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 import attrs
 
-from application.errors import InvalidField
-from application.operator.event_ports import EventOperatorStore
-from application.operator.event_views import OrganizationBacklog
-from application.operator.staff_actor import StaffActor
+from outbox.application.errors import InvalidField
+from outbox.application.operator.event_ports import EventOperatorStore
+from outbox.application.operator.event_views import OrganizationBacklog
+from outbox.application.operator.staff_actor import StaffActor
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000

@@ -6,10 +6,10 @@ from uuid import UUID
 
 import attrs
 
-from application.operator.ports import MessageLog, OperatorStore
-from application.operator.staff_actor import StaffActor
-from application.operator.views import MessageDetail
-from application.outbox.errors import MessageNotFound
+from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.operator.ports import MessageLog, OperatorStore
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.views import MessageDetail
 
 
 @attrs.frozen(kw_only=True)

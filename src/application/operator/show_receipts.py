@@ -7,11 +7,11 @@ from uuid import UUID
 
 import attrs
 
-from application.operator.staff_actor import StaffActor
-from application.operator.suppression_ports import SuppressionStore
-from application.operator.suppression_views import ReceiptView
-from domain.outbox.delivery_states import DeliveryState, advance
-from domain.outbox.receipts import ReceiptEvent
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.suppression_ports import SuppressionStore
+from outbox.application.operator.suppression_views import ReceiptView
+from outbox.domain.delivery.delivery_states import DeliveryState, advance
+from outbox.domain.delivery.receipts import ReceiptEvent
 
 
 @attrs.frozen(kw_only=True)

@@ -10,9 +10,13 @@ from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
-from application.operator.staff_actor import StaffActor
-from application.operator.suppression_views import ReceiptView, SuppressionChange, SuppressionView
-from domain.channels import Channel
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.suppression_views import (
+    ReceiptView,
+    SuppressionChange,
+    SuppressionView,
+)
+from outbox.domain.channels import Channel
 
 
 class SuppressionStore(Protocol):

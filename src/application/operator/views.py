@@ -1,6 +1,6 @@
 """What operators see of the queue: backlog counts, dead-letter pages and one message's story.
 
-Destinations here are always masked (domain.destinations.mask, or its SQL twin); no view
+Destinations here are always masked (outbox.domain.destinations.mask, or its SQL twin); no view
 holds an envelope, a code or a code hash.
 """
 
@@ -14,10 +14,10 @@ from uuid import UUID
 
 import attrs
 
-from domain.channels import Channel
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.purposes import Purpose
 
 
 @attrs.frozen(kw_only=True)

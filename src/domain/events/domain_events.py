@@ -10,7 +10,7 @@ from uuid import UUID
 
 import attrs
 
-from domain.errors import DomainError
+from outbox.domain.errors import DomainError
 
 EVENT_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,39}\.[a-z][a-z0-9_]{0,79}$")
 AGGREGATE_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")

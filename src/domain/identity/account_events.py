@@ -18,12 +18,12 @@ from uuid import UUID
 
 import attrs
 
-from domain.channels import Channel
-from domain.destinations import mask
-from domain.errors import DomainError
-from domain.events.domain_events import NewDomainEvent
-from domain.identity.identities import LoginIdentifier
-from domain.identity.security_changes import SecurityChange
+from outbox.domain.channels import Channel
+from outbox.domain.destinations import mask
+from outbox.domain.errors import DomainError
+from outbox.domain.events.domain_events import NewDomainEvent
+from outbox.domain.identity.identities import LoginIdentifier
+from outbox.domain.identity.security_changes import SecurityChange
 
 PLATFORM_ORGANIZATION = UUID(int=0)
 AGGREGATE_TYPE = "identity"

@@ -8,9 +8,9 @@ from uuid import UUID
 
 import attrs
 
-from domain.channels import Channel
-from domain.identity.errors import ChallengeNotOpen
-from domain.purposes import Purpose
+from outbox.domain.channels import Channel
+from outbox.domain.identity.errors import ChallengeNotOpen
+from outbox.domain.purposes import Purpose
 
 
 class ChallengeState(enum.StrEnum):

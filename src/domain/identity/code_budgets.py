@@ -18,7 +18,7 @@ from uuid import UUID
 
 import attrs
 
-from domain.purposes import Purpose
+from outbox.domain.purposes import Purpose
 
 
 class Audience(enum.StrEnum):

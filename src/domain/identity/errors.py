@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from domain.errors import DomainError
+from outbox.domain.errors import DomainError
 
 
 class ChallengeNotOpen(DomainError):

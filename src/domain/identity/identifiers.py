@@ -1,6 +1,6 @@
 """Sign-in identifiers: an email address or an E.164 phone number, in canonical form.
 
-Caller input becomes one through ``application.identity.inputs.parse_identifier``, the one
+Caller input becomes one through ``outbox.application.identity.inputs.parse_identifier``, the one
 normalisation used for uniqueness, limits and delivery.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-from domain.channels import Channel
+from outbox.domain.channels import Channel
 
 
 @attrs.frozen

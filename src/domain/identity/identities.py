@@ -7,7 +7,7 @@ from uuid import UUID
 
 import attrs
 
-from domain.channels import Channel
+from outbox.domain.channels import Channel
 
 
 @attrs.frozen(kw_only=True)

@@ -8,7 +8,7 @@ from uuid import UUID
 
 import attrs
 
-from domain.identity.errors import TokenNotUsable
+from outbox.domain.identity.errors import TokenNotUsable
 
 
 class InvitationState(enum.StrEnum):

@@ -7,7 +7,7 @@ from uuid import UUID
 
 import attrs
 
-from domain.identity.errors import TokenNotUsable
+from outbox.domain.identity.errors import TokenNotUsable
 
 
 @attrs.frozen(kw_only=True)

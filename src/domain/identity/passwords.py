@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from domain.identity.errors import WeakPassword
+from outbox.domain.identity.errors import WeakPassword
 
 MIN_LENGTH = 8
 MAX_LENGTH = 256

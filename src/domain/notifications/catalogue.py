@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 
 import attrs
 
-from domain.channels import Channel
-from domain.errors import DomainError
+from outbox.domain.channels import Channel
+from outbox.domain.errors import DomainError
 
 CATEGORY_CODE = re.compile(r"^[a-z][a-z0-9_]{0,39}\.[a-z][a-z0-9_]{0,79}$")
 TEMPLATE_NAME = re.compile(r"^[a-z0-9_]{1,64}$")

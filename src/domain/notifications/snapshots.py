@@ -23,10 +23,10 @@ from uuid import UUID
 
 import attrs
 
-from domain.channels import Channel
-from domain.destinations import mask, normalize
-from domain.errors import DomainError
-from domain.notifications.catalogue import Category
+from outbox.domain.channels import Channel
+from outbox.domain.destinations import mask, normalize
+from outbox.domain.errors import DomainError
+from outbox.domain.notifications.catalogue import Category
 
 INTENT_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 VARIABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
-from domain.identity.challenges import Challenge, ChallengeState
-from domain.outbox.failures import FailureClass
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.identity.challenges import Challenge, ChallengeState
 
 
 class Refusal(enum.StrEnum):

@@ -8,39 +8,39 @@ from typing import TypedDict
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.identity_transactions import PostgresIdentityTransactions
-from adapters.postgres.rate_limiter import PostgresRateLimiter
-from adapters.postgres.readiness import PostgresReadinessProbe
-from application.check_readiness import CheckReadiness
-from application.identity.accept_invitation import AcceptInvitation
-from application.identity.authenticate_bearer import AuthenticateBearer
-from application.identity.challenge_answers import ChallengeAnswers
-from application.identity.challenge_issuer import ChallengeIssuer
-from application.identity.confirm_password_recovery import ConfirmPasswordRecovery
-from application.identity.confirm_sign_in_method import ConfirmSignInMethod
-from application.identity.confirm_sign_up import ConfirmSignUp
-from application.identity.confirm_step_up import ConfirmStepUp
-from application.identity.create_organization import CreateOrganization
-from application.identity.invite_member import InviteMember
-from application.identity.ports import IdentityTransactions
-from application.identity.redeem_magic_link import RedeemMagicLink
-from application.identity.request_limits import RequestLimits
-from application.identity.request_magic_link import RequestMagicLink
-from application.identity.request_password_recovery import RequestPasswordRecovery
-from application.identity.request_sign_in_method import RequestSignInMethod
-from application.identity.request_sign_up import RequestSignUp
-from application.identity.request_step_up import RequestStepUp
-from application.identity.revoke_invitation import RevokeInvitation
-from application.identity.revoke_sessions import RevokeSessions
-from application.identity.security_notices import SecurityNotices
-from application.identity.services import IdentityServices
-from application.identity.sign_in import SessionStarter, SignIn
-from application.identity.sign_out import SignOut
-from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
-from entrypoints.bootstrap.database import DatabaseAccess, readiness_role
-from entrypoints.bootstrap.parts import ProcessParts
-from entrypoints.settings.identity import IdentitySettings
-from entrypoints.settings.tree import Settings
+from outbox.adapters.postgres.identity_transactions import PostgresIdentityTransactions
+from outbox.adapters.postgres.rate_limiter import PostgresRateLimiter
+from outbox.adapters.postgres.readiness import PostgresReadinessProbe
+from outbox.application.check_readiness import CheckReadiness
+from outbox.application.identity.accept_invitation import AcceptInvitation
+from outbox.application.identity.authenticate_bearer import AuthenticateBearer
+from outbox.application.identity.challenge_answers import ChallengeAnswers
+from outbox.application.identity.challenge_issuer import ChallengeIssuer
+from outbox.application.identity.confirm_password_recovery import ConfirmPasswordRecovery
+from outbox.application.identity.confirm_sign_in_method import ConfirmSignInMethod
+from outbox.application.identity.confirm_sign_up import ConfirmSignUp
+from outbox.application.identity.confirm_step_up import ConfirmStepUp
+from outbox.application.identity.create_organization import CreateOrganization
+from outbox.application.identity.invite_member import InviteMember
+from outbox.application.identity.ports import IdentityTransactions
+from outbox.application.identity.redeem_magic_link import RedeemMagicLink
+from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.identity.request_magic_link import RequestMagicLink
+from outbox.application.identity.request_password_recovery import RequestPasswordRecovery
+from outbox.application.identity.request_sign_in_method import RequestSignInMethod
+from outbox.application.identity.request_sign_up import RequestSignUp
+from outbox.application.identity.request_step_up import RequestStepUp
+from outbox.application.identity.revoke_invitation import RevokeInvitation
+from outbox.application.identity.revoke_sessions import RevokeSessions
+from outbox.application.identity.security_notices import SecurityNotices
+from outbox.application.identity.services import IdentityServices
+from outbox.application.identity.sign_in import SessionStarter, SignIn
+from outbox.application.identity.sign_out import SignOut
+from outbox.application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
+from outbox.entrypoints.bootstrap.database import DatabaseAccess, readiness_role
+from outbox.entrypoints.bootstrap.parts import ProcessParts
+from outbox.entrypoints.settings.identity import IdentitySettings
+from outbox.entrypoints.settings.tree import Settings
 
 # --- The HTTP API and the reference Identity module ----------------------------------------
 # build_identity_services wires the identity use cases from already-open parts (tests pass

@@ -6,13 +6,13 @@ import ipaddress
 from collections.abc import Callable
 from datetime import datetime
 
-from application.identity.services import IdentityServices
-from application.operator.console_services import ConsoleServices
-from application.operator.services import OperatorServices
-from entrypoints.http.console.context import Console
-from entrypoints.http.console.sessions import ConsoleSessions
-from entrypoints.settings.reader import PREFIX, SettingsError
-from entrypoints.settings.tree import ConsoleSettings, Settings
+from outbox.application.identity.services import IdentityServices
+from outbox.application.operator.console_services import ConsoleServices
+from outbox.application.operator.services import OperatorServices
+from outbox.entrypoints.http.console.context import Console
+from outbox.entrypoints.http.console.sessions import ConsoleSessions
+from outbox.entrypoints.settings.reader import PREFIX, SettingsError
+from outbox.entrypoints.settings.tree import ConsoleSettings, Settings
 
 
 def is_loopback(host: str) -> bool:

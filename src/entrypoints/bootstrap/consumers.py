@@ -19,52 +19,52 @@ from datetime import timedelta
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.consumer_store import (
+from outbox.adapters.postgres.consumer_store import (
     PostgresConsumerAdmin,
     PostgresConsumerLag,
     PostgresConsumerStore,
 )
-from adapters.postgres.identity_transactions import PostgresUnitOfWork
-from adapters.postgres.notification_recipients import PostgresNotificationScope
-from adapters.postgres.pool import open_pool
-from adapters.postgres.work_listener import CONSUMERS_CHANNEL, WorkListener
-from adapters.system.clock import SystemClock
-from adapters.system.ids import Uuid7Ids
-from application.events.consumer_handlers import ConsumerHandler, ConsumerRegistry
-from application.events.consumer_ports import ConsumerAdmin, DeliveredEvent
-from application.events.observe_consumer_lag import ObserveConsumerLag
-from application.events.process_deliveries import ProcessDeliveries, ProcessingResult
-from application.identity.account_notification_consumer import (
+from outbox.adapters.postgres.identity_transactions import PostgresUnitOfWork
+from outbox.adapters.postgres.notification_recipients import PostgresNotificationScope
+from outbox.adapters.postgres.pool import open_pool
+from outbox.adapters.postgres.work_listener import CONSUMERS_CHANNEL, WorkListener
+from outbox.adapters.system.clock import SystemClock
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.application.events.consumer_handlers import ConsumerHandler, ConsumerRegistry
+from outbox.application.events.consumer_ports import ConsumerAdmin, DeliveredEvent
+from outbox.application.events.observe_consumer_lag import ObserveConsumerLag
+from outbox.application.events.process_deliveries import ProcessDeliveries, ProcessingResult
+from outbox.application.identity.account_notification_consumer import (
     CONSUMER as ACCOUNT_NOTIFICATIONS_CONSUMER,
 )
-from application.identity.account_notification_consumer import (
+from outbox.application.identity.account_notification_consumer import (
     EVENT_TYPES as ACCOUNT_NOTIFICATION_EVENT_TYPES,
 )
-from application.identity.account_notification_consumer import (
+from outbox.application.identity.account_notification_consumer import (
     VERSIONS as ACCOUNT_NOTIFICATION_VERSIONS,
 )
-from application.identity.account_notification_consumer import SendAccountNotifications
-from application.identity.security_notice_consumer import CONSUMER as NOTICES_CONSUMER
-from application.identity.security_notice_consumer import EVENT_TYPES as NOTICE_EVENT_TYPES
-from application.identity.security_notice_consumer import VERSIONS as NOTICE_VERSIONS
-from application.identity.security_notice_consumer import SendSecurityNotices
-from application.identity.security_notices import SecurityNotices
-from application.notifications.request_notification import RequestNotification
-from application.ports import Clock, Ids, Telemetry
-from domain.notifications.catalogue import CATALOGUE
-from domain.outbox.retry_policy import RetryPolicy
-from entrypoints.bootstrap.database import (
+from outbox.application.identity.account_notification_consumer import SendAccountNotifications
+from outbox.application.identity.security_notice_consumer import CONSUMER as NOTICES_CONSUMER
+from outbox.application.identity.security_notice_consumer import EVENT_TYPES as NOTICE_EVENT_TYPES
+from outbox.application.identity.security_notice_consumer import VERSIONS as NOTICE_VERSIONS
+from outbox.application.identity.security_notice_consumer import SendSecurityNotices
+from outbox.application.identity.security_notices import SecurityNotices
+from outbox.application.notifications.request_notification import RequestNotification
+from outbox.application.ports import Clock, Ids, Telemetry
+from outbox.domain.delivery.retry_policy import RetryPolicy
+from outbox.domain.notifications.catalogue import CATALOGUE
+from outbox.entrypoints.bootstrap.database import (
     IDENTITY_ROLE,
     DatabaseAccess,
     api_role,
     database_pool,
     resolve_database_url,
 )
-from entrypoints.bootstrap.parts import ProcessParts, build_process_parts
-from entrypoints.bootstrap.worker import worker_owner
-from entrypoints.settings.tree import Settings
-from entrypoints.worker.consumer_loop import ConsumerLoop
-from entrypoints.worker.schedule import Every
+from outbox.entrypoints.bootstrap.parts import ProcessParts, build_process_parts
+from outbox.entrypoints.bootstrap.worker import worker_owner
+from outbox.entrypoints.settings.tree import Settings
+from outbox.entrypoints.worker.consumer_loop import ConsumerLoop
+from outbox.entrypoints.worker.schedule import Every
 
 DEFAULT_BATCH_SIZE = 50
 DEFAULT_CONCURRENCY = 4

@@ -12,13 +12,13 @@ import structlog
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.embedded import EmbeddedPostgres
-from adapters.postgres.pool import open_pool
-from adapters.postgres.readiness import diagnose
-from adapters.postgres.role_check import inspect_role
-from application.errors import RoleMissing, StoreUnavailable
-from entrypoints.bootstrap.database_roles import enforce, judge_role
-from entrypoints.settings.tree import Settings
+from outbox.adapters.postgres.embedded import EmbeddedPostgres
+from outbox.adapters.postgres.pool import open_pool
+from outbox.adapters.postgres.readiness import diagnose
+from outbox.adapters.postgres.role_check import inspect_role
+from outbox.application.errors import RoleMissing, StoreUnavailable
+from outbox.entrypoints.bootstrap.database_roles import enforce, judge_role
+from outbox.entrypoints.settings.tree import Settings
 
 # The NOLOGIN group roles, one per job (0009_roles_by_job.sql; docs/sql-api.md, "Roles").
 OWNER_ROLE = "outbox_owner"  # owns every object; the database operator's login is a member

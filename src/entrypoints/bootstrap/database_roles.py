@@ -13,7 +13,7 @@ from __future__ import annotations
 import attrs
 import structlog
 
-from adapters.postgres.role_check import RoleReport
+from outbox.adapters.postgres.role_check import RoleReport
 
 # How many function names a message lists before it says how many more there are.
 NAMED = 3

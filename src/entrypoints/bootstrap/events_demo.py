@@ -10,16 +10,16 @@ from uuid import UUID
 
 import attrs
 
-from adapters.postgres.demo_producer import (
+from outbox.adapters.postgres.demo_producer import (
     DEMO_EVENT_TYPE,
     DEMO_MODULE,
     DEMO_PRODUCER_ROLE,
     append_as_demo_producer,
     onboard_demo_module,
 )
-from domain.events.domain_events import NewDomainEvent
-from entrypoints.bootstrap.database import DatabaseAccess, database_pool
-from entrypoints.settings.tree import Settings
+from outbox.domain.events.domain_events import NewDomainEvent
+from outbox.entrypoints.bootstrap.database import DatabaseAccess, database_pool
+from outbox.entrypoints.settings.tree import Settings
 
 AGGREGATES_PER_ORGANIZATION = 3
 

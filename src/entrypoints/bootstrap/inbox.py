@@ -16,19 +16,19 @@ from datetime import timedelta
 
 import attrs
 
-from adapters.nats.inbox_source import JetStreamInboxSource
-from adapters.postgres.inbox_store import PostgresInboxStore
-from adapters.postgres.pool import open_pool
-from application.events.inbox_ports import InboxHandle
-from application.events.receive_inbox_events import (
+from outbox.adapters.nats.inbox_source import JetStreamInboxSource
+from outbox.adapters.postgres.inbox_store import PostgresInboxStore
+from outbox.adapters.postgres.pool import open_pool
+from outbox.application.events.inbox_ports import InboxHandle
+from outbox.application.events.receive_inbox_events import (
     DEFAULT_BACKOFF,
     InboxResult,
     ReceiveInboxEvents,
 )
-from application.ports import Telemetry
-from entrypoints.bootstrap.parts import build_process_parts
-from entrypoints.bootstrap.relay import RelayNotConfigured, nats_options
-from entrypoints.settings.tree import Settings
+from outbox.application.ports import Telemetry
+from outbox.entrypoints.bootstrap.parts import build_process_parts
+from outbox.entrypoints.bootstrap.relay import RelayNotConfigured, nats_options
+from outbox.entrypoints.settings.tree import Settings
 
 INBOX_ROLE = "inbox_consumer"
 CONSUMER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")

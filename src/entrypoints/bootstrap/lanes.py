@@ -16,41 +16,41 @@ from typing import Any
 
 import attrs
 
-from adapters.postgres.event_outbox_store import PostgresEventOutboxStore
-from adapters.postgres.readiness import PostgresReadinessProbe
-from adapters.postgres.work_listener import CONSUMERS_CHANNEL, EVENTS_CHANNEL, WorkListener
-from application.errors import InvalidRequest, PermissionDenied
-from application.events.consumer_handlers import ConsumerRegistry
-from application.events.ports import PublicationTarget
-from application.events.process_deliveries import ProcessDeliveries, ProcessingResult
-from application.events.publish_due_events import PublicationResult, PublishDueEvents
-from application.events.purge_retained_events import PurgeRetainedEvents
-from application.outbox.dispatch_due_messages import DispatchResult
-from application.outbox.ports import DeliveryProvider
-from application.ports import ReadinessProbe, ReadinessReport, Telemetry
-from domain.channels import Channel
-from domain.outbox.retention import RetentionPolicy
-from domain.outbox.retry_policy import DEFAULT_JITTER, RetryPolicy
-from entrypoints.bootstrap.consumers import (
+from outbox.adapters.postgres.event_outbox_store import PostgresEventOutboxStore
+from outbox.adapters.postgres.readiness import PostgresReadinessProbe
+from outbox.adapters.postgres.work_listener import CONSUMERS_CHANNEL, EVENTS_CHANNEL, WorkListener
+from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.delivery.ports import DeliveryProvider
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.events.consumer_handlers import ConsumerRegistry
+from outbox.application.events.ports import PublicationTarget
+from outbox.application.events.process_deliveries import ProcessDeliveries, ProcessingResult
+from outbox.application.events.publish_due_events import PublicationResult, PublishDueEvents
+from outbox.application.events.purge_retained_events import PurgeRetainedEvents
+from outbox.application.ports import ReadinessProbe, ReadinessReport, Telemetry
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.retention import RetentionPolicy
+from outbox.domain.delivery.retry_policy import DEFAULT_JITTER, RetryPolicy
+from outbox.entrypoints.bootstrap.consumers import (
     consumer_pool,
     consumer_role,
     consumer_runner,
     shipped_consumers,
 )
-from entrypoints.bootstrap.database import (
+from outbox.entrypoints.bootstrap.database import (
     DatabaseAccess,
     database_pool,
     readiness_role,
     resolve_database_url,
     resolve_worker_database_url,
 )
-from entrypoints.bootstrap.parts import ProcessParts
-from entrypoints.bootstrap.relay import relay_targets
-from entrypoints.bootstrap.worker import sweep_schedule, worker_services
-from entrypoints.settings.lanes import CONSUMERS, EVENTS, SECURITY, LaneSettings
-from entrypoints.settings.tree import Settings
-from entrypoints.worker.loop import WorkerLoop
-from entrypoints.worker.schedule import Every
+from outbox.entrypoints.bootstrap.parts import ProcessParts
+from outbox.entrypoints.bootstrap.relay import relay_targets
+from outbox.entrypoints.bootstrap.worker import sweep_schedule, worker_services
+from outbox.entrypoints.settings.lanes import CONSUMERS, EVENTS, SECURITY, LaneSettings
+from outbox.entrypoints.settings.tree import Settings
+from outbox.entrypoints.worker.loop import WorkerLoop
+from outbox.entrypoints.worker.schedule import Every
 
 
 @attrs.frozen(kw_only=True)

@@ -8,16 +8,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import attrs
 
-from adapters.postgres.notification_recipients import PostgresNotificationScope
-from adapters.postgres.notification_store import PostgresConsent, PostgresNotificationReader
-from adapters.system.ids import Uuid7Ids
-from application.notifications.change_consent import ChangeConsent
-from application.notifications.ports import NotificationReader, TakenSnapshot
-from application.notifications.request_notification import RequestNotification
-from domain.notifications.catalogue import CATALOGUE
-from domain.notifications.snapshots import Intent
-from entrypoints.bootstrap.database import DatabaseAccess, database_pool
-from entrypoints.settings.tree import Settings
+from outbox.adapters.postgres.notification_recipients import PostgresNotificationScope
+from outbox.adapters.postgres.notification_store import PostgresConsent, PostgresNotificationReader
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.application.notifications.change_consent import ChangeConsent
+from outbox.application.notifications.ports import NotificationReader, TakenSnapshot
+from outbox.application.notifications.request_notification import RequestNotification
+from outbox.domain.notifications.catalogue import CATALOGUE
+from outbox.domain.notifications.snapshots import Intent
+from outbox.entrypoints.bootstrap.database import DatabaseAccess, database_pool
+from outbox.entrypoints.settings.tree import Settings
 
 
 @attrs.frozen(kw_only=True)

@@ -8,51 +8,51 @@ from collections.abc import AsyncIterator
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.console_store import PostgresConsoleStore
-from adapters.postgres.event_operator_store import (
+from outbox.adapters.postgres.console_store import PostgresConsoleStore
+from outbox.adapters.postgres.event_operator_store import (
     PostgresEventBacklogGauge,
     PostgresEventCatalog,
     PostgresEventOperatorStore,
 )
-from adapters.postgres.identity_transactions import PostgresIdentityTransactions
-from adapters.postgres.message_log import PostgresMessageLog
-from adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
-from adapters.postgres.receipt_store import PostgresReceiptStore, PostgresSuppressionStore
-from application.identity.challenge_issuer import ChallengeIssuer
-from application.operator.change_suppression import ChangeSuppression
-from application.operator.console_services import ConsoleServices
-from application.operator.grant_staff import GrantStaff
-from application.operator.list_dead_letters import ListDeadLetters
-from application.operator.list_event_dead_letters import ListEventDeadLetters
-from application.operator.list_event_types import ListEventTypes
-from application.operator.list_messages import ListMessages
-from application.operator.list_parked_aggregates import ListParkedAggregates
-from application.operator.list_suppressions import ListSuppressions
-from application.operator.observe_backlog import ObserveBacklog
-from application.operator.observe_event_backlog import ObserveEventBacklog
-from application.operator.pause_provider import PauseProvider, ResumeProvider
-from application.operator.reissue_dead_letter import ReissueDeadLetter
-from application.operator.release_parked_aggregate import ReleaseParkedAggregate
-from application.operator.repair_matching_messages import RepairMatchingMessages
-from application.operator.republish_dead_event import RepublishDeadEvent
-from application.operator.requeue_dead_letter import RequeueDeadLetter
-from application.operator.require_elevation import RequireElevation
-from application.operator.resolve_staff_member import ResolveStaffMember
-from application.operator.revoke_staff import RevokeStaff
-from application.operator.search_messages import SearchMessages
-from application.operator.services import EventOperatorServices, OperatorServices
-from application.operator.show_backlog import ShowBacklog
-from application.operator.show_console_overview import ShowConsoleOverview
-from application.operator.show_event import ShowEvent
-from application.operator.show_event_backlog import ShowEventBacklog
-from application.operator.show_message import ShowMessage
-from application.operator.show_receipts import ShowReceipts
-from application.outbox.observe_delivery_states import ObserveDeliveryStates
-from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
-from domain.identity.challenges import ChallengePolicy
-from entrypoints.bootstrap.database import DatabaseAccess, database_pool
-from entrypoints.bootstrap.parts import ProcessParts, build_process_parts
-from entrypoints.settings.tree import Settings
+from outbox.adapters.postgres.identity_transactions import PostgresIdentityTransactions
+from outbox.adapters.postgres.message_log import PostgresMessageLog
+from outbox.adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
+from outbox.adapters.postgres.receipt_store import PostgresReceiptStore, PostgresSuppressionStore
+from outbox.application.delivery.observe_delivery_states import ObserveDeliveryStates
+from outbox.application.identity.challenge_issuer import ChallengeIssuer
+from outbox.application.operator.change_suppression import ChangeSuppression
+from outbox.application.operator.console_services import ConsoleServices
+from outbox.application.operator.grant_staff import GrantStaff
+from outbox.application.operator.list_dead_letters import ListDeadLetters
+from outbox.application.operator.list_event_dead_letters import ListEventDeadLetters
+from outbox.application.operator.list_event_types import ListEventTypes
+from outbox.application.operator.list_messages import ListMessages
+from outbox.application.operator.list_parked_aggregates import ListParkedAggregates
+from outbox.application.operator.list_suppressions import ListSuppressions
+from outbox.application.operator.observe_backlog import ObserveBacklog
+from outbox.application.operator.observe_event_backlog import ObserveEventBacklog
+from outbox.application.operator.pause_provider import PauseProvider, ResumeProvider
+from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
+from outbox.application.operator.release_parked_aggregate import ReleaseParkedAggregate
+from outbox.application.operator.repair_matching_messages import RepairMatchingMessages
+from outbox.application.operator.republish_dead_event import RepublishDeadEvent
+from outbox.application.operator.requeue_dead_letter import RequeueDeadLetter
+from outbox.application.operator.require_elevation import RequireElevation
+from outbox.application.operator.resolve_staff_member import ResolveStaffMember
+from outbox.application.operator.revoke_staff import RevokeStaff
+from outbox.application.operator.search_messages import SearchMessages
+from outbox.application.operator.services import EventOperatorServices, OperatorServices
+from outbox.application.operator.show_backlog import ShowBacklog
+from outbox.application.operator.show_console_overview import ShowConsoleOverview
+from outbox.application.operator.show_event import ShowEvent
+from outbox.application.operator.show_event_backlog import ShowEventBacklog
+from outbox.application.operator.show_message import ShowMessage
+from outbox.application.operator.show_receipts import ShowReceipts
+from outbox.application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
+from outbox.domain.identity.challenges import ChallengePolicy
+from outbox.entrypoints.bootstrap.database import DatabaseAccess, database_pool
+from outbox.entrypoints.bootstrap.parts import ProcessParts, build_process_parts
+from outbox.entrypoints.settings.tree import Settings
 
 # --- Operator surfaces (staff HTTP routes and outboxctl) ------------------------------------
 # build_operator_services wires the operator use cases over one pool. On the API pool (role

@@ -16,21 +16,21 @@ from uuid import UUID
 import attrs
 from prometheus_client import CollectorRegistry
 
-from adapters.crypto.hashing import Argon2idHasher
-from adapters.system.clock import SystemClock
-from adapters.system.ids import Uuid7Ids
-from adapters.system.secrets import SystemSecrets
-from adapters.telemetry.tracing import (
+from outbox.adapters.crypto.hashing import Argon2idHasher
+from outbox.adapters.system.clock import SystemClock
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.adapters.system.secrets import SystemSecrets
+from outbox.adapters.telemetry.tracing import (
     Tracing,
     start_tracing,
     tracing_installed,
     tracing_requested,
 )
-from application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
-from domain.purposes import Purpose
-from entrypoints.bootstrap.seal_keys import load_sealer
-from entrypoints.observability import build_telemetry, new_registry
-from entrypoints.settings.tree import Settings
+from outbox.application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
+from outbox.domain.purposes import Purpose
+from outbox.entrypoints.bootstrap.seal_keys import load_sealer
+from outbox.entrypoints.observability import build_telemetry, new_registry
+from outbox.entrypoints.settings.tree import Settings
 
 
 @attrs.frozen(kw_only=True)
@@ -90,7 +90,7 @@ def build_process_parts(
             events.event(
                 "tracing.unavailable",
                 level="warning",
-                detail="OTEL_* variables ask for traces; install the otel extra: outbox[otel]",
+                detail="OTEL_* variables ask for traces; install the otel extra: pg-outbox[otel]",
             )
     return ProcessParts(
         clock=SystemClock(),

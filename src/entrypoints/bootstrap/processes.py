@@ -13,33 +13,33 @@ from collections.abc import Callable
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.migrations import apply_migrations
-from adapters.postgres.readiness import PostgresReadinessProbe
-from application.check_readiness import CheckReadiness
-from entrypoints.bootstrap.api import api_identity_services
-from entrypoints.bootstrap.console import build_console, check_console_exposure
-from entrypoints.bootstrap.database import (
+from outbox.adapters.postgres.migrator import apply_migrations
+from outbox.adapters.postgres.readiness import PostgresReadinessProbe
+from outbox.application.check_readiness import CheckReadiness
+from outbox.entrypoints.bootstrap.api import api_identity_services
+from outbox.entrypoints.bootstrap.console import build_console, check_console_exposure
+from outbox.entrypoints.bootstrap.database import (
     DatabaseAccess,
     database_pool,
     readiness_role,
     resolve_database_url,
 )
-from entrypoints.bootstrap.lanes import LaneRequest, open_lanes
-from entrypoints.bootstrap.operator import build_console_services, staff_operator_services
-from entrypoints.bootstrap.parts import (
+from outbox.entrypoints.bootstrap.lanes import LaneRequest, open_lanes
+from outbox.entrypoints.bootstrap.operator import build_console_services, staff_operator_services
+from outbox.entrypoints.bootstrap.parts import (
     ProcessParts,
     build_process_parts,
     http_middleware,
     stop_tracing,
 )
-from entrypoints.bootstrap.webhooks import bind_webhook_socket, webhook_listener
-from entrypoints.bootstrap.worker import worker_owner
-from entrypoints.http.app import create_admin_app, create_app
-from entrypoints.http.server import Listener, ServerOptions, bind, serve
-from entrypoints.settings.reader import PREFIX, SettingsError
-from entrypoints.settings.tree import Settings
-from entrypoints.worker.loop import BatchResult
-from entrypoints.worker.process import run_worker_process
+from outbox.entrypoints.bootstrap.webhooks import bind_webhook_socket, webhook_listener
+from outbox.entrypoints.bootstrap.worker import worker_owner
+from outbox.entrypoints.http.app import create_admin_app, create_app
+from outbox.entrypoints.http.server import Listener, ServerOptions, bind, serve
+from outbox.entrypoints.settings.reader import PREFIX, SettingsError
+from outbox.entrypoints.settings.tree import Settings
+from outbox.entrypoints.worker.loop import BatchResult
+from outbox.entrypoints.worker.process import run_worker_process
 
 # --- outboxctl up: the all-in-one development stack -----------------------------------------
 

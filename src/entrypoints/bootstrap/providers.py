@@ -7,18 +7,18 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Protocol, TextIO
 
-from adapters.providers.brevo.provider import BrevoProvider
-from adapters.providers.console.provider import ConsoleProvider
-from adapters.providers.rate_limit import LeakyBucketRateLimit
-from adapters.providers.ses.provider import SesProvider, ses_client
-from adapters.providers.smtp.provider import SmtpProvider
-from adapters.providers.wasender.provider import WasenderProvider
-from application.outbox.ports import DeliveryProvider
-from application.ports import Clock
-from domain.channels import Channel
-from entrypoints.settings.providers import ProviderSettings
-from entrypoints.settings.reader import PREFIX, SettingsError
-from entrypoints.settings.tree import Settings
+from outbox.adapters.providers.brevo.provider import BrevoProvider
+from outbox.adapters.providers.console.provider import ConsoleProvider
+from outbox.adapters.providers.rate_limit import LeakyBucketRateLimit
+from outbox.adapters.providers.ses.provider import SesProvider, ses_client
+from outbox.adapters.providers.smtp.provider import SmtpProvider
+from outbox.adapters.providers.wasender.provider import WasenderProvider
+from outbox.application.delivery.ports import DeliveryProvider
+from outbox.application.ports import Clock
+from outbox.domain.channels import Channel
+from outbox.entrypoints.settings.providers import ProviderSettings
+from outbox.entrypoints.settings.reader import PREFIX, SettingsError
+from outbox.entrypoints.settings.tree import Settings
 
 
 class ClosableProvider(DeliveryProvider, Protocol):

@@ -11,13 +11,13 @@ from collections.abc import AsyncIterator, Sequence
 
 import nats.errors as nats_errors
 
-from adapters.nats.connection import NatsOptions, close_quietly, connect
-from adapters.nats.jetstream_target import JetStreamTarget
-from adapters.nats.streams import StreamReport, StreamSpec, ensure_stream
-from application.events.ports import PublicationTarget
-from application.ports import Telemetry
-from entrypoints.settings.nats import NatsSettings
-from entrypoints.settings.tree import Settings
+from outbox.adapters.nats.connection import NatsOptions, close_quietly, connect
+from outbox.adapters.nats.jetstream_target import JetStreamTarget
+from outbox.adapters.nats.streams import StreamReport, StreamSpec, ensure_stream
+from outbox.application.events.ports import PublicationTarget
+from outbox.application.ports import Telemetry
+from outbox.entrypoints.settings.nats import NatsSettings
+from outbox.entrypoints.settings.tree import Settings
 
 
 def nats_options(nats: NatsSettings, *, name: str) -> NatsOptions:

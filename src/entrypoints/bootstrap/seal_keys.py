@@ -10,8 +10,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import (
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import (
     Keyring,
     KeyringError,
     generate_key,
@@ -19,9 +19,9 @@ from adapters.crypto.keyring import (
     new_key_id,
     parse_keyring,
 )
-from application.ports import Sealer
-from entrypoints.settings.reader import PREFIX, SettingsError
-from entrypoints.settings.tree import Settings
+from outbox.application.ports import Sealer
+from outbox.entrypoints.settings.reader import PREFIX, SettingsError
+from outbox.entrypoints.settings.tree import Settings
 
 SEAL_KEYS = PREFIX + "SEAL_KEYS"
 SEAL_KEYS_FILE = PREFIX + "SEAL_KEYS_FILE"

@@ -9,14 +9,14 @@ from collections.abc import AsyncIterator
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.receipt_store import PostgresReceiptStore
-from adapters.webhooks.sns import SnsPolicy, SnsVerifier
-from application.outbox.record_receipts import RecordReceipts
-from entrypoints.bootstrap.parts import ProcessParts
-from entrypoints.http.server import Listener, bind
-from entrypoints.http.webhooks import WebhookServices, create_webhook_app
-from entrypoints.settings.reader import PREFIX, SettingsError
-from entrypoints.settings.tree import Settings
+from outbox.adapters.postgres.receipt_store import PostgresReceiptStore
+from outbox.adapters.webhooks.sns import SnsPolicy, SnsVerifier
+from outbox.application.delivery.record_receipts import RecordReceipts
+from outbox.entrypoints.bootstrap.parts import ProcessParts
+from outbox.entrypoints.http.server import Listener, bind
+from outbox.entrypoints.http.webhooks import WebhookServices, create_webhook_app
+from outbox.entrypoints.settings.reader import PREFIX, SettingsError
+from outbox.entrypoints.settings.tree import Settings
 
 
 def bind_webhook_socket(settings: Settings) -> socket.socket:

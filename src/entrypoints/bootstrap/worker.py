@@ -12,33 +12,37 @@ from collections.abc import AsyncIterator, Callable, Mapping
 import attrs
 from prometheus_client import CollectorRegistry
 
-from adapters.postgres.console_store import PostgresPausedProviders
-from adapters.postgres.dispatch_store import PostgresDispatchStore
-from adapters.postgres.readiness import PostgresReadinessProbe
-from adapters.postgres.work_listener import WorkListener
-from adapters.templates.renderer import JinjaRenderer
-from application.outbox.dispatch_due_messages import DispatchDueMessages
-from application.outbox.links import LinkBases
-from application.outbox.ports import DeliveryProvider, DispatchStore
-from application.outbox.provider_breaker import ProviderBreaker
-from application.outbox.provider_pauses import ProviderPauseBoard
-from application.outbox.purge_retained_messages import PurgeRetainedMessages
-from application.outbox.sweep_expired_messages import SweepExpiredMessages
-from application.ports import ReadinessProbe, Telemetry
-from domain.channels import Channel
-from domain.outbox.retention import RetentionPolicy
-from domain.outbox.retry_policy import DEFAULT_JITTER, RetryPolicy
-from entrypoints.bootstrap.database import (
+from outbox.adapters.postgres.console_store import PostgresPausedProviders
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.adapters.postgres.readiness import PostgresReadinessProbe
+from outbox.adapters.postgres.work_listener import WorkListener
+from outbox.adapters.templates.renderer import JinjaRenderer
+from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages
+from outbox.application.delivery.links import LinkBases
+from outbox.application.delivery.ports import DeliveryProvider, DispatchStore
+from outbox.application.delivery.provider_breaker import ProviderBreaker
+from outbox.application.delivery.provider_pauses import ProviderPauseBoard
+from outbox.application.delivery.purge_retained_messages import PurgeRetainedMessages
+from outbox.application.delivery.sweep_expired_messages import SweepExpiredMessages
+from outbox.application.ports import ReadinessProbe, Telemetry
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.retention import RetentionPolicy
+from outbox.domain.delivery.retry_policy import DEFAULT_JITTER, RetryPolicy
+from outbox.entrypoints.bootstrap.database import (
     DatabaseAccess,
     database_pool,
     readiness_role,
     resolve_worker_database_url,
 )
-from entrypoints.bootstrap.parts import ProcessParts, build_process_parts, stop_tracing
-from entrypoints.bootstrap.providers import build_providers, build_rate_limits, close_providers
-from entrypoints.settings.lanes import SECURITY
-from entrypoints.settings.tree import Settings
-from entrypoints.worker.schedule import Every
+from outbox.entrypoints.bootstrap.parts import ProcessParts, build_process_parts, stop_tracing
+from outbox.entrypoints.bootstrap.providers import (
+    build_providers,
+    build_rate_limits,
+    close_providers,
+)
+from outbox.entrypoints.settings.lanes import SECURITY
+from outbox.entrypoints.settings.tree import Settings
+from outbox.entrypoints.worker.schedule import Every
 
 
 @attrs.frozen(kw_only=True)

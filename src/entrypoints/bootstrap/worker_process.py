@@ -9,18 +9,18 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 from prometheus_client import CollectorRegistry
 
-from application.events.consumer_handlers import ConsumerRegistry
-from application.events.ports import PublicationTarget
-from entrypoints.bootstrap.consumers import consumer_lag_gauges
-from entrypoints.bootstrap.lanes import Lane, LaneRequest, open_lanes
-from entrypoints.bootstrap.parts import build_process_parts, stop_tracing
-from entrypoints.bootstrap.worker import worker_owner
-from entrypoints.observability import MetricsServer, serve_metrics
-from entrypoints.settings.lanes import LANES, SECURITY
-from entrypoints.settings.tree import Settings
-from entrypoints.worker.health import WorkerReadiness
-from entrypoints.worker.loop import BatchResult
-from entrypoints.worker.process import run_worker_process
+from outbox.application.events.consumer_handlers import ConsumerRegistry
+from outbox.application.events.ports import PublicationTarget
+from outbox.entrypoints.bootstrap.consumers import consumer_lag_gauges
+from outbox.entrypoints.bootstrap.lanes import Lane, LaneRequest, open_lanes
+from outbox.entrypoints.bootstrap.parts import build_process_parts, stop_tracing
+from outbox.entrypoints.bootstrap.worker import worker_owner
+from outbox.entrypoints.observability import MetricsServer, serve_metrics
+from outbox.entrypoints.settings.lanes import LANES, SECURITY
+from outbox.entrypoints.settings.tree import Settings
+from outbox.entrypoints.worker.health import WorkerReadiness
+from outbox.entrypoints.worker.loop import BatchResult
+from outbox.entrypoints.worker.process import run_worker_process
 
 
 async def run_worker(

@@ -9,9 +9,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from adapters.telemetry.reporter import StructlogPrometheusTelemetry
-from entrypoints.settings.tree import Settings
-from entrypoints.worker.supervisor import Supervisor, summed
+from outbox.adapters.telemetry.reporter import StructlogPrometheusTelemetry
+from outbox.entrypoints.settings.tree import Settings
+from outbox.entrypoints.worker.supervisor import Supervisor, summed
 
 
 def supervise_workers(
@@ -31,7 +31,7 @@ def supervise_workers(
         return env
 
     supervisor = Supervisor(
-        command=[sys.executable, "-m", "entrypoints.cli", "worker", *options],
+        command=[sys.executable, "-m", "outbox.entrypoints.cli", "worker", *options],
         processes=processes,
         drain=drain,
         env_for=env_for,

@@ -1,7 +1,7 @@
-"""``python -m entrypoints.cli``: ``outboxctl`` itself (the worker supervisor starts so)."""
+"""``python -m outbox.entrypoints.cli``: ``outboxctl`` itself (the worker supervisor starts so)."""
 
 from __future__ import annotations
 
-from entrypoints.cli.app import main
+from outbox.entrypoints.cli.app import main
 
 main()

@@ -9,23 +9,26 @@ from typing import Annotated
 import structlog
 import typer
 
-from entrypoints.cli.backlog import backlog
-from entrypoints.cli.consumers import consume, consumers_app
-from entrypoints.cli.db import db_app
-from entrypoints.cli.dead_letters import dead_letters_app
-from entrypoints.cli.events import events_app
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.inbox import inbox_app
-from entrypoints.cli.keys import keys_app
-from entrypoints.cli.messages import messages_app
-from entrypoints.cli.nats import nats_app
-from entrypoints.cli.notifications import notifications_app
-from entrypoints.cli.serve import serve
-from entrypoints.cli.staff import staff_app
-from entrypoints.cli.suppressions import suppressions_app
-from entrypoints.cli.up import up
-from entrypoints.cli.worker import sweep, worker
-from entrypoints.observability import log_format
+from outbox.entrypoints.cli.backlog import backlog
+from outbox.entrypoints.cli.consumers import consume, consumers_app
+from outbox.entrypoints.cli.db import db_app
+from outbox.entrypoints.cli.dead_letters import dead_letters_app
+from outbox.entrypoints.cli.events import events_app
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.inbox import inbox_app
+from outbox.entrypoints.cli.keys import keys_app
+from outbox.entrypoints.cli.messages import messages_app
+from outbox.entrypoints.cli.nats import nats_app
+from outbox.entrypoints.cli.notifications import notifications_app
+from outbox.entrypoints.cli.serve import serve
+from outbox.entrypoints.cli.staff import staff_app
+from outbox.entrypoints.cli.suppressions import suppressions_app
+from outbox.entrypoints.cli.up import up
+from outbox.entrypoints.cli.worker import sweep, worker
+from outbox.entrypoints.observability import log_format
+
+# The distribution's name on the package index (the import root is ``outbox``).
+DISTRIBUTION = "pg-outbox"
 
 app = typer.Typer(
     name="outboxctl",
@@ -58,7 +61,7 @@ def _print_version(requested: bool) -> None:
     """Print ``outboxctl <version>`` and stop, before any command runs."""
     if requested:
         # The installed distribution's metadata, so pyproject.toml stays the one source.
-        typer.echo(f"outboxctl {version('outbox')}")
+        typer.echo(f"outboxctl {version(DISTRIBUTION)}")
         raise typer.Exit
 
 

@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from application.operator.show_backlog import BacklogQuery
-from entrypoints.cli.operator_output import backlog_json, backlog_table
-from entrypoints.cli.operator_run import run_operator
-from entrypoints.cli.output import print_json, print_table
+from outbox.application.operator.show_backlog import BacklogQuery
+from outbox.entrypoints.cli.operator_output import backlog_json, backlog_table
+from outbox.entrypoints.cli.operator_run import run_operator
+from outbox.entrypoints.cli.output import print_json, print_table
 
 
 def backlog(

@@ -11,18 +11,18 @@ from typing import Annotated, Any, TypeVar
 import attrs
 import typer
 
-from application.events.consumer_ports import ConsumerAdmin, ConsumerDeadLetter, ConsumerLag
-from entrypoints.bootstrap.consumers import (
+from outbox.application.events.consumer_ports import ConsumerAdmin, ConsumerDeadLetter, ConsumerLag
+from outbox.entrypoints.bootstrap.consumers import (
     UnknownConsumer,
     consumer_admin,
     run_consumers,
     shipped_consumers,
 )
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.guard import fail, run_guarded
-from entrypoints.cli.operator_run import operator_guarded
-from entrypoints.cli.output import lines, print_json, print_table, short_time, table
-from entrypoints.cli.startup import start
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.guard import fail, run_guarded
+from outbox.entrypoints.cli.operator_run import operator_guarded
+from outbox.entrypoints.cli.output import lines, print_json, print_table, short_time, table
+from outbox.entrypoints.cli.startup import start
 
 _T = TypeVar("_T")
 

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from adapters.postgres.migrations import (
+from outbox.adapters.postgres.migrator import (
     Migration,
     MigrationPlan,
     MigrationRun,
@@ -18,10 +18,10 @@ from adapters.postgres.migrations import (
     plan_migrations,
     run_migrations,
 )
-from entrypoints.bootstrap.database import resolve_database_url
-from entrypoints.cli.guard import guarded
-from entrypoints.cli.output import lines, print_json, print_table, short_time, table
-from entrypoints.cli.startup import start
+from outbox.entrypoints.bootstrap.database import resolve_database_url
+from outbox.entrypoints.cli.guard import guarded
+from outbox.entrypoints.cli.output import lines, print_json, print_table, short_time, table
+from outbox.entrypoints.cli.startup import start
 
 db_app = typer.Typer(
     help="Migrate the database and show its migration status.", no_args_is_help=True

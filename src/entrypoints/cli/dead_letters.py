@@ -7,20 +7,20 @@ from uuid import UUID
 
 import typer
 
-from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
-from application.operator.reissue_dead_letter import ReissueCommand
-from application.operator.requeue_dead_letter import RequeueCommand
-from application.operator.services import OperatorServices
-from application.operator.views import CopyReceipt
-from entrypoints.cli.operator_output import (
+from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
+from outbox.application.operator.reissue_dead_letter import ReissueCommand
+from outbox.application.operator.requeue_dead_letter import RequeueCommand
+from outbox.application.operator.services import OperatorServices
+from outbox.application.operator.views import CopyReceipt
+from outbox.entrypoints.cli.operator_output import (
     dead_letter_json,
     dead_letter_table,
     page_hints,
     page_json,
     receipt_json,
 )
-from entrypoints.cli.operator_run import run_operator
-from entrypoints.cli.output import print_json, print_table, short_time
+from outbox.entrypoints.cli.operator_run import run_operator
+from outbox.entrypoints.cli.output import print_json, print_table, short_time
 
 dead_letters_app = typer.Typer(
     help="List dead letters; reissue a one-time code or requeue a notification.",

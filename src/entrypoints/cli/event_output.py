@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from application.operator.event_views import (
+from outbox.application.operator.event_views import (
     EventDeadLetter,
     EventDetail,
     EventRecord,
@@ -18,7 +18,7 @@ from application.operator.event_views import (
     PublicationAttempt,
     RepairReceipt,
 )
-from entrypoints.cli.output import lines, short_time, table
+from outbox.entrypoints.cli.output import lines, short_time, table
 
 
 def _age(row: OrganizationBacklog) -> float | None:

@@ -10,22 +10,22 @@ from uuid import UUID
 
 import typer
 
-from application.operator.event_views import RepairReceipt
-from application.operator.list_event_dead_letters import (
+from outbox.application.operator.event_views import RepairReceipt
+from outbox.application.operator.list_event_dead_letters import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     EventDeadLetterQuery,
 )
-from application.operator.list_parked_aggregates import ParkedQuery
-from application.operator.release_parked_aggregate import ReleaseCommand
-from application.operator.republish_dead_event import RepublishCommand
-from application.operator.services import OperatorServices
-from application.operator.show_event import EventQuery
-from application.operator.show_event_backlog import DEFAULT_LIMIT as BACKLOG_LIMIT
-from application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_MAX
-from application.operator.show_event_backlog import EventBacklogQuery
-from entrypoints.bootstrap.events_demo import DemoReceipt, run_events_demo
-from entrypoints.cli.event_output import (
+from outbox.application.operator.list_parked_aggregates import ParkedQuery
+from outbox.application.operator.release_parked_aggregate import ReleaseCommand
+from outbox.application.operator.republish_dead_event import RepublishCommand
+from outbox.application.operator.services import OperatorServices
+from outbox.application.operator.show_event import EventQuery
+from outbox.application.operator.show_event_backlog import DEFAULT_LIMIT as BACKLOG_LIMIT
+from outbox.application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_MAX
+from outbox.application.operator.show_event_backlog import EventBacklogQuery
+from outbox.entrypoints.bootstrap.events_demo import DemoReceipt, run_events_demo
+from outbox.entrypoints.cli.event_output import (
     backlog_json,
     backlog_table,
     dead_letter_json,
@@ -38,12 +38,12 @@ from entrypoints.cli.event_output import (
     types_json,
     types_table,
 )
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.guard import fail
-from entrypoints.cli.operator_output import page_hints, page_json
-from entrypoints.cli.operator_run import operator_guarded, run_operator
-from entrypoints.cli.output import print_json, print_table
-from entrypoints.cli.startup import start
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.guard import fail
+from outbox.entrypoints.cli.operator_output import page_hints, page_json
+from outbox.entrypoints.cli.operator_run import operator_guarded, run_operator
+from outbox.entrypoints.cli.output import print_json, print_table
+from outbox.entrypoints.cli.startup import start
 
 events_app = typer.Typer(
     help="Operate the tenant events outbox: backlog, dead letters, parked aggregates, repairs.",

@@ -11,8 +11,9 @@ import structlog
 import typer
 from psycopg import errors as pg_errors
 
-from adapters.postgres.migrations import MigrationError
-from application.errors import (
+from outbox.adapters.postgres.migrator import MigrationError
+from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.errors import (
     InvalidRequest,
     PermissionDenied,
     PreparedStatementsUnsupported,
@@ -20,11 +21,10 @@ from application.errors import (
     StoreNotMigrated,
     StoreUnavailable,
 )
-from application.outbox.errors import MessageNotFound
-from entrypoints.bootstrap.database_roles import DatabaseRoleRefused
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.observability import log_format
-from entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.bootstrap.database_roles import DatabaseRoleRefused
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.observability import log_format
+from outbox.entrypoints.settings.reader import SettingsError
 
 _T = TypeVar("_T")
 

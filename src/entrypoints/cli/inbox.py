@@ -14,12 +14,12 @@ from uuid import UUID
 
 import typer
 
-from adapters.postgres.inbox_store import PostgresInboxStore
-from entrypoints.bootstrap.inbox import inbox_store
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.guard import fail, run_guarded
-from entrypoints.cli.output import print_json, print_table, short_time, table
-from entrypoints.cli.startup import start
+from outbox.adapters.postgres.inbox_store import PostgresInboxStore
+from outbox.entrypoints.bootstrap.inbox import inbox_store
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.guard import fail, run_guarded
+from outbox.entrypoints.cli.output import print_json, print_table, short_time, table
+from outbox.entrypoints.cli.startup import start
 
 _T = TypeVar("_T")
 inbox_app = typer.Typer(

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from adapters.crypto.keyring import KEY_ID_PATTERN, generate_key, key_line, new_key_id
+from outbox.adapters.crypto.keyring import KEY_ID_PATTERN, generate_key, key_line, new_key_id
 
 keys_app = typer.Typer(help="Manage the outbox seal keys.", no_args_is_help=True)
 

@@ -8,17 +8,17 @@ from uuid import UUID
 
 import typer
 
-from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
-from application.operator.list_messages import MessageQuery
-from application.operator.message_filters import MessageFilter
-from application.operator.services import OperatorServices
-from application.operator.show_message import MessageQuery as ShowQuery
-from application.operator.show_receipts import MessageReceipts, ReceiptsQuery
-from application.operator.views import MessageDetail
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
-from entrypoints.cli.operator_output import (
+from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
+from outbox.application.operator.list_messages import MessageQuery
+from outbox.application.operator.message_filters import MessageFilter
+from outbox.application.operator.services import OperatorServices
+from outbox.application.operator.show_message import MessageQuery as ShowQuery
+from outbox.application.operator.show_receipts import MessageReceipts, ReceiptsQuery
+from outbox.application.operator.views import MessageDetail
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.purposes import Purpose
+from outbox.entrypoints.cli.operator_output import (
     message_json,
     message_list_table,
     message_summary_json,
@@ -26,9 +26,9 @@ from entrypoints.cli.operator_output import (
     page_hints,
     page_json,
 )
-from entrypoints.cli.operator_run import run_operator
-from entrypoints.cli.output import print_json, print_table
-from entrypoints.cli.receipt_output import receipts_json, receipts_table
+from outbox.entrypoints.cli.operator_run import run_operator
+from outbox.entrypoints.cli.output import print_json, print_table
+from outbox.entrypoints.cli.receipt_output import receipts_json, receipts_table
 
 messages_app = typer.Typer(
     help="Find and inspect messages (masked; never a secret).", no_args_is_help=True

@@ -8,13 +8,17 @@ from typing import Annotated
 import nats.js.errors
 import typer
 
-from adapters.nats.streams import StreamReport
-from entrypoints.bootstrap.parts import build_process_parts
-from entrypoints.bootstrap.relay import BrokerUnreachable, RelayNotConfigured, ensure_relay_stream
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.guard import fail, run_guarded
-from entrypoints.cli.output import print_json, print_table, table
-from entrypoints.cli.startup import start
+from outbox.adapters.nats.streams import StreamReport
+from outbox.entrypoints.bootstrap.parts import build_process_parts
+from outbox.entrypoints.bootstrap.relay import (
+    BrokerUnreachable,
+    RelayNotConfigured,
+    ensure_relay_stream,
+)
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.guard import fail, run_guarded
+from outbox.entrypoints.cli.output import print_json, print_table, table
+from outbox.entrypoints.cli.startup import start
 
 nats_app = typer.Typer(
     help="Operate the broker relay's NATS JetStream stream.", no_args_is_help=True

@@ -10,17 +10,17 @@ from uuid import UUID
 
 import typer
 
-from application.notifications.errors import UnknownRecipient
-from application.notifications.ports import OptOut
-from domain.channels import Channel
-from domain.notifications.catalogue import CATALOGUE, UnknownCategory
-from domain.notifications.snapshots import Intent, IntentSource, InvalidIntent, Snapshot
-from entrypoints.bootstrap.notifications import NotificationsAdmin, notifications_admin
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.guard import fail
-from entrypoints.cli.operator_run import operator_guarded
-from entrypoints.cli.output import lines, print_json, print_table, short_time, table
-from entrypoints.cli.startup import start
+from outbox.application.notifications.errors import UnknownRecipient
+from outbox.application.notifications.ports import OptOut
+from outbox.domain.channels import Channel
+from outbox.domain.notifications.catalogue import CATALOGUE, UnknownCategory
+from outbox.domain.notifications.snapshots import Intent, IntentSource, InvalidIntent, Snapshot
+from outbox.entrypoints.bootstrap.notifications import NotificationsAdmin, notifications_admin
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.guard import fail
+from outbox.entrypoints.cli.operator_run import operator_guarded
+from outbox.entrypoints.cli.output import lines, print_json, print_table, short_time, table
+from outbox.entrypoints.cli.startup import start
 
 _T = TypeVar("_T")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from application.operator.views import (
+from outbox.application.operator.views import (
     AttemptView,
     Backlog,
     CopyReceipt,
@@ -20,7 +20,7 @@ from application.operator.views import (
     MessageSummary,
     Repair,
 )
-from entrypoints.cli.output import lines, short_time, table
+from outbox.entrypoints.cli.output import lines, short_time, table
 
 
 def backlog_json(backlog: Backlog) -> dict[str, Any]:

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from application.errors import InvalidField, InvalidRequest, PermissionDenied
-from application.operator.errors import (
+from outbox.application.errors import InvalidField, InvalidRequest, PermissionDenied
+from outbox.application.operator.errors import (
     DeadLetterNotFound,
     DeadLetterRefused,
     EventNotFound,
@@ -19,11 +19,11 @@ from application.operator.errors import (
     StaffIdentityNotFound,
     StaffRequired,
 )
-from application.operator.services import OperatorServices
-from domain.operator.dead_letters import Refusal
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.guard import fail, guarded
-from entrypoints.cli.startup import start
+from outbox.application.operator.services import OperatorServices
+from outbox.domain.operator.dead_letters import Refusal
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.guard import fail, guarded
+from outbox.entrypoints.cli.startup import start
 
 _T = TypeVar("_T")
 
@@ -120,7 +120,7 @@ def run_operator(
     settings = start()
 
     async def main() -> _T:
-        from entrypoints.bootstrap.operator import operator_services  # noqa: PLC0415 - only this command loads it
+        from outbox.entrypoints.bootstrap.operator import operator_services  # noqa: PLC0415 - only this command loads it
 
         async with operator_services(settings, seal_keys=seal_keys) as services:
             return await action(services)

@@ -6,9 +6,13 @@ from typing import Any
 
 from rich.table import Table
 
-from application.operator.show_receipts import MessageReceipts
-from application.operator.suppression_views import ReceiptView, SuppressionChange, SuppressionView
-from entrypoints.cli.output import lines, short_time, table
+from outbox.application.operator.show_receipts import MessageReceipts
+from outbox.application.operator.suppression_views import (
+    ReceiptView,
+    SuppressionChange,
+    SuppressionView,
+)
+from outbox.entrypoints.cli.output import lines, short_time, table
 
 
 def receipt_json(receipt: ReceiptView) -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from entrypoints.cli.guard import run_guarded
-from entrypoints.cli.startup import start
+from outbox.entrypoints.cli.guard import run_guarded
+from outbox.entrypoints.cli.startup import start
 
 
 def serve() -> None:
@@ -15,6 +15,6 @@ def serve() -> None:
     (outboxctl db migrate); /readyz answers 503 until they are applied.
     """
     settings = start()
-    from entrypoints.bootstrap.processes import run_api  # noqa: PLC0415 - only this command loads it
+    from outbox.entrypoints.bootstrap.processes import run_api  # noqa: PLC0415 - only this command loads it
 
     run_guarded(lambda: asyncio.run(run_api(settings)))

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from application.operator.grant_staff import GrantStaffCommand
-from application.operator.revoke_staff import RevokeStaffCommand
-from entrypoints.cli.operator_run import run_operator
+from outbox.application.operator.grant_staff import GrantStaffCommand
+from outbox.application.operator.revoke_staff import RevokeStaffCommand
+from outbox.entrypoints.cli.operator_run import run_operator
 
 staff_app = typer.Typer(
     help="Grant or revoke staff membership (needs the database operator's login).",

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import structlog
 
-from entrypoints.cli.guard import run_guarded
-from entrypoints.observability import configure_logging
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import Settings, load_settings
+from outbox.entrypoints.cli.guard import run_guarded
+from outbox.entrypoints.observability import configure_logging
+from outbox.entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.settings.tree import Settings, load_settings
 
 
 def start(*, providers: bool | Callable[[Settings], bool] = False) -> Settings:

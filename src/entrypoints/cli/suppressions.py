@@ -6,14 +6,14 @@ from typing import Annotated
 
 import typer
 
-from application.operator.change_suppression import SuppressionAction, SuppressionCommand
-from application.operator.list_suppressions import DEFAULT_LIMIT, MAX_LIMIT, SuppressionQuery
-from domain.channels import Channel
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.guard import fail
-from entrypoints.cli.operator_run import run_operator
-from entrypoints.cli.output import print_json, print_table
-from entrypoints.cli.receipt_output import change_json, suppression_json, suppressions_table
+from outbox.application.operator.change_suppression import SuppressionAction, SuppressionCommand
+from outbox.application.operator.list_suppressions import DEFAULT_LIMIT, MAX_LIMIT, SuppressionQuery
+from outbox.domain.channels import Channel
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.guard import fail
+from outbox.entrypoints.cli.operator_run import run_operator
+from outbox.entrypoints.cli.output import print_json, print_table
+from outbox.entrypoints.cli.receipt_output import change_json, suppression_json, suppressions_table
 
 suppressions_app = typer.Typer(
     help="See, add and lift suppressed destinations (hard bounces, complaints). Audited.",

@@ -6,9 +6,9 @@ import asyncio
 
 import typer
 
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.guard import fail, run_guarded
-from entrypoints.cli.startup import start
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.guard import fail, run_guarded
+from outbox.entrypoints.cli.startup import start
 
 WELCOME = """\
 outbox is up: API on {base} (OpenAPI at {base}/schema), worker and sweeps running.
@@ -41,7 +41,7 @@ def up() -> None:
         typer.echo(WELCOME.format(base=base, admin=admin, console=console), nl=False)
 
     try:
-        from entrypoints.bootstrap.processes import run_stack  # noqa: PLC0415 - only this command loads it
+        from outbox.entrypoints.bootstrap.processes import run_stack  # noqa: PLC0415 - only this command loads it
 
         run_guarded(lambda: asyncio.run(run_stack(settings, announce=announce)))
     except OSError as error:

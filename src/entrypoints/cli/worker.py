@@ -9,14 +9,14 @@ from typing import Annotated
 import attrs
 import typer
 
-from entrypoints.bootstrap.worker_process import run_sweeps, run_worker
-from entrypoints.bootstrap.worker_processes import supervise_workers
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.cli.guard import fail, run_guarded
-from entrypoints.cli.output import print_json
-from entrypoints.cli.startup import start
-from entrypoints.settings.lanes import LANES, SECURITY, parse_lanes
-from entrypoints.settings.tree import Settings
+from outbox.entrypoints.bootstrap.worker_process import run_sweeps, run_worker
+from outbox.entrypoints.bootstrap.worker_processes import supervise_workers
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.guard import fail, run_guarded
+from outbox.entrypoints.cli.output import print_json
+from outbox.entrypoints.cli.startup import start
+from outbox.entrypoints.settings.lanes import LANES, SECURITY, parse_lanes
+from outbox.entrypoints.settings.tree import Settings
 
 
 class SweepKind(enum.StrEnum):

@@ -21,29 +21,29 @@ from litestar.template.config import TemplateConfig
 from litestar.types import ControllerRouterHandler
 from prometheus_client import CollectorRegistry
 
-from application.identity.principal import Principal
-from application.identity.services import IdentityServices
-from application.operator.services import OperatorServices
-from entrypoints.http.caller import SECURITY_SCHEME, client_address, principal
-from entrypoints.http.console.context import Console
-from entrypoints.http.console.rendering import template_config
-from entrypoints.http.console.router import console_router
-from entrypoints.http.health import HealthController
-from entrypoints.http.hygiene import MAX_BODY_BYTES, require_json_body
-from entrypoints.http.invitations import InvitationController
-from entrypoints.http.magic_links import MagicLinkController
-from entrypoints.http.metrics import metrics_route
-from entrypoints.http.organizations import OrganizationController
-from entrypoints.http.password_recoveries import PasswordRecoveryController
-from entrypoints.http.problems import EXCEPTION_MAP, internal_error_handler
-from entrypoints.http.sessions import SessionController
-from entrypoints.http.sign_in_methods import SignInMethodController
-from entrypoints.http.sign_ups import SignUpController
-from entrypoints.http.staff_events import StaffEventsController
-from entrypoints.http.staff_outbox import StaffOutboxController
-from entrypoints.http.staff_problems import STAFF_EXCEPTION_MAP
-from entrypoints.http.staff_suppressions import StaffSuppressionsController
-from entrypoints.http.step_ups import StepUpController
+from outbox.application.identity.principal import Principal
+from outbox.application.identity.services import IdentityServices
+from outbox.application.operator.services import OperatorServices
+from outbox.entrypoints.http.caller import SECURITY_SCHEME, client_address, principal
+from outbox.entrypoints.http.console.context import Console
+from outbox.entrypoints.http.console.rendering import template_config
+from outbox.entrypoints.http.console.router import console_router
+from outbox.entrypoints.http.health import HealthController
+from outbox.entrypoints.http.hygiene import MAX_BODY_BYTES, require_json_body
+from outbox.entrypoints.http.invitations import InvitationController
+from outbox.entrypoints.http.magic_links import MagicLinkController
+from outbox.entrypoints.http.metrics import metrics_route
+from outbox.entrypoints.http.organizations import OrganizationController
+from outbox.entrypoints.http.password_recoveries import PasswordRecoveryController
+from outbox.entrypoints.http.problems import EXCEPTION_MAP, internal_error_handler
+from outbox.entrypoints.http.sessions import SessionController
+from outbox.entrypoints.http.sign_in_methods import SignInMethodController
+from outbox.entrypoints.http.sign_ups import SignUpController
+from outbox.entrypoints.http.staff_events import StaffEventsController
+from outbox.entrypoints.http.staff_outbox import StaffOutboxController
+from outbox.entrypoints.http.staff_problems import STAFF_EXCEPTION_MAP
+from outbox.entrypoints.http.staff_suppressions import StaffSuppressionsController
+from outbox.entrypoints.http.step_ups import StepUpController
 
 OPENAPI_PATH = "/schema"
 PUBLIC_DESCRIPTION = (
@@ -187,7 +187,7 @@ def _litestar(
         state=State({"services": services}),
         lifespan=list(lifespan),
         # Litestar's own logging config would add a plain-text root handler; its loggers
-        # propagate to the one entrypoints.observability installs (JSON, redacted) instead.
+        # propagate to the one outbox.entrypoints.observability installs (JSON, redacted) instead.
         logging_config=None,
         middleware=list(middleware),
         template_config=template_config,

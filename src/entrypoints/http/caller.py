@@ -9,9 +9,9 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import HeaderParameter
 
-from application.identity.errors import Unauthenticated
-from application.identity.principal import Principal
-from application.identity.services import IdentityServices
+from outbox.application.identity.errors import Unauthenticated
+from outbox.application.identity.principal import Principal
+from outbox.application.identity.services import IdentityServices
 
 SCHEME = "bearer "
 

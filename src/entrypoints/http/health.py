@@ -6,8 +6,8 @@ from litestar import Controller, Response, get
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
-from entrypoints.http.caller import Services
-from entrypoints.http.schemas import Health
+from outbox.entrypoints.http.caller import Services
+from outbox.entrypoints.http.schemas import Health
 
 
 class HealthController(Controller):

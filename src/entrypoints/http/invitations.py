@@ -6,10 +6,10 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.identity.accept_invitation import AcceptInvitationCommand
-from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
-from entrypoints.http.problems import responses
-from entrypoints.http.schemas import InvitationAccepted, TokenRequest
+from outbox.application.identity.accept_invitation import AcceptInvitationCommand
+from outbox.entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
+from outbox.entrypoints.http.problems import responses
+from outbox.entrypoints.http.schemas import InvitationAccepted, TokenRequest
 
 
 class InvitationController(Controller):

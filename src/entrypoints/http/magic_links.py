@@ -6,11 +6,11 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.identity.redeem_magic_link import RedeemMagicLinkCommand
-from application.identity.request_magic_link import RequestMagicLinkCommand
-from entrypoints.http.caller import ClientAddress, Services
-from entrypoints.http.problems import responses
-from entrypoints.http.schemas import (
+from outbox.application.identity.redeem_magic_link import RedeemMagicLinkCommand
+from outbox.application.identity.request_magic_link import RequestMagicLinkCommand
+from outbox.entrypoints.http.caller import ClientAddress, Services
+from outbox.entrypoints.http.problems import responses
+from outbox.entrypoints.http.schemas import (
     ChallengeAccepted,
     MagicLinkRequest,
     SessionCreated,

@@ -9,8 +9,8 @@ from litestar import Response, get
 from litestar.handlers import HTTPRouteHandler
 from prometheus_client import CollectorRegistry
 
-from application.errors import ApplicationError
-from entrypoints.observability import render_metrics
+from outbox.application.errors import ApplicationError
+from outbox.entrypoints.observability import render_metrics
 
 
 def metrics_route(

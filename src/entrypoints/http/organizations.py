@@ -9,12 +9,12 @@ from litestar import Controller, delete, post
 from litestar.params import JSONBody, Parameter
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from application.identity.create_organization import CreateOrganizationCommand
-from application.identity.invite_member import InviteMemberCommand
-from application.identity.revoke_invitation import RevokeInvitationCommand
-from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
-from entrypoints.http.problems import responses
-from entrypoints.http.schemas import (
+from outbox.application.identity.create_organization import CreateOrganizationCommand
+from outbox.application.identity.invite_member import InviteMemberCommand
+from outbox.application.identity.revoke_invitation import RevokeInvitationCommand
+from outbox.entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
+from outbox.entrypoints.http.problems import responses
+from outbox.entrypoints.http.schemas import (
     InvitationCreated,
     InvitationRequest,
     OrganizationCreated,

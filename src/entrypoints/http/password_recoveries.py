@@ -6,11 +6,11 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
-from application.identity.request_password_recovery import RequestPasswordRecoveryCommand
-from entrypoints.http.caller import ClientAddress, Services
-from entrypoints.http.problems import responses
-from entrypoints.http.schemas import (
+from outbox.application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
+from outbox.application.identity.request_password_recovery import RequestPasswordRecoveryCommand
+from outbox.entrypoints.http.caller import ClientAddress, Services
+from outbox.entrypoints.http.problems import responses
+from outbox.entrypoints.http.schemas import (
     ChallengeAccepted,
     PasswordRecoveryConfirmationRequest,
     PasswordRecoveryRequest,

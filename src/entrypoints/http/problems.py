@@ -13,8 +13,8 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.plugins.problem_details import ProblemDetailsException
 
-from application.errors import InvalidField, InvalidRequest, StoreUnavailable
-from application.identity.errors import (
+from outbox.application.errors import InvalidField, InvalidRequest, StoreUnavailable
+from outbox.application.identity.errors import (
     Conflict,
     IdentifierTaken,
     InvalidCode,
@@ -29,7 +29,7 @@ from application.identity.errors import (
     StepUpRequired,
     Unauthenticated,
 )
-from application.ports import Telemetry
+from outbox.application.ports import Telemetry
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:outbox:problem:"

@@ -7,10 +7,10 @@ from litestar import Controller, delete, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.identity.sign_in import SignInCommand
-from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
-from entrypoints.http.problems import responses
-from entrypoints.http.schemas import SessionCreated, SignInRequest
+from outbox.application.identity.sign_in import SignInCommand
+from outbox.entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
+from outbox.entrypoints.http.problems import responses
+from outbox.entrypoints.http.schemas import SessionCreated, SignInRequest
 
 
 class SessionController(Controller):

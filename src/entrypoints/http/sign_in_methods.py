@@ -6,11 +6,15 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
-from application.identity.request_sign_in_method import RequestSignInMethodCommand
-from entrypoints.http.caller import SECURITY, Caller, ClientAddress, ElevationToken, Services
-from entrypoints.http.problems import responses
-from entrypoints.http.schemas import ChallengeAccepted, ConfirmationRequest, SignInMethodRequest
+from outbox.application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
+from outbox.application.identity.request_sign_in_method import RequestSignInMethodCommand
+from outbox.entrypoints.http.caller import SECURITY, Caller, ClientAddress, ElevationToken, Services
+from outbox.entrypoints.http.problems import responses
+from outbox.entrypoints.http.schemas import (
+    ChallengeAccepted,
+    ConfirmationRequest,
+    SignInMethodRequest,
+)
 
 
 class SignInMethodController(Controller):

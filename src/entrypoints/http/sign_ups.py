@@ -6,11 +6,15 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from application.identity.confirm_sign_up import ConfirmSignUpCommand
-from application.identity.request_sign_up import RequestSignUpCommand
-from entrypoints.http.caller import ClientAddress, Services
-from entrypoints.http.problems import responses
-from entrypoints.http.schemas import ChallengeAccepted, SignUpConfirmationRequest, SignUpRequest
+from outbox.application.identity.confirm_sign_up import ConfirmSignUpCommand
+from outbox.application.identity.request_sign_up import RequestSignUpCommand
+from outbox.entrypoints.http.caller import ClientAddress, Services
+from outbox.entrypoints.http.problems import responses
+from outbox.entrypoints.http.schemas import (
+    ChallengeAccepted,
+    SignUpConfirmationRequest,
+    SignUpRequest,
+)
 
 
 class SignUpController(Controller):

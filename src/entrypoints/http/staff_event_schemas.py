@@ -10,8 +10,8 @@ from uuid import UUID
 
 from msgspec import Meta
 
-from application.operator.event_repairs import MAX_REASON
-from application.operator.event_views import (
+from outbox.application.operator.event_repairs import MAX_REASON
+from outbox.application.operator.event_views import (
     EventDeadLetter,
     EventDetail,
     EventRecord,
@@ -20,9 +20,9 @@ from application.operator.event_views import (
     PublicationAttempt,
     RepairReceipt,
 )
-from application.operator.views import KeysetPage
-from entrypoints.http.schemas import Body, Out
-from entrypoints.http.staff_schemas import PageInfo
+from outbox.application.operator.views import KeysetPage
+from outbox.entrypoints.http.schemas import Body, Out
+from outbox.entrypoints.http.staff_schemas import PageInfo
 
 
 class RepairRequest(Body, frozen=True):

@@ -16,23 +16,23 @@ from litestar import Controller, Response, get, post
 from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.operator.event_views import RepairReceipt
-from application.operator.list_event_dead_letters import (
+from outbox.application.operator.event_views import RepairReceipt
+from outbox.application.operator.list_event_dead_letters import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     EventDeadLetterQuery,
 )
-from application.operator.list_parked_aggregates import ParkedQuery
-from application.operator.release_parked_aggregate import ReleaseCommand
-from application.operator.republish_dead_event import RepublishCommand
-from application.operator.require_elevation import ElevationCheck
-from application.operator.show_event import EventQuery
-from application.operator.show_event_backlog import DEFAULT_LIMIT as BACKLOG_LIMIT
-from application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_MAX
-from application.operator.show_event_backlog import EventBacklogQuery
-from application.operator.staff_actor import StaffActor
-from entrypoints.http.caller import SECURITY, Caller, ElevationToken
-from entrypoints.http.staff_event_schemas import (
+from outbox.application.operator.list_parked_aggregates import ParkedQuery
+from outbox.application.operator.release_parked_aggregate import ReleaseCommand
+from outbox.application.operator.republish_dead_event import RepublishCommand
+from outbox.application.operator.require_elevation import ElevationCheck
+from outbox.application.operator.show_event import EventQuery
+from outbox.application.operator.show_event_backlog import DEFAULT_LIMIT as BACKLOG_LIMIT
+from outbox.application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_MAX
+from outbox.application.operator.show_event_backlog import EventBacklogQuery
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
+from outbox.entrypoints.http.staff_event_schemas import (
     EventBacklogView,
     EventDeadLetterPageView,
     EventDetailView,
@@ -40,8 +40,8 @@ from entrypoints.http.staff_event_schemas import (
     RepairRequest,
     RepairView,
 )
-from entrypoints.http.staff_outbox import REPLAYED_HEADER, IdempotencyKey, Operator
-from entrypoints.http.staff_problems import staff_responses
+from outbox.entrypoints.http.staff_outbox import REPLAYED_HEADER, IdempotencyKey, Operator
+from outbox.entrypoints.http.staff_problems import staff_responses
 
 Cursor = Annotated[UUID | None, Parameter(description="A dead letter's id (a page cursor).")]
 Limit = Annotated[

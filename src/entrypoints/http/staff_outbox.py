@@ -15,14 +15,14 @@ from litestar.di import NamedDependency
 from litestar.params import HeaderParameter, Parameter
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
-from application.operator.reissue_dead_letter import ReissueCommand
-from application.operator.require_elevation import ElevationCheck
-from application.operator.services import OperatorServices
-from application.operator.show_backlog import BacklogQuery
-from entrypoints.http.caller import SECURITY, Caller, ElevationToken
-from entrypoints.http.staff_problems import staff_responses
-from entrypoints.http.staff_schemas import BacklogView, DeadLetterPageView, ReissueView
+from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
+from outbox.application.operator.reissue_dead_letter import ReissueCommand
+from outbox.application.operator.require_elevation import ElevationCheck
+from outbox.application.operator.services import OperatorServices
+from outbox.application.operator.show_backlog import BacklogQuery
+from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
+from outbox.entrypoints.http.staff_problems import staff_responses
+from outbox.entrypoints.http.staff_schemas import BacklogView, DeadLetterPageView, ReissueView
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 

@@ -8,7 +8,8 @@ from typing import Any
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.plugins.problem_details import ProblemDetailsException
 
-from application.operator.errors import (
+from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.operator.errors import (
     DeadLetterNotFound,
     DeadLetterRefused,
     EventNotFound,
@@ -18,8 +19,7 @@ from application.operator.errors import (
     StaffRequired,
     StepUpRequired,
 )
-from application.outbox.errors import MessageNotFound
-from entrypoints.http.problems import (
+from outbox.entrypoints.http.problems import (
     EVERY_ROUTE,
     PROBLEM_MEDIA_TYPE,
     PROBLEMS,

@@ -5,8 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from application.operator.views import Backlog, CopyReceipt, DeadLetterPage, DeadLetterSummary
-from entrypoints.http.schemas import Out
+from outbox.application.operator.views import (
+    Backlog,
+    CopyReceipt,
+    DeadLetterPage,
+    DeadLetterSummary,
+)
+from outbox.entrypoints.http.schemas import Out
 
 
 class BacklogCounts(Out, frozen=True):

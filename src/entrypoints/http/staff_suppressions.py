@@ -18,16 +18,16 @@ from litestar.exceptions import NotFoundException
 from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
-from application.operator.change_suppression import SuppressionAction, SuppressionCommand
-from application.operator.list_suppressions import DEFAULT_LIMIT, MAX_LIMIT, SuppressionQuery
-from application.operator.require_elevation import ElevationCheck
-from application.operator.services import OperatorServices
-from application.operator.show_receipts import MessageReceipts, ReceiptsQuery
-from application.operator.suppression_views import SuppressionChange, SuppressionView
-from domain.channels import Channel
-from entrypoints.http.caller import SECURITY, Caller, ElevationToken
-from entrypoints.http.schemas import Body, Out
-from entrypoints.http.staff_problems import staff_responses
+from outbox.application.operator.change_suppression import SuppressionAction, SuppressionCommand
+from outbox.application.operator.list_suppressions import DEFAULT_LIMIT, MAX_LIMIT, SuppressionQuery
+from outbox.application.operator.require_elevation import ElevationCheck
+from outbox.application.operator.services import OperatorServices
+from outbox.application.operator.show_receipts import MessageReceipts, ReceiptsQuery
+from outbox.application.operator.suppression_views import SuppressionChange, SuppressionView
+from outbox.domain.channels import Channel
+from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
+from outbox.entrypoints.http.schemas import Body, Out
+from outbox.entrypoints.http.staff_problems import staff_responses
 
 Operator = NamedDependency[OperatorServices]
 Destination = Annotated[

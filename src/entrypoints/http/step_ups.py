@@ -6,11 +6,15 @@ from litestar import Controller, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_201_CREATED
 
-from application.identity.confirm_step_up import ConfirmStepUpCommand
-from application.identity.request_step_up import RequestStepUpCommand
-from entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
-from entrypoints.http.problems import responses
-from entrypoints.http.schemas import ChallengeAccepted, ElevationCreated, StepUpConfirmationRequest
+from outbox.application.identity.confirm_step_up import ConfirmStepUpCommand
+from outbox.application.identity.request_step_up import RequestStepUpCommand
+from outbox.entrypoints.http.caller import SECURITY, Caller, ClientAddress, Services
+from outbox.entrypoints.http.problems import responses
+from outbox.entrypoints.http.schemas import (
+    ChallengeAccepted,
+    ElevationCreated,
+    StepUpConfirmationRequest,
+)
 
 
 class StepUpController(Controller):

@@ -22,20 +22,24 @@ from litestar.plugins.problem_details import (
 )
 from litestar.status_codes import HTTP_200_OK
 
-from adapters.webhooks.brevo import brevo_receipts, check_brevo_credential
-from adapters.webhooks.ses import ses_receipt
-from adapters.webhooks.sns import (
+from outbox.adapters.webhooks.brevo import brevo_receipts, check_brevo_credential
+from outbox.adapters.webhooks.ses import ses_receipt
+from outbox.adapters.webhooks.sns import (
     NOTIFICATION,
     SUBSCRIPTION_CONFIRMATION,
     SnsVerifier,
 )
-from adapters.webhooks.wasender import SECRET_HEADER, check_wasender_secret, wasender_receipts
-from application.errors import StoreUnavailable
-from application.outbox.receipt_errors import WebhookRejected
-from application.outbox.record_receipts import RecordReceipts
-from application.ports import Telemetry
-from domain.outbox.receipts import Receipt, RecordedReceipt
-from entrypoints.http.problems import EXCEPTION_MAP, TYPE_PREFIX, internal_error_handler
+from outbox.adapters.webhooks.wasender import (
+    SECRET_HEADER,
+    check_wasender_secret,
+    wasender_receipts,
+)
+from outbox.application.delivery.receipt_errors import WebhookRejected
+from outbox.application.delivery.record_receipts import RecordReceipts
+from outbox.application.errors import StoreUnavailable
+from outbox.application.ports import Telemetry
+from outbox.domain.delivery.receipts import Receipt, RecordedReceipt
+from outbox.entrypoints.http.problems import EXCEPTION_MAP, TYPE_PREFIX, internal_error_handler
 
 # An SES notification with its headers is a few KiB; Brevo may batch events. Larger bodies
 # are refused (413) before they are read in full.

@@ -10,11 +10,11 @@ from datetime import timedelta
 import attrs
 import phonenumbers
 
-from application.identity.request_limits import RateLimitPolicy
-from domain.identity.challenges import ChallengePolicy
-from domain.identity.invitations import InvitationLimits
-from domain.identity.rate_limits import Backoff, RateLimit
-from entrypoints.settings.reader import EnvironmentReader
+from outbox.application.identity.request_limits import RateLimitPolicy
+from outbox.domain.identity.challenges import ChallengePolicy
+from outbox.domain.identity.invitations import InvitationLimits
+from outbox.domain.identity.rate_limits import Backoff, RateLimit
+from outbox.entrypoints.settings.reader import EnvironmentReader
 
 _MIN_CODE_DIGITS = 6
 _MAX_CODE_DIGITS = 12

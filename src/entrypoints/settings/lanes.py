@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from entrypoints.settings.reader import PREFIX, EnvironmentReader
+from outbox.entrypoints.settings.reader import PREFIX, EnvironmentReader
 
 SECURITY = "security"
 EVENTS = "events"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from entrypoints.settings.reader import MASKED, EnvironmentReader
+from outbox.entrypoints.settings.reader import MASKED, EnvironmentReader
 
 _SCHEMES = ("nats://", "tls://", "ws://", "wss://")
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import attrs
 
-from adapters.providers.brevo.provider import DEFAULT_BASE_URL as BREVO_BASE_URL
-from adapters.providers.smtp.provider import SmtpSecurity
-from adapters.providers.wasender.provider import DEFAULT_BASE_URL as WASENDER_BASE_URL
-from domain.channels import Channel
-from entrypoints.settings.reader import PREFIX, EnvironmentReader, SettingsError
+from outbox.adapters.providers.brevo.provider import DEFAULT_BASE_URL as BREVO_BASE_URL
+from outbox.adapters.providers.smtp.provider import SmtpSecurity
+from outbox.adapters.providers.wasender.provider import DEFAULT_BASE_URL as WASENDER_BASE_URL
+from outbox.domain.channels import Channel
+from outbox.entrypoints.settings.reader import PREFIX, EnvironmentReader, SettingsError
 
 NONE = "none"
 CONSOLE = "console"

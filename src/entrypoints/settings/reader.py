@@ -24,7 +24,7 @@ from email.utils import parseaddr
 from pathlib import Path
 from typing import TypeVar
 
-from domain.destinations import is_email
+from outbox.domain.destinations import is_email
 
 PREFIX = "OUTBOX_"
 _T = TypeVar("_T")

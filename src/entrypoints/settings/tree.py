@@ -16,12 +16,12 @@ import platformdirs
 from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict
 
-from entrypoints.settings.identity import IdentitySettings, read_identity_settings
-from entrypoints.settings.lanes import SECURITY, LaneSettings, read_lanes
-from entrypoints.settings.nats import NatsSettings, read_nats_settings
-from entrypoints.settings.providers import ProviderSettings, read_provider_settings
-from entrypoints.settings.reader import EnvironmentReader
-from entrypoints.settings.webhooks import WebhookSettings, read_webhook_settings
+from outbox.entrypoints.settings.identity import IdentitySettings, read_identity_settings
+from outbox.entrypoints.settings.lanes import SECURITY, LaneSettings, read_lanes
+from outbox.entrypoints.settings.nats import NatsSettings, read_nats_settings
+from outbox.entrypoints.settings.providers import ProviderSettings, read_provider_settings
+from outbox.entrypoints.settings.reader import EnvironmentReader
+from outbox.entrypoints.settings.webhooks import WebhookSettings, read_webhook_settings
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 _HIGHEST_PORT = 65535

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import attrs
 
-from entrypoints.settings.reader import EnvironmentReader
+from outbox.entrypoints.settings.reader import EnvironmentReader
 
 DEFAULT_SNS_CERTIFICATE_HOST = "sns.*.amazonaws.com"
 _ARN = "arn:aws:sns:"

@@ -17,9 +17,9 @@ from datetime import timedelta
 
 import attrs
 
-from application.errors import StoreUnavailable
-from application.events.process_deliveries import ProcessingResult
-from application.ports import Telemetry
+from outbox.application.errors import StoreUnavailable
+from outbox.application.events.process_deliveries import ProcessingResult
+from outbox.application.ports import Telemetry
 
 MAX_BACKOFF = 10.0
 

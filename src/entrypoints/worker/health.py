@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from application.ports import ReadinessProbe, ReadinessReport
+from outbox.application.ports import ReadinessProbe, ReadinessReport
 
 CHECK_TIMEOUT = 5.0
 

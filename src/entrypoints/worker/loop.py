@@ -10,8 +10,8 @@ from typing import Generic, Protocol, TypeVar
 
 import attrs
 
-from application.errors import StoreUnavailable
-from application.ports import Telemetry
+from outbox.application.errors import StoreUnavailable
+from outbox.application.ports import Telemetry
 
 MAX_BACKOFF = 10.0
 

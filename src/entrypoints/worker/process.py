@@ -10,9 +10,9 @@ from typing import Any
 
 import attrs
 
-from application.ports import Telemetry
-from entrypoints.worker.loop import BatchResult, WorkerLoop
-from entrypoints.worker.schedule import Every
+from outbox.application.ports import Telemetry
+from outbox.entrypoints.worker.loop import BatchResult, WorkerLoop
+from outbox.entrypoints.worker.schedule import Every
 
 
 async def run_worker_process(

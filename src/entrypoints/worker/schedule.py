@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import attrs
 
-from application.ports import Telemetry
+from outbox.application.ports import Telemetry
 
 
 @attrs.frozen(kw_only=True)

@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import attrs
 
-from application.ports import Telemetry
+from outbox.application.ports import Telemetry
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
 

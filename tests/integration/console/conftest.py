@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
 from tests.integration.console.world import ConsoleWorld, running_console_world
 
 

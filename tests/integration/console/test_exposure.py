@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.integration.providers.network import free_port
 from tests.outboxctl import run_outboxctl
 

@@ -13,8 +13,8 @@ import attrs
 import httpx
 import pytest
 
-from entrypoints.http.app import create_admin_app
-from entrypoints.observability import new_registry
+from outbox.entrypoints.http.app import create_admin_app
+from outbox.entrypoints.observability import new_registry
 from tests.integration.console.world import ConsoleWorld, csrf_of
 
 pytestmark = pytest.mark.integration

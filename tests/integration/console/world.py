@@ -16,13 +16,13 @@ from typing import Any
 import attrs
 import httpx
 
-from adapters.postgres.dispatch_store import PostgresDispatchStore
-from entrypoints.bootstrap.console import build_console
-from entrypoints.bootstrap.operator import build_console_services
-from entrypoints.http.app import create_admin_app
-from entrypoints.http.console.context import Console
-from entrypoints.observability import new_registry
-from entrypoints.settings.tree import ConsoleSettings
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.entrypoints.bootstrap.console import build_console
+from outbox.entrypoints.bootstrap.operator import build_console_services
+from outbox.entrypoints.http.app import create_admin_app
+from outbox.entrypoints.http.console.context import Console
+from outbox.entrypoints.observability import new_registry
+from outbox.entrypoints.settings.tree import ConsoleSettings
 from tests.integration.identity.api import PASSWORD, StatementLog, open_api_pool
 from tests.integration.operator.staff_world import StaffWorld, running_staff_world
 

@@ -14,9 +14,9 @@ import attrs
 import typer
 import typer.core
 
-from entrypoints.cli.app import app
-from entrypoints.settings.reader import PREFIX, SettingsError
-from entrypoints.settings.tree import Settings, load_settings
+from outbox.entrypoints.cli.app import app
+from outbox.entrypoints.settings.reader import PREFIX, SettingsError
+from outbox.entrypoints.settings.tree import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"

@@ -123,15 +123,29 @@ def test_the_copied_files_build_a_wheel_with_the_migrations_and_templates(
         check=True,
         capture_output=True,
     )
-    (wheel,) = tmp_path.glob("outbox-*.whl")
+    (wheel,) = tmp_path.glob("pg_outbox-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         scripts = archive.read(entry_points).decode()
     src = ROOT / "src"
-    for folder in ("adapters/postgres/migrations", "adapters/templates/builtin"):
-        expected = {p.relative_to(src).as_posix() for p in (src / folder).rglob("*") if p.is_file()}
+    folders = (
+        "adapters/postgres/migrations",
+        "adapters/templates/builtin",
+        "entrypoints/http/console/templates",
+        "entrypoints/http/console/static",
+    )
+    for folder in folders:
+        expected = {
+            "outbox/" + p.relative_to(src).as_posix()
+            for p in (src / folder).rglob("*")
+            if p.is_file()
+        }
         assert expected <= names, folder
+    assert "outbox/py.typed" in names
+    name_and_version = "-".join(wheel.name.split("-")[:2])  # pg_outbox-0.1.0
+    # One package at the top of site-packages: nothing else of ours beside the application's.
+    assert {"outbox", f"{name_and_version}.dist-info"} == {name.split("/")[0] for name in names}
     assert f"outboxctl = {PROJECT['scripts']['outboxctl']}" in scripts
 
 

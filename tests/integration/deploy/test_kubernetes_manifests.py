@@ -12,8 +12,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from entrypoints.bootstrap.seal_keys import SEAL_KEYS_FILE, load_keyring
-from entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.bootstrap.seal_keys import SEAL_KEYS_FILE, load_keyring
+from outbox.entrypoints.settings.reader import SettingsError
 from tests.integration.deploy.artifacts import (
     DEPLOY,
     ROOT,

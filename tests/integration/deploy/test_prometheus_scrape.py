@@ -22,7 +22,7 @@ import httpx
 import pytest
 import yaml
 
-from adapters.crypto.keyring import generate_key, key_line
+from outbox.adapters.crypto.keyring import generate_key, key_line
 from tests.integration.providers.network import free_port
 from tests.os_programs import require_program
 from tests.outboxctl import outboxctl_environment

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.bootstrap.seal_keys import SEAL_KEYS_FILE
+from outbox.entrypoints.bootstrap.seal_keys import SEAL_KEYS_FILE
 from tests.integration.deploy.artifacts import (
     DEPLOY,
     Process,

@@ -16,33 +16,33 @@ import psycopg
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
-from adapters.crypto.keyring import Keyring, SealKey
-from adapters.postgres.consumer_store import PostgresConsumerStore
-from adapters.postgres.dispatch_store import PostgresDispatchStore
-from adapters.postgres.event_outbox_store import PostgresEventOutboxStore
-from adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
-from adapters.system.ids import Uuid7Ids
-from adapters.system.secrets import SystemSecrets
-from application.events.process_deliveries import ProcessDeliveries
-from application.events.publish_due_events import PublishDueEvents
-from application.identity.request_limits import RateLimitPolicy, RequestLimits
-from application.identity.security_notice_consumer import CONSUMER as NOTICES
-from application.identity.services import IdentityServices
-from application.outbox.dispatch_due_messages import DispatchDueMessages
-from application.outbox.links import LinkBases
-from application.outbox.ports import Delivery
-from application.outbox.provider_breaker import ProviderBreaker
-from domain.channels import Channel
-from domain.identity.rate_limits import Backoff, RateLimit
-from domain.outbox.retry_policy import RetryPolicy
-from domain.purposes import Purpose
-from entrypoints.bootstrap.api import build_identity_services
-from entrypoints.bootstrap.consumers import shipped_consumers
-from entrypoints.http.app import create_app
-from entrypoints.settings.identity import IdentitySettings
-from entrypoints.settings.tree import load_settings
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from outbox.adapters.crypto.keyring import Keyring, SealKey
+from outbox.adapters.postgres.consumer_store import PostgresConsumerStore
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.adapters.postgres.event_outbox_store import PostgresEventOutboxStore
+from outbox.adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.adapters.system.secrets import SystemSecrets
+from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages
+from outbox.application.delivery.links import LinkBases
+from outbox.application.delivery.ports import Delivery
+from outbox.application.delivery.provider_breaker import ProviderBreaker
+from outbox.application.events.process_deliveries import ProcessDeliveries
+from outbox.application.events.publish_due_events import PublishDueEvents
+from outbox.application.identity.request_limits import RateLimitPolicy, RequestLimits
+from outbox.application.identity.security_notice_consumer import CONSUMER as NOTICES
+from outbox.application.identity.services import IdentityServices
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.retry_policy import RetryPolicy
+from outbox.domain.identity.rate_limits import Backoff, RateLimit
+from outbox.domain.purposes import Purpose
+from outbox.entrypoints.bootstrap.api import build_identity_services
+from outbox.entrypoints.bootstrap.consumers import shipped_consumers
+from outbox.entrypoints.http.app import create_app
+from outbox.entrypoints.settings.identity import IdentitySettings
+from outbox.entrypoints.settings.tree import load_settings
 from tests.fakes.clock import FixedClock
 from tests.fakes.providers import RecordingProvider
 from tests.fakes.renderer import RecordingRenderer

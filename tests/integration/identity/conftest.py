@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
 from tests.integration.identity.api import Api, ApiSettings, running_api
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from domain.purposes import Purpose
+from outbox.domain.purposes import Purpose
 from tests.integration.identity.api import PASSWORD, Api
 
 ALICE = "alice@example.com"

@@ -9,9 +9,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
-from domain.identity.rate_limits import Backoff
-from domain.purposes import Purpose
+from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from outbox.domain.identity.rate_limits import Backoff
+from outbox.domain.purposes import Purpose
 from tests.integration.identity.api import SEALER, Api, problem_type, token_of
 
 pytestmark = pytest.mark.integration

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from domain.purposes import Purpose
+from outbox.domain.purposes import Purpose
 from tests.integration.identity.api import PASSWORD, Api, problem_type
 from tests.integration.identity.flows import ALICE, CODE_PURPOSES, Flow
 

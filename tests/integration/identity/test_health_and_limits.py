@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from adapters.postgres.migrations import Migration, load_migrations
-from adapters.postgres.readiness import PostgresReadinessProbe
-from application.check_readiness import CheckReadiness
-from domain.identity.rate_limits import RateLimit
+from outbox.adapters.postgres.migrator import Migration, load_migrations
+from outbox.adapters.postgres.readiness import PostgresReadinessProbe
+from outbox.application.check_readiness import CheckReadiness
+from outbox.domain.identity.rate_limits import RateLimit
 from tests.integration.identity.api import Api, problem_type
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from application.identity.request_limits import RateLimitPolicy
+from outbox.application.identity.request_limits import RateLimitPolicy
 from tests.integration.identity.api import Api, problem_type, token_of
 
 pytestmark = pytest.mark.integration

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from domain.identity.rate_limits import RateLimit
+from outbox.domain.identity.rate_limits import RateLimit
 from tests.integration.identity.api import INVITATION_BASE, Api, problem_type, token_of
 
 pytestmark = pytest.mark.integration

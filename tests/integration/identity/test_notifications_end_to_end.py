@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from adapters.crypto.keyring import key_line
-from entrypoints.bootstrap.worker_process import run_worker
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.settings.tree import load_settings
+from outbox.adapters.crypto.keyring import key_line
+from outbox.entrypoints.bootstrap.worker_process import run_worker
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.settings.tree import load_settings
 from tests.integration.identity.api import Api
 from tests.integration.providers.smtp_stand_in import Behaviour, SmtpStandIn
 from tests.integration.worker.conftest import SEAL_KEY

@@ -25,13 +25,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
-from adapters.system.clock import SystemClock
-from adapters.system.ids import Uuid7Ids
-from adapters.system.secrets import SystemSecrets
-from domain.purposes import Purpose
-from entrypoints.bootstrap.api import build_identity_services
-from entrypoints.http.app import create_app
+from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from outbox.adapters.system.clock import SystemClock
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.adapters.system.secrets import SystemSecrets
+from outbox.domain.purposes import Purpose
+from outbox.entrypoints.bootstrap.api import build_identity_services
+from outbox.entrypoints.http.app import create_app
 from tests.fakes.telemetry import RecordingTelemetry
 from tests.integration.identity.api import (
     PASSWORD,

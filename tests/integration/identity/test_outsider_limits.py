@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from application.identity.request_limits import RateLimitPolicy
+from outbox.application.identity.request_limits import RateLimitPolicy
 from tests.integration.identity.api import Api, problem_type
 
 pytestmark = pytest.mark.integration

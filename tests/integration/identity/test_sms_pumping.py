@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from domain.identity.rate_limits import RateLimit
+from outbox.domain.identity.rate_limits import RateLimit
 from tests.integration.identity.api import Api, problem_type
 
 pytestmark = pytest.mark.integration

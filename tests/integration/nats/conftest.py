@@ -12,8 +12,8 @@ import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
-from adapters.nats.streams import StreamSpec, ensure_stream
-from application.events.ports import ClaimedEvent
+from outbox.adapters.nats.streams import StreamSpec, ensure_stream
+from outbox.application.events.ports import ClaimedEvent
 from tests.nats_server import NatsServer
 
 

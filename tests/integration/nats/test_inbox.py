@@ -13,11 +13,11 @@ import nats
 import psycopg
 import pytest
 
-from adapters.nats.connection import NatsOptions
-from adapters.nats.jetstream_target import JetStreamTarget
-from application.events.inbox_ports import InboxEvent
-from entrypoints.bootstrap.inbox import inbox_store, run_inbox
-from entrypoints.settings.tree import load_settings
+from outbox.adapters.nats.connection import NatsOptions
+from outbox.adapters.nats.jetstream_target import JetStreamTarget
+from outbox.application.events.inbox_ports import InboxEvent
+from outbox.entrypoints.bootstrap.inbox import inbox_store, run_inbox
+from outbox.entrypoints.settings.tree import load_settings
 from tests.fakes.telemetry import RecordingTelemetry
 from tests.integration.nats.conftest import MakeEvent, make_stream
 from tests.nats_server import NatsServer

@@ -11,10 +11,10 @@ import nats
 import pytest
 from nats.js import JetStreamContext
 
-from adapters.nats.connection import NatsOptions
-from adapters.nats.jetstream_target import JetStreamTarget
-from application.events.ports import TargetRefusal
-from domain.outbox.failures import FailureClass
+from outbox.adapters.nats.connection import NatsOptions
+from outbox.adapters.nats.jetstream_target import JetStreamTarget
+from outbox.application.events.ports import TargetRefusal
+from outbox.domain.delivery.failures import FailureClass
 from tests.fakes.telemetry import RecordingTelemetry
 from tests.integration.nats.conftest import ACME, MakeEvent, make_stream
 from tests.nats_server import NatsServer

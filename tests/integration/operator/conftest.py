@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
 from tests.integration.operator.staff_world import StaffWorld, running_staff_world
 
 

@@ -21,26 +21,26 @@ from click.testing import Result
 from psycopg_pool import AsyncConnectionPool
 from typer.testing import CliRunner
 
-from adapters.crypto.base64url import encode
-from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
-from adapters.postgres.dispatch_store import PostgresDispatchStore
-from adapters.postgres.operator_store import PostgresOperatorStore
-from adapters.postgres.pool import open_pool
-from adapters.system.ids import Uuid7Ids
-from adapters.system.secrets import SystemSecrets
-from application.operator.services import OperatorServices
-from application.outbox.dispatch_due_messages import DispatchDueMessages
-from application.outbox.links import LinkBases
-from application.outbox.provider_breaker import ProviderBreaker
-from domain.channels import Channel
-from domain.identity.challenges import ChallengePolicy
-from domain.outbox.failures import DeliveryFailure, FailureClass
-from domain.outbox.retry_policy import RetryPolicy
-from entrypoints.bootstrap.api import build_identity_services
-from entrypoints.bootstrap.operator import build_operator_services
-from entrypoints.cli.app import app as outboxctl
-from entrypoints.http.app import create_admin_app, create_app
-from entrypoints.observability import new_registry
+from outbox.adapters.crypto.base64url import encode
+from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.adapters.postgres.operator_store import PostgresOperatorStore
+from outbox.adapters.postgres.pool import open_pool
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.adapters.system.secrets import SystemSecrets
+from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages
+from outbox.application.delivery.links import LinkBases
+from outbox.application.delivery.provider_breaker import ProviderBreaker
+from outbox.application.operator.services import OperatorServices
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
+from outbox.domain.delivery.retry_policy import RetryPolicy
+from outbox.domain.identity.challenges import ChallengePolicy
+from outbox.entrypoints.bootstrap.api import build_identity_services
+from outbox.entrypoints.bootstrap.operator import build_operator_services
+from outbox.entrypoints.cli.app import app as outboxctl
+from outbox.entrypoints.http.app import create_admin_app, create_app
+from outbox.entrypoints.observability import new_registry
 from tests.fakes.clock import FixedClock
 from tests.fakes.providers import RecordingProvider
 from tests.fakes.renderer import RecordingRenderer

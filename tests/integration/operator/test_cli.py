@@ -8,8 +8,8 @@ import uuid
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from domain.outbox.failures import FailureClass
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.domain.delivery.failures import FailureClass
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.integration.identity.api import PASSWORD
 from tests.integration.operator.staff_world import STAFF, StaffWorld
 

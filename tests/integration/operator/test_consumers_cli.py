@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.consumer_rows import consumer_role, define_type, publish
 from tests.outboxctl import invoke_outboxctl
 

@@ -11,7 +11,7 @@ from uuid import UUID
 
 import pytest
 
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.events_rows import EventRows
 from tests.outboxctl import invoke_outboxctl
 

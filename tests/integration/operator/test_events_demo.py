@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.outboxctl import invoke_outboxctl, run_outboxctl
 
 pytestmark = pytest.mark.integration

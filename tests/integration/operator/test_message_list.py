@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.integration.operator.staff_world import STAFF, StaffWorld
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.outboxctl import invoke_outboxctl
 
 pytestmark = pytest.mark.integration

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-from adapters.providers.smtp.provider import SmtpProvider, SmtpSecurity
-from domain.channels import Channel
+from outbox.adapters.providers.smtp.provider import SmtpProvider, SmtpSecurity
+from outbox.domain.channels import Channel
 from tests.integration.operator.staff_world import StaffWorld
 from tests.integration.providers.smtp_stand_in import Behaviour, SmtpStandIn
 

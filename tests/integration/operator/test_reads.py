@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from adapters.postgres.operator_store import PostgresBacklogGauge
-from adapters.postgres.pool import open_pool
-from application.operator.observe_backlog import ObserveBacklog
-from entrypoints.observability import build_telemetry, new_registry, render_metrics
+from outbox.adapters.postgres.operator_store import PostgresBacklogGauge
+from outbox.adapters.postgres.pool import open_pool
+from outbox.application.operator.observe_backlog import ObserveBacklog
+from outbox.entrypoints.observability import build_telemetry, new_registry, render_metrics
 from tests.integration.operator.staff_world import StaffWorld
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from domain.identity.tokens import token_digest
-from domain.outbox.failures import FailureClass
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.identity.tokens import token_digest
 from tests.integration.identity.api import PASSWORD
 from tests.integration.operator.staff_world import StaffWorld
 

@@ -13,16 +13,16 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.generation.modes import GenerationMode
 
-from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
-from adapters.system.clock import SystemClock
-from adapters.system.ids import Uuid7Ids
-from adapters.system.secrets import SystemSecrets
-from domain.identity.challenges import ChallengePolicy
-from domain.purposes import Purpose
-from entrypoints.bootstrap.api import build_identity_services
-from entrypoints.bootstrap.operator import build_operator_services
-from entrypoints.http.app import create_admin_app, create_app
-from entrypoints.observability import new_registry
+from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from outbox.adapters.system.clock import SystemClock
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.adapters.system.secrets import SystemSecrets
+from outbox.domain.identity.challenges import ChallengePolicy
+from outbox.domain.purposes import Purpose
+from outbox.entrypoints.bootstrap.api import build_identity_services
+from outbox.entrypoints.bootstrap.operator import build_operator_services
+from outbox.entrypoints.http.app import create_admin_app, create_app
+from outbox.entrypoints.observability import new_registry
 from tests.integration.identity.api import SEALER, ApiSettings, StatementLog, open_api_pool
 from tests.integration.identity.test_openapi_fuzzing import (
     CHECKS,

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.postgres.pool import open_pool
+from outbox.adapters.postgres.pool import open_pool
 from tests.contract.operator_harness import PostgresOperatorHarness
 
 

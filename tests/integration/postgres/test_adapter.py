@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from adapters.postgres.dispatch_store import PostgresDispatchStore
-from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from adapters.postgres.pool import open_pool
-from adapters.postgres.work_listener import WorkListener
-from application.errors import StoreUnavailable
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
+from outbox.adapters.postgres.pool import open_pool
+from outbox.adapters.postgres.work_listener import WorkListener
+from outbox.application.errors import StoreUnavailable
 from tests.contract.harness import PostgresHarness, make_message
 
 pytestmark = pytest.mark.integration

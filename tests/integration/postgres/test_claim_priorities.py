@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from adapters.postgres.migrations import apply_migrations, load_migrations
+from outbox.adapters.postgres.migrator import apply_migrations, load_migrations
 
 pytestmark = pytest.mark.integration
 

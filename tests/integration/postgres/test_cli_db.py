@@ -10,9 +10,9 @@ import psycopg
 import pytest
 from typer.testing import CliRunner
 
-from adapters.postgres.migrations import apply_migrations, load_migrations
-from entrypoints.cli.app import app
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.adapters.postgres.migrator import apply_migrations, load_migrations
+from outbox.entrypoints.cli.app import app
+from outbox.entrypoints.cli.exit_codes import ExitCode
 
 pytestmark = pytest.mark.integration
 

@@ -20,9 +20,9 @@ import psycopg
 import pytest
 from typer.testing import CliRunner
 
-from adapters.postgres.embedded import EmbeddedPostgres
-from entrypoints.cli.app import app
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.adapters.postgres.embedded import EmbeddedPostgres
+from outbox.entrypoints.cli.app import app
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.outboxctl import run_outboxctl
 
 pytestmark = pytest.mark.integration
@@ -97,7 +97,7 @@ def test_the_embedded_server_says_one_line_at_info(tmp_path: Path) -> None:
 # A process that starts the embedded server and stays until killed.
 HOLDER = (
     "import sys, time; from pathlib import Path;"
-    " from adapters.postgres.embedded import EmbeddedPostgres;"
+    " from outbox.adapters.postgres.embedded import EmbeddedPostgres;"
     " EmbeddedPostgres.start(Path(sys.argv[1])); print('up', flush=True); time.sleep(600)"
 )
 

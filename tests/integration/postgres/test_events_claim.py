@@ -11,10 +11,10 @@ from datetime import timedelta
 
 import pytest
 
-from adapters.postgres.event_outbox_store import PostgresEventOutboxStore
-from adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
-from application.events.ports import PublicationRecord
-from domain.outbox.outcomes import Published, RecordResult
+from outbox.adapters.postgres.event_outbox_store import PostgresEventOutboxStore
+from outbox.adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
+from outbox.application.events.ports import PublicationRecord
+from outbox.domain.delivery.outcomes import Published, RecordResult
 from tests.events_sql import SALES, append, claim, onboard, record, rows
 
 pytestmark = pytest.mark.integration

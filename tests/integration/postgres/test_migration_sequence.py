@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from adapters.postgres.migrations import (
+from outbox.adapters.postgres.migrator import (
     LEGACY_LEDGER,
     Migration,
     MigrationError,

@@ -7,7 +7,7 @@ import asyncio
 import psycopg
 import pytest
 
-from adapters.postgres.migrations import (
+from outbox.adapters.postgres.migrator import (
     Migration,
     MigrationError,
     apply_migrations,

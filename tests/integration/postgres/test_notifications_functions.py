@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from domain.notifications.catalogue import CATALOGUE
+from outbox.domain.notifications.catalogue import CATALOGUE
 
 pytestmark = pytest.mark.integration
 

@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 from psycopg import errors, sql
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.operator_store import PostgresOperatorStore
-from adapters.postgres.pool import open_pool
-from application.errors import InvalidRequest, PermissionDenied
-from application.operator.errors import RequestInProgress, StaffRequired
-from application.operator.staff_actor import StaffActor
-from domain.destinations import mask
+from outbox.adapters.postgres.operator_store import PostgresOperatorStore
+from outbox.adapters.postgres.pool import open_pool
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.operator.errors import RequestInProgress, StaffRequired
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.domain.destinations import mask
 from tests.contract.operator_harness import PostgresOperatorHarness, challenge, dead_letter
 
 pytestmark = pytest.mark.integration

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.integration.providers.network import free_port
 from tests.os_programs import require_program
 from tests.outboxctl import invoke_outboxctl, run_outboxctl

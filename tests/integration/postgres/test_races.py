@@ -12,9 +12,9 @@ from datetime import timedelta
 
 import pytest
 
-from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from application.outbox.ports import AttemptRecord, ClaimedMessage
-from domain.outbox.outcomes import Published, RecordResult
+from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
+from outbox.application.delivery.ports import AttemptRecord, ClaimedMessage
+from outbox.domain.delivery.outcomes import Published, RecordResult
 from tests.contract.harness import PostgresHarness, make_message
 
 pytestmark = pytest.mark.integration

@@ -17,9 +17,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from adapters.postgres.dispatch_store import PostgresDispatchStore
-from application.outbox.purge_retained_messages import PurgeRetainedMessages
-from domain.outbox.retention import RetentionPolicy
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.application.delivery.purge_retained_messages import PurgeRetainedMessages
+from outbox.domain.delivery.retention import RetentionPolicy
 from tests.fakes.telemetry import RecordingTelemetry
 from tests.outboxctl import run_outboxctl
 

@@ -11,12 +11,12 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from adapters.postgres.dispatch_store import PostgresDispatchStore
-from adapters.postgres.outbox_writer import PostgresOutboxWriter
-from adapters.postgres.pool import open_pool
-from adapters.postgres.work_listener import WorkListener
-from application.errors import PermissionDenied
-from domain.outbox.failures import FailureClass
+from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
+from outbox.adapters.postgres.pool import open_pool
+from outbox.adapters.postgres.work_listener import WorkListener
+from outbox.application.errors import PermissionDenied
+from outbox.domain.delivery.failures import FailureClass
 from tests.contract.harness import MemoryHarness, make_message
 
 pytestmark = pytest.mark.integration

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 from psycopg import errors
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import Keyring, generate_key
-from domain.purposes import Purpose
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import Keyring, generate_key
+from outbox.domain.purposes import Purpose
 
 pytestmark = pytest.mark.integration
 

@@ -18,11 +18,11 @@ import pytest
 from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool
 
-from adapters.postgres.error_translation import translated_errors
-from adapters.postgres.pool import open_pool
-from adapters.postgres.readiness import PostgresReadinessProbe
-from application.errors import PreparedStatementsUnsupported
-from entrypoints.cli.exit_codes import ExitCode
+from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.adapters.postgres.pool import open_pool
+from outbox.adapters.postgres.readiness import PostgresReadinessProbe
+from outbox.application.errors import PreparedStatementsUnsupported
+from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.integration.providers.network import free_port
 from tests.outboxctl import OUTBOXCTL, invoke_outboxctl, outboxctl_environment, run_outboxctl
 

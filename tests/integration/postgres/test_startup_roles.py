@@ -15,11 +15,11 @@ import pytest
 from psycopg import sql
 from structlog.testing import capture_logs
 
-from adapters.crypto.base64url import encode
-from entrypoints.bootstrap.database import DatabaseAccess, database_pool
-from entrypoints.bootstrap.database_roles import DatabaseRoleRefused
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.settings.tree import Settings, load_settings
+from outbox.adapters.crypto.base64url import encode
+from outbox.entrypoints.bootstrap.database import DatabaseAccess, database_pool
+from outbox.entrypoints.bootstrap.database_roles import DatabaseRoleRefused
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.settings.tree import Settings, load_settings
 from tests.outboxctl import run_outboxctl
 
 pytestmark = pytest.mark.integration

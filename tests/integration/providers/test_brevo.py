@@ -11,11 +11,11 @@ import attrs
 import httpx
 import pytest
 
-from adapters.providers.brevo.provider import BrevoProvider
-from application.outbox.errors import DeliveryFailed
-from application.outbox.ports import Delivery, RenderedMessage
-from domain.channels import Channel
-from domain.outbox.failures import FailureClass
+from outbox.adapters.providers.brevo.provider import BrevoProvider
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.application.delivery.ports import Delivery, RenderedMessage
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import (
     CODE,

@@ -12,10 +12,10 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.ses.models import ses_backends
 
-from adapters.providers.ses.provider import ses_client
-from domain.channels import Channel
-from entrypoints.bootstrap.providers import build_providers, close_providers
-from entrypoints.settings.tree import load_settings
+from outbox.adapters.providers.ses.provider import ses_client
+from outbox.domain.channels import Channel
+from outbox.entrypoints.bootstrap.providers import build_providers, close_providers
+from outbox.entrypoints.settings.tree import load_settings
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import EMAIL, PHONE, email_delivery, phone_delivery
 from tests.integration.providers.http_stand_in import HttpStandIn

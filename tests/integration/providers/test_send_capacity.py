@@ -16,10 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from domain.channels import Channel
-from entrypoints.bootstrap.providers import build_providers, close_providers
-from entrypoints.bootstrap.worker import worker_services
-from entrypoints.settings.tree import Settings, load_settings
+from outbox.domain.channels import Channel
+from outbox.entrypoints.bootstrap.providers import build_providers, close_providers
+from outbox.entrypoints.bootstrap.worker import worker_services
+from outbox.entrypoints.settings.tree import Settings, load_settings
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import email_delivery
 from tests.integration.providers.http_stand_in import HttpStandIn, Received, Reply

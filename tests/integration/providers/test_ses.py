@@ -9,9 +9,9 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.ses.models import ses_backends
 
-from adapters.providers.ses.provider import SesProvider, ses_client
-from application.outbox.errors import DeliveryFailed
-from domain.outbox.failures import FailureClass
+from outbox.adapters.providers.ses.provider import SesProvider, ses_client
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.domain.delivery.failures import FailureClass
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import CODE, EMAIL, MESSAGE_ID, email_delivery, leaks
 from tests.integration.providers.http_stand_in import HttpStandIn, Reply

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-from adapters.providers.smtp.provider import SmtpProvider, SmtpSecurity
-from application.outbox.errors import DeliveryFailed
-from domain.outbox.failures import FailureClass
+from outbox.adapters.providers.smtp.provider import SmtpProvider, SmtpSecurity
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.domain.delivery.failures import FailureClass
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import CODE, EMAIL, MESSAGE_ID, email_delivery, leaks
 from tests.integration.providers.smtp_stand_in import PASSWORD, USERNAME, Behaviour, SmtpStandIn

@@ -9,10 +9,10 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from adapters.providers.wasender.provider import WasenderProvider
-from application.outbox.errors import DeliveryFailed
-from domain.channels import Channel
-from domain.outbox.failures import DeliveryFailure, FailureClass
+from outbox.adapters.providers.wasender.provider import WasenderProvider
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
 from tests.fakes.clock import EPOCH, FixedClock
 from tests.fakes.deliveries import CODE, PHONE, leaks, phone_delivery
 from tests.integration.providers.http_stand_in import HttpStandIn, Reply

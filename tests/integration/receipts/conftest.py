@@ -8,13 +8,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters.postgres.pool import open_pool
-from adapters.postgres.receipt_store import PostgresReceiptStore
-from adapters.system.clock import SystemClock
-from adapters.webhooks.sns import SnsPolicy, SnsVerifier
-from application.outbox.record_receipts import RecordReceipts
-from entrypoints.http.webhooks import WebhookServices, create_webhook_app
-from entrypoints.observability import build_telemetry, new_registry
+from outbox.adapters.postgres.pool import open_pool
+from outbox.adapters.postgres.receipt_store import PostgresReceiptStore
+from outbox.adapters.system.clock import SystemClock
+from outbox.adapters.webhooks.sns import SnsPolicy, SnsVerifier
+from outbox.application.delivery.record_receipts import RecordReceipts
+from outbox.entrypoints.http.webhooks import WebhookServices, create_webhook_app
+from outbox.entrypoints.observability import build_telemetry, new_registry
 from tests.integration.receipts.sns_world import TOPIC, Signer, SnsStandIn, sns_world
 
 BREVO_TOKEN = "brevo-webhook-token-for-tests"

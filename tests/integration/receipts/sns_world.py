@@ -19,7 +19,7 @@ import trustme
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from adapters.webhooks.sns import canonical_string
+from outbox.adapters.webhooks.sns import canonical_string
 
 TOPIC = "arn:aws:sns:eu-west-1:123456789012:outbox-receipts"
 CERT_PATH = "/SimpleNotificationService-test.pem"

@@ -9,8 +9,8 @@ import uuid
 import pytest
 from psycopg import errors
 
-from domain.outbox.delivery_states import DeliveryState, advance, fold
-from domain.outbox.receipts import ReceiptEvent
+from outbox.domain.delivery.delivery_states import DeliveryState, advance, fold
+from outbox.domain.delivery.receipts import ReceiptEvent
 from tests.integration.receipts.receipt_sql import claim, enqueue, message_state, publish, record
 
 pytestmark = pytest.mark.integration

@@ -14,16 +14,16 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from adapters.crypto.keyring import generate_key, key_line
-from adapters.telemetry.tracing_otel import OtelTracing
-from domain.channels import Channel
-from domain.outbox.failures import DeliveryFailure, FailureClass
-from entrypoints.bootstrap.api import api_identity_services
-from entrypoints.bootstrap.database import DatabaseAccess, database_pool
-from entrypoints.bootstrap.parts import ProcessParts, build_process_parts, http_middleware
-from entrypoints.bootstrap.worker import worker_services
-from entrypoints.http.app import create_app
-from entrypoints.settings.tree import Settings, load_settings
+from outbox.adapters.crypto.keyring import generate_key, key_line
+from outbox.adapters.telemetry.tracing_otel import OtelTracing
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
+from outbox.entrypoints.bootstrap.api import api_identity_services
+from outbox.entrypoints.bootstrap.database import DatabaseAccess, database_pool
+from outbox.entrypoints.bootstrap.parts import ProcessParts, build_process_parts, http_middleware
+from outbox.entrypoints.bootstrap.worker import worker_services
+from outbox.entrypoints.http.app import create_app
+from outbox.entrypoints.settings.tree import Settings, load_settings
 from tests.fakes.providers import RecordingProvider
 
 pytestmark = pytest.mark.integration

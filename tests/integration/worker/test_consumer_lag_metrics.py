@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from adapters.postgres.consumer_store import PostgresConsumerLag
-from application.events.observe_consumer_lag import ObserveConsumerLag
-from entrypoints.observability import build_telemetry, new_registry
+from outbox.adapters.postgres.consumer_store import PostgresConsumerLag
+from outbox.application.events.observe_consumer_lag import ObserveConsumerLag
+from outbox.entrypoints.observability import build_telemetry, new_registry
 from tests.consumer_rows import define_type, publish
 
 pytestmark = pytest.mark.integration

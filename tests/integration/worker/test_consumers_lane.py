@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from application.events.consumer_handlers import ConsumerRegistry
-from application.events.consumer_ports import DeliveredEvent
-from entrypoints.bootstrap.consumers import run_consumers
-from entrypoints.bootstrap.worker_process import run_worker
-from entrypoints.settings.tree import load_settings
+from outbox.application.events.consumer_handlers import ConsumerRegistry
+from outbox.application.events.consumer_ports import DeliveredEvent
+from outbox.entrypoints.bootstrap.consumers import run_consumers
+from outbox.entrypoints.bootstrap.worker_process import run_worker
+from outbox.entrypoints.settings.tree import load_settings
 from tests.consumer_rows import consumer_role, define_type, publish
 
 pytestmark = pytest.mark.integration

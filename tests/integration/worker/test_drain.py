@@ -12,14 +12,14 @@ import psycopg
 import pytest
 import structlog
 
-from application.outbox.dispatch_due_messages import DispatchResult
-from application.outbox.ports import Delivery
-from domain.channels import Channel
-from domain.outbox.failures import FailureClass
-from entrypoints.bootstrap.worker import worker_services
-from entrypoints.observability import configure_logging
-from entrypoints.settings.tree import load_settings
-from entrypoints.worker.loop import WorkerLoop
+from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.delivery.ports import Delivery
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
+from outbox.entrypoints.bootstrap.worker import worker_services
+from outbox.entrypoints.observability import configure_logging
+from outbox.entrypoints.settings.tree import load_settings
+from outbox.entrypoints.worker.loop import WorkerLoop
 from tests.fakes.providers import RecordingProvider
 from tests.fakes.telemetry import RecordingTelemetry
 from tests.integration.worker.conftest import Enqueue

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from prometheus_client.exposition import choose_encoder
 
-from entrypoints.settings.lanes import LANES
+from outbox.entrypoints.settings.lanes import LANES
 from tests.integration.providers.network import free_port
 from tests.outboxctl import outboxctl_environment
 

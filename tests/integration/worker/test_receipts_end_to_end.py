@@ -21,7 +21,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.ses.models import ses_backends
 
-from adapters.providers.ses.provider import ses_client
+from outbox.adapters.providers.ses.provider import ses_client
 from tests.integration.providers.network import free_port
 from tests.integration.receipts.sns_world import TOPIC, Signer, SnsStandIn, ses_event, sns_world
 from tests.integration.worker.conftest import Enqueue

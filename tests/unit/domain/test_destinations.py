@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.channels import Channel
-from domain.destinations import channel_of, is_e164, is_email, mask, normalize
-from domain.errors import InvalidDestination
+from outbox.domain.channels import Channel
+from outbox.domain.destinations import channel_of, is_e164, is_email, mask, normalize
+from outbox.domain.errors import InvalidDestination
 
 # --- validity --------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from domain.channels import Channel
-from domain.purposes import Purpose
+from outbox.domain.channels import Channel
+from outbox.domain.purposes import Purpose
 
 CODES = {Purpose.SIGN_UP, Purpose.ADD_SIGN_IN_METHOD, Purpose.PASSWORD_RECOVERY, Purpose.STEP_UP}
 

@@ -13,7 +13,7 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
-from entrypoints.observability import (
+from outbox.entrypoints.observability import (
     build_telemetry,
     configure_logging,
     new_registry,

@@ -6,16 +6,16 @@ import io
 
 import pytest
 
-from adapters.providers.brevo.provider import BrevoProvider
-from adapters.providers.console.provider import ConsoleProvider
-from adapters.providers.ses.provider import SesProvider
-from adapters.providers.smtp.provider import SmtpProvider, SmtpSecurity
-from adapters.providers.wasender.provider import WasenderProvider
-from domain.channels import Channel
-from entrypoints.bootstrap.providers import build_providers, close_providers
-from entrypoints.settings.providers import ProviderSettings
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import Settings, load_settings
+from outbox.adapters.providers.brevo.provider import BrevoProvider
+from outbox.adapters.providers.console.provider import ConsoleProvider
+from outbox.adapters.providers.ses.provider import SesProvider
+from outbox.adapters.providers.smtp.provider import SmtpProvider, SmtpSecurity
+from outbox.adapters.providers.wasender.provider import WasenderProvider
+from outbox.domain.channels import Channel
+from outbox.entrypoints.bootstrap.providers import build_providers, close_providers
+from outbox.entrypoints.settings.providers import ProviderSettings
+from outbox.entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.settings.tree import Settings, load_settings
 from tests.fakes.clock import FixedClock
 from tests.fakes.deliveries import CODE, phone_delivery
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from adapters.providers.http_failures import (
+from outbox.adapters.providers.http_failures import (
     failure_for_status,
     failure_for_transport_error,
     json_object,
@@ -15,11 +15,11 @@ from adapters.providers.http_failures import (
     provider_message_id,
     safe_token,
 )
-from application.outbox.errors import DeliveryFailed
-from application.outbox.ports import Delivery
-from application.ports import Clock
-from domain.channels import Channel
-from domain.outbox.failures import DeliveryFailure, FailureClass
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.application.delivery.ports import Delivery
+from outbox.application.ports import Clock
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
 
 DEFAULT_BASE_URL = "https://api.brevo.com/v3"
 EMAIL_PATH = "/smtp/email"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from application.outbox.ports import Delivery
+from outbox.application.delivery.ports import Delivery
 
 _RULE = "-" * 72
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import botocore.exceptions
 
-from domain.outbox.failures import DeliveryFailure, FailureClass
-from domain.outbox.retry_after import parse_retry_after
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
+from outbox.domain.delivery.retry_after import parse_retry_after
 
 THROTTLING_CODES = frozenset(
     {

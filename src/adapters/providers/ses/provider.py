@@ -11,10 +11,10 @@ import boto3
 import botocore.config
 import botocore.exceptions
 
-from adapters.providers.ses.errors import classify_botocore_error, classify_client_error
-from application.outbox.errors import DeliveryFailed
-from application.outbox.ports import Delivery
-from application.ports import Clock
+from outbox.adapters.providers.ses.errors import classify_botocore_error, classify_client_error
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.application.delivery.ports import Delivery
+from outbox.application.ports import Clock
 
 if TYPE_CHECKING:
     from mypy_boto3_sesv2.client import SESV2Client
@@ -62,7 +62,7 @@ class SesProvider:
 
     The message id goes in an ``X-Outbox-Message-Id`` header and an ``outbox_message_id``
     message tag (SES has no idempotency key). Failures are classified from the AWS error
-    code (see ``adapters.providers.ses.errors``).
+    code (see ``outbox.adapters.providers.ses.errors``).
     """
 
     def __init__(

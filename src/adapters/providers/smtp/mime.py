@@ -8,7 +8,7 @@ from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime, parseaddr
 
-from application.outbox.ports import Delivery
+from outbox.application.delivery.ports import Delivery
 
 
 def sender_address(sender: str) -> Address:

@@ -7,12 +7,12 @@ import ssl
 
 import aiosmtplib
 
-from adapters.providers.smtp.mime import build_message, message_id_header, sender_address
-from adapters.providers.smtp.replies import reply_detail
-from application.outbox.errors import DeliveryFailed
-from application.outbox.ports import Delivery
-from application.ports import Clock
-from domain.outbox.failures import DeliveryFailure, FailureClass
+from outbox.adapters.providers.smtp.mime import build_message, message_id_header, sender_address
+from outbox.adapters.providers.smtp.replies import reply_detail
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.application.delivery.ports import Delivery
+from outbox.application.ports import Clock
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
 
 # Transient replies that mean "slow down / try later" rather than "broken": 421 service
 # closing (how most relays answer a rate limit), 450 mailbox busy or greylisted, 451 local

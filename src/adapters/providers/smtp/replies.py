@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from domain.outbox.failures import MAX_DETAIL
+from outbox.domain.delivery.failures import MAX_DETAIL
 
 _ENHANCED = re.compile(r"[245]\.\d{1,3}\.\d{1,3}", re.ASCII)
 # In order: whatever a server puts in angle brackets (addresses, message ids), anything with

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from adapters.providers.http_failures import (
+from outbox.adapters.providers.http_failures import (
     failure_for_status,
     failure_for_transport_error,
     json_object,
@@ -14,10 +14,10 @@ from adapters.providers.http_failures import (
     parse_rate_limit_reset,
     provider_message_id,
 )
-from application.outbox.errors import DeliveryFailed
-from application.outbox.ports import Delivery
-from application.ports import Clock
-from domain.outbox.failures import DeliveryFailure, FailureClass
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.application.delivery.ports import Delivery
+from outbox.application.ports import Clock
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
 
 DEFAULT_BASE_URL = "https://www.wasenderapi.com/api"
 SEND_PATH = "/send-message"

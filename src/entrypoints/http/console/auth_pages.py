@@ -10,22 +10,22 @@ from litestar.datastructures import Cookie, State
 from litestar.di import NamedDependency
 from litestar.response import Redirect, Template
 
-from application.errors import ApplicationError
-from application.identity.confirm_step_up import ConfirmStepUpCommand
-from application.identity.errors import InvalidCredentials, RateLimited
-from application.identity.request_step_up import RequestStepUpCommand
-from application.identity.sign_in import SignInCommand
-from entrypoints.http.caller import client_address
-from entrypoints.http.console.context import PREFIX, Console
-from entrypoints.http.console.guard import (
+from outbox.application.errors import ApplicationError
+from outbox.application.identity.confirm_step_up import ConfirmStepUpCommand
+from outbox.application.identity.errors import InvalidCredentials, RateLimited
+from outbox.application.identity.request_step_up import RequestStepUpCommand
+from outbox.application.identity.sign_in import SignInCommand
+from outbox.entrypoints.http.caller import client_address
+from outbox.entrypoints.http.console.context import PREFIX, Console
+from outbox.entrypoints.http.console.guard import (
     CSRF_FIELD,
     SignedIn,
     SignInNeeded,
     check_form,
     signed_in,
 )
-from entrypoints.http.console.rendering import page
-from entrypoints.http.console.sessions import PRE_COOKIE
+from outbox.entrypoints.http.console.rendering import page
+from outbox.entrypoints.http.console.sessions import PRE_COOKIE
 
 ConsoleParts = NamedDependency[Console]
 

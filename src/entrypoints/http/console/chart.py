@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from application.operator.console_views import ActivityMinute
+from outbox.application.operator.console_views import ActivityMinute
 
 WIDTH, HEIGHT, PAD = 600, 140, 6
 SERIES = (("created", "#2f5bd3"), ("published", "#1f8a4c"), ("dead_lettered", "#c2362b"))

@@ -7,10 +7,10 @@ from datetime import datetime
 
 import attrs
 
-from application.identity.services import IdentityServices
-from application.operator.console_services import ConsoleServices
-from application.operator.services import OperatorServices
-from entrypoints.http.console.sessions import COOKIE, SECURE_COOKIE, ConsoleSessions
+from outbox.application.identity.services import IdentityServices
+from outbox.application.operator.console_services import ConsoleServices
+from outbox.application.operator.services import OperatorServices
+from outbox.entrypoints.http.console.sessions import COOKIE, SECURE_COOKIE, ConsoleSessions
 
 PREFIX = "/console"
 

@@ -12,16 +12,16 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from application.errors import InvalidField
-from application.operator.errors import DeadLetterNotFound, EventNotFound, EventRepairRefused
-from application.operator.list_event_dead_letters import EventDeadLetterQuery
-from application.operator.list_parked_aggregates import ParkedQuery
-from application.operator.release_parked_aggregate import ReleaseCommand
-from application.operator.republish_dead_event import RepublishCommand
-from application.operator.show_event import EventQuery
-from entrypoints.http.console.context import PREFIX, Console
-from entrypoints.http.console.guard import CSRF_FIELD, check_form, staff
-from entrypoints.http.console.rendering import form_key, page
+from outbox.application.errors import InvalidField
+from outbox.application.operator.errors import DeadLetterNotFound, EventNotFound, EventRepairRefused
+from outbox.application.operator.list_event_dead_letters import EventDeadLetterQuery
+from outbox.application.operator.list_parked_aggregates import ParkedQuery
+from outbox.application.operator.release_parked_aggregate import ReleaseCommand
+from outbox.application.operator.republish_dead_event import RepublishCommand
+from outbox.application.operator.show_event import EventQuery
+from outbox.entrypoints.http.console.context import PREFIX, Console
+from outbox.entrypoints.http.console.guard import CSRF_FIELD, check_form, staff
+from outbox.entrypoints.http.console.rendering import form_key, page
 
 ConsoleParts = NamedDependency[Console]
 SECTION = "Events"

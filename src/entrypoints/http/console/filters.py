@@ -14,11 +14,11 @@ from uuid import UUID
 
 import attrs
 
-from application.errors import InvalidField
-from application.operator.message_filters import MessageFilter, digest_of_destination
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.application.errors import InvalidField
+from outbox.application.operator.message_filters import MessageFilter, digest_of_destination
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.purposes import Purpose
 
 FIELDS = ("state", "purpose", "failure", "provider", "since", "until", "id", "dest")
 _DIGEST = re.compile(r"[0-9a-f]{64}")

@@ -13,13 +13,13 @@ import attrs
 from litestar import Request
 from litestar.datastructures import State
 
-from application.identity.errors import Unauthenticated
-from application.identity.principal import Principal
-from application.operator.errors import StepUpRequired
-from application.operator.require_elevation import ElevationCheck
-from application.operator.staff_actor import StaffActor
-from entrypoints.http.console.context import Console
-from entrypoints.http.console.sessions import ConsoleSession
+from outbox.application.identity.errors import Unauthenticated
+from outbox.application.identity.principal import Principal
+from outbox.application.operator.errors import StepUpRequired
+from outbox.application.operator.require_elevation import ElevationCheck
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.entrypoints.http.console.context import Console
+from outbox.entrypoints.http.console.sessions import ConsoleSession
 
 CSRF_FIELD = "csrf"
 

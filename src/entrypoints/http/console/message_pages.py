@@ -12,27 +12,27 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from application.errors import InvalidField
-from application.operator.errors import DeadLetterRefused
-from application.operator.reissue_dead_letter import ReissueCommand
-from application.operator.repair_matching_messages import (
+from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.errors import InvalidField
+from outbox.application.operator.errors import DeadLetterRefused
+from outbox.application.operator.reissue_dead_letter import ReissueCommand
+from outbox.application.operator.repair_matching_messages import (
     MAX_MATCHES,
     BulkAction,
     BulkRepairCommand,
     MatchQuery,
 )
-from application.operator.requeue_dead_letter import RequeueCommand
-from application.operator.search_messages import StaffSearch
-from application.operator.show_message import MessageQuery
-from application.operator.show_receipts import ReceiptsQuery
-from application.outbox.errors import MessageNotFound
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State as MessageState
-from domain.purposes import Purpose
-from entrypoints.http.console.context import PREFIX, Console
-from entrypoints.http.console.filters import FIELDS, parse_filter
-from entrypoints.http.console.guard import CSRF_FIELD, Staff, check_form, staff
-from entrypoints.http.console.rendering import form_key, page
+from outbox.application.operator.requeue_dead_letter import RequeueCommand
+from outbox.application.operator.search_messages import StaffSearch
+from outbox.application.operator.show_message import MessageQuery
+from outbox.application.operator.show_receipts import ReceiptsQuery
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State as MessageState
+from outbox.domain.purposes import Purpose
+from outbox.entrypoints.http.console.context import PREFIX, Console
+from outbox.entrypoints.http.console.filters import FIELDS, parse_filter
+from outbox.entrypoints.http.console.guard import CSRF_FIELD, Staff, check_form, staff
+from outbox.entrypoints.http.console.rendering import form_key, page
 
 ConsoleParts = NamedDependency[Console]
 SECTION = "Messages"

@@ -9,10 +9,10 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.response import Template
 
-from entrypoints.http.console.chart import activity_svg, peak
-from entrypoints.http.console.context import PREFIX, Console
-from entrypoints.http.console.guard import staff
-from entrypoints.http.console.rendering import page
+from outbox.entrypoints.http.console.chart import activity_svg, peak
+from outbox.entrypoints.http.console.context import PREFIX, Console
+from outbox.entrypoints.http.console.guard import staff
+from outbox.entrypoints.http.console.rendering import page
 
 ConsoleParts = NamedDependency[Console]
 SECTION = "Overview"

@@ -10,11 +10,11 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from application.errors import InvalidField
-from application.operator.pause_provider import ProviderCommand
-from entrypoints.http.console.context import PREFIX, Console
-from entrypoints.http.console.guard import CSRF_FIELD, Staff, check_form, staff
-from entrypoints.http.console.rendering import page
+from outbox.application.errors import InvalidField
+from outbox.application.operator.pause_provider import ProviderCommand
+from outbox.entrypoints.http.console.context import PREFIX, Console
+from outbox.entrypoints.http.console.guard import CSRF_FIELD, Staff, check_form, staff
+from outbox.entrypoints.http.console.rendering import page
 
 ConsoleParts = NamedDependency[Console]
 SECTION = "Providers"

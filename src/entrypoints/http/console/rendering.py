@@ -13,7 +13,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Template
 from litestar.template.config import TemplateConfig
 
-from entrypoints.http.console.guard import SignedIn
+from outbox.entrypoints.http.console.guard import SignedIn
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"

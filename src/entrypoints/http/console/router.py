@@ -19,16 +19,16 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.status_codes import HTTP_415_UNSUPPORTED_MEDIA_TYPE
 
-from application.operator.errors import StaffRequired, StepUpRequired
-from entrypoints.http.console.auth_pages import ConsoleAuthController
-from entrypoints.http.console.context import PREFIX, Console
-from entrypoints.http.console.event_pages import ConsoleEventsController
-from entrypoints.http.console.guard import FormRefused, SignInNeeded, StepUpNeeded
-from entrypoints.http.console.message_pages import ConsoleMessagesController
-from entrypoints.http.console.overview_pages import ConsoleOverviewController
-from entrypoints.http.console.provider_pages import ConsoleProvidersController
-from entrypoints.http.console.rendering import STATIC
-from entrypoints.http.console.suppression_pages import ConsoleSuppressionsController
+from outbox.application.operator.errors import StaffRequired, StepUpRequired
+from outbox.entrypoints.http.console.auth_pages import ConsoleAuthController
+from outbox.entrypoints.http.console.context import PREFIX, Console
+from outbox.entrypoints.http.console.event_pages import ConsoleEventsController
+from outbox.entrypoints.http.console.guard import FormRefused, SignInNeeded, StepUpNeeded
+from outbox.entrypoints.http.console.message_pages import ConsoleMessagesController
+from outbox.entrypoints.http.console.overview_pages import ConsoleOverviewController
+from outbox.entrypoints.http.console.provider_pages import ConsoleProvidersController
+from outbox.entrypoints.http.console.rendering import STATIC
+from outbox.entrypoints.http.console.suppression_pages import ConsoleSuppressionsController
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"

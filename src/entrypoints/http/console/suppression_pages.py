@@ -14,13 +14,13 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.response import Redirect, Template
 
-from application.errors import InvalidRequest
-from application.operator.change_suppression import SuppressionAction, SuppressionCommand
-from application.operator.list_suppressions import SuppressionQuery
-from domain.channels import Channel
-from entrypoints.http.console.context import PREFIX, Console
-from entrypoints.http.console.guard import CSRF_FIELD, Staff, check_form, staff
-from entrypoints.http.console.rendering import page
+from outbox.application.errors import InvalidRequest
+from outbox.application.operator.change_suppression import SuppressionAction, SuppressionCommand
+from outbox.application.operator.list_suppressions import SuppressionQuery
+from outbox.domain.channels import Channel
+from outbox.entrypoints.http.console.context import PREFIX, Console
+from outbox.entrypoints.http.console.guard import CSRF_FIELD, Staff, check_form, staff
+from outbox.entrypoints.http.console.rendering import page
 
 ConsoleParts = NamedDependency[Console]
 SECTION = "Suppressions"

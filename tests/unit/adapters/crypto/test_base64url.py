@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.crypto import base64url
+from outbox.adapters.crypto import base64url
 
 
 @given(data=st.binary())

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import Keyring, SealKey
-from application.errors import EnvelopeInvalid
-from domain.purposes import Purpose
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import Keyring, SealKey
+from outbox.application.errors import EnvelopeInvalid
+from outbox.domain.purposes import Purpose
 
 OLD = SealKey("old", bytes(range(32)))
 NEW = SealKey("new", bytes(range(32, 64)))

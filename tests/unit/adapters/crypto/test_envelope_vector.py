@@ -12,10 +12,10 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import parse_keyring
-from application.errors import EnvelopeInvalid
-from domain.purposes import Purpose
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import parse_keyring
+from outbox.application.errors import EnvelopeInvalid
+from outbox.domain.purposes import Purpose
 
 DOC = Path(__file__).parents[4] / "docs" / "envelope.md"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
 
 CHEAP = Argon2Parameters.cheapest()
 HASHER = Argon2idHasher(CHEAP)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from adapters.crypto.keyring import (
+from outbox.adapters.crypto.keyring import (
     KEY_ID_PATTERN,
     KeyringError,
     SealKey,

@@ -7,15 +7,15 @@ import pytest
 from psycopg import errors
 from psycopg_pool import PoolTimeout
 
-from adapters.postgres.error_translation import translate, translated_errors
-from application.errors import (
+from outbox.adapters.postgres.error_translation import translate, translated_errors
+from outbox.application.delivery.errors import DuplicateMessage
+from outbox.application.errors import (
     InvalidRequest,
     PermissionDenied,
     PreparedStatementsUnsupported,
     StoreNotMigrated,
     StoreUnavailable,
 )
-from application.outbox.errors import DuplicateMessage
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import itertools
 import re
 from collections import defaultdict
 
-from adapters.postgres.migrations import load_migrations
+from outbox.adapters.postgres.migrator import load_migrations
 
 _FUNCTION = re.compile(
     r"^\s*CREATE\s+(?P<replace>OR\s+REPLACE\s+)?FUNCTION\s+(?P<name>[a-z_]+\.[a-z_]+)\s*\(",

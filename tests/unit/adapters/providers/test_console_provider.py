@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from adapters.providers.console.provider import ConsoleProvider
-from domain.channels import Channel
+from outbox.adapters.providers.console.provider import ConsoleProvider
+from outbox.domain.channels import Channel
 from tests.fakes.deliveries import CODE, EMAIL, MESSAGE_ID, PHONE, email_delivery, phone_delivery
 
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from adapters.providers.http_failures import (
+from outbox.adapters.providers.http_failures import (
     failure_for_status,
     failure_for_transport_error,
     json_object,
@@ -16,7 +16,7 @@ from adapters.providers.http_failures import (
     provider_message_id,
     safe_token,
 )
-from domain.outbox.failures import FailureClass
+from outbox.domain.delivery.failures import FailureClass
 from tests.fakes.clock import EPOCH
 
 REQUEST = httpx.Request("POST", "https://api.example.test/send")

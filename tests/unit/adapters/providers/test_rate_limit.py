@@ -13,7 +13,7 @@ from collections import Counter
 import looptime
 import pytest
 
-from adapters.providers.rate_limit import LeakyBucketRateLimit
+from outbox.adapters.providers.rate_limit import LeakyBucketRateLimit
 
 
 def _grant_times(per_second: float, sends: int) -> list[float]:

@@ -8,8 +8,8 @@ from typing import Any
 import botocore.exceptions
 import pytest
 
-from adapters.providers.ses.errors import classify_botocore_error, classify_client_error
-from domain.outbox.failures import DeliveryFailure, FailureClass
+from outbox.adapters.providers.ses.errors import classify_botocore_error, classify_client_error
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
 from tests.fakes.clock import EPOCH
 
 

@@ -8,9 +8,9 @@ from email.message import EmailMessage
 
 import pytest
 
-from adapters.providers.smtp.mime import build_message, sender_address
-from application.outbox.ports import Delivery, RenderedMessage
-from domain.channels import Channel
+from outbox.adapters.providers.smtp.mime import build_message, sender_address
+from outbox.application.delivery.ports import Delivery, RenderedMessage
+from outbox.domain.channels import Channel
 from tests.fakes.clock import EPOCH
 from tests.fakes.deliveries import MESSAGE_ID, email_delivery
 

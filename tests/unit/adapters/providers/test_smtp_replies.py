@@ -8,8 +8,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.providers.smtp.replies import reply_detail
-from domain.outbox.failures import MAX_DETAIL
+from outbox.adapters.providers.smtp.replies import reply_detail
+from outbox.domain.delivery.failures import MAX_DETAIL
 
 DESTINATION = "alice.liddell@example.com"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from adapters.system.secrets import SystemSecrets
+from outbox.adapters.system.secrets import SystemSecrets
 
 
 def test_codes_have_exactly_the_digits_asked_for_leading_zeros_kept() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from typing import Any, NoReturn
 
-from adapters.telemetry.error_fields import error_code, exception_as_fields
-from application.errors import StoreUnavailable
-from application.outbox.errors import DeliveryFailed
-from domain.outbox.failures import DeliveryFailure, FailureClass
+from outbox.adapters.telemetry.error_fields import error_code, exception_as_fields
+from outbox.application.delivery.errors import DeliveryFailed
+from outbox.application.errors import StoreUnavailable
+from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
 
 
 class ProviderCrashed(Exception):

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from adapters.telemetry.redaction import MAX_TEXT, REDACTED, redact_event, redact_text
+from outbox.adapters.telemetry.redaction import MAX_TEXT, REDACTED, redact_event, redact_text
 
 ENVELOPE = (
     "v1.20260101-example.QEFCQ0RFRkdISUpLTE1OTw.YGFiY2RlZmdoaWpr.W8L99E3QS5wRzlR9_PNYOBpiZ14HrA"

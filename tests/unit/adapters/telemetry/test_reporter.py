@@ -9,9 +9,9 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
-from adapters.telemetry.metrics import CATALOGUE
-from adapters.telemetry.reporter import StructlogPrometheusTelemetry
-from application.ports import Telemetry
+from outbox.adapters.telemetry.metrics import CATALOGUE
+from outbox.adapters.telemetry.reporter import StructlogPrometheusTelemetry
+from outbox.application.ports import Telemetry
 
 ATTEMPT = {"provider": "ses", "outcome": "retried", "failure_class": "THROTTLED"}
 

@@ -9,7 +9,7 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
-from adapters.telemetry.reporter import StructlogPrometheusTelemetry
+from outbox.adapters.telemetry.reporter import StructlogPrometheusTelemetry
 
 SENT = "outbox_send_seconds_count"
 

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from adapters.telemetry.tracing import start_tracing, tracing_installed, tracing_requested
+from outbox.adapters.telemetry.tracing import start_tracing, tracing_installed, tracing_requested
 
 # Runs in a fresh interpreter in which every opentelemetry module fails to import, as it
 # does when the extra is not installed.
@@ -25,10 +25,10 @@ WITHOUT_OTEL = textwrap.dedent(
 
     sys.meta_path.insert(0, NoOpenTelemetry())
 
-    from adapters.telemetry import tracing
-    from entrypoints.bootstrap import api, parts, processes, worker
-    from entrypoints.cli.app import app
-    from entrypoints.http.app import create_app
+    from outbox.adapters.telemetry import tracing
+    from outbox.entrypoints.bootstrap import api, parts, processes, worker
+    from outbox.entrypoints.cli.app import app
+    from outbox.entrypoints.http.app import create_app
 
     environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
     assert tracing.tracing_requested(environ)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.templates.locales import fallback_chain, normalize
+from outbox.adapters.templates.locales import fallback_chain, normalize
 
 
 @pytest.mark.parametrize(

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.templates.renderer import BUILTIN_DIR, JinjaRenderer
-from application.outbox.errors import TemplateNotFound, TemplateRenderFailed
-from application.outbox.ports import RenderedMessage
-from domain.channels import Channel
-from domain.identity.security_changes import SecurityChange
-from domain.notifications.catalogue import CATALOGUE
-from domain.purposes import Purpose
+from outbox.adapters.templates.renderer import BUILTIN_DIR, JinjaRenderer
+from outbox.application.delivery.errors import TemplateNotFound, TemplateRenderFailed
+from outbox.application.delivery.ports import RenderedMessage
+from outbox.domain.channels import Channel
+from outbox.domain.identity.security_changes import SecurityChange
+from outbox.domain.notifications.catalogue import CATALOGUE
+from outbox.domain.purposes import Purpose
 
 CODE = "482913"
 LINK = "https://app.example/accept#token=tKn_0123456789abcdef&x=1"

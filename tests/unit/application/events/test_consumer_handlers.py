@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from application.events.consumer_handlers import (
+from outbox.application.events.consumer_handlers import (
     ConsumerHandler,
     ConsumerRegistry,
     Reject,
     RetryAfter,
 )
-from application.events.consumer_ports import DeliveredEvent
+from outbox.application.events.consumer_ports import DeliveredEvent
 
 
 async def _ignore(event: DeliveredEvent, transaction: object) -> None:

@@ -10,10 +10,10 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from application.events.ports import ClaimedEvent, TargetRefusal
-from application.events.publish_due_events import PublicationResult, PublishDueEvents
-from domain.outbox.failures import FailureClass
-from domain.outbox.retry_policy import RetryPolicy
+from outbox.application.events.ports import ClaimedEvent, TargetRefusal
+from outbox.application.events.publish_due_events import PublicationResult, PublishDueEvents
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.retry_policy import RetryPolicy
 from tests.contract.event_outbox_harness import new_event
 from tests.fakes.event_outbox import InMemoryEventOutbox
 from tests.fakes.telemetry import RecordingTelemetry

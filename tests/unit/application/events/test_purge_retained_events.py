@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from application.events.publish_due_events import PublishDueEvents
-from application.events.purge_retained_events import PurgeRetainedEvents
-from domain.outbox.retry_policy import RetryPolicy
+from outbox.application.events.publish_due_events import PublishDueEvents
+from outbox.application.events.purge_retained_events import PurgeRetainedEvents
+from outbox.domain.delivery.retry_policy import RetryPolicy
 from tests.contract.event_outbox_harness import new_event
 from tests.fakes.event_outbox import InMemoryEventOutbox
 from tests.fakes.telemetry import RecordingTelemetry

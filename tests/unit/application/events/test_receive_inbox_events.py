@@ -9,8 +9,13 @@ from uuid import UUID, uuid4
 
 import nats.errors
 
-from application.events.inbox_ports import InboxDeadLetter, InboxEvent, InboxHandle, InboxReceipt
-from application.events.receive_inbox_events import ReceiveInboxEvents
+from outbox.application.events.inbox_ports import (
+    InboxDeadLetter,
+    InboxEvent,
+    InboxHandle,
+    InboxReceipt,
+)
+from outbox.application.events.receive_inbox_events import ReceiveInboxEvents
 from tests.fakes.telemetry import RecordingTelemetry
 
 

@@ -8,19 +8,19 @@ from uuid import UUID
 
 import pytest
 
-from application.errors import StoreUnavailable
-from application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
-from application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
-from application.identity.confirm_sign_up import ConfirmSignUpCommand
-from application.identity.errors import InvalidCode
-from application.identity.principal import Principal
-from application.identity.request_password_recovery import RequestPasswordRecoveryCommand
-from application.identity.request_sign_in_method import RequestSignInMethodCommand
-from application.identity.request_sign_up import RequestSignUpCommand
-from application.identity.sign_in import SignInCommand
-from domain.events.domain_events import NewDomainEvent
-from domain.identity.account_events import AccountEvent
-from domain.purposes import Purpose
+from outbox.application.errors import StoreUnavailable
+from outbox.application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
+from outbox.application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
+from outbox.application.identity.confirm_sign_up import ConfirmSignUpCommand
+from outbox.application.identity.errors import InvalidCode
+from outbox.application.identity.principal import Principal
+from outbox.application.identity.request_password_recovery import RequestPasswordRecoveryCommand
+from outbox.application.identity.request_sign_in_method import RequestSignInMethodCommand
+from outbox.application.identity.request_sign_up import RequestSignUpCommand
+from outbox.application.identity.sign_in import SignInCommand
+from outbox.domain.events.domain_events import NewDomainEvent
+from outbox.domain.identity.account_events import AccountEvent
+from outbox.domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, PASSWORD, World
 
 ALICE = "alice@example.com"

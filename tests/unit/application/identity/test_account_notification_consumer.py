@@ -9,14 +9,14 @@ from uuid import UUID
 import attrs
 import pytest
 
-from application.events.consumer_handlers import Reject
-from application.identity.account_notification_consumer import (
+from outbox.application.events.consumer_handlers import Reject
+from outbox.application.identity.account_notification_consumer import (
     CONSUMER,
     EVENT_TYPES,
     SendAccountNotifications,
 )
-from domain.channels import Channel
-from domain.identity.account_events import account_verified, sessions_revoked
+from outbox.domain.channels import Channel
+from outbox.domain.identity.account_events import account_verified, sessions_revoked
 from tests.unit.application.identity.world import delivered_event
 from tests.unit.application.notifications.world import ALICE, NotificationWorld
 

@@ -7,17 +7,17 @@ from datetime import timedelta
 
 import pytest
 
-from application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
-from application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
-from application.identity.errors import InvalidCode, StepUpRequired, Unauthenticated
-from application.identity.principal import Principal
-from application.identity.request_password_recovery import RequestPasswordRecoveryCommand
-from application.identity.request_sign_in_method import RequestSignInMethodCommand
-from application.identity.sign_in import SignInCommand
-from domain.identity.security_changes import SecurityChange
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message, State
-from domain.purposes import Purpose
+from outbox.application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
+from outbox.application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
+from outbox.application.identity.errors import InvalidCode, StepUpRequired, Unauthenticated
+from outbox.application.identity.principal import Principal
+from outbox.application.identity.request_password_recovery import RequestPasswordRecoveryCommand
+from outbox.application.identity.request_sign_in_method import RequestSignInMethodCommand
+from outbox.application.identity.sign_in import SignInCommand
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message, State
+from outbox.domain.identity.security_changes import SecurityChange
+from outbox.domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, PASSWORD, World
 
 ALICE = "alice@example.com"

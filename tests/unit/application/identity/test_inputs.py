@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from application.errors import InvalidField
-from application.identity.inputs import parse_email, parse_identifier
-from application.identity.phone_numbers import PhoneCountry, country_of
-from domain.channels import Channel
-from domain.identity.identifiers import Identifier
+from outbox.application.errors import InvalidField
+from outbox.application.identity.inputs import parse_email, parse_identifier
+from outbox.application.identity.phone_numbers import PhoneCountry, country_of
+from outbox.domain.channels import Channel
+from outbox.domain.identity.identifiers import Identifier
 
 
 def test_an_email_is_lower_cased_as_a_whole() -> None:

@@ -8,7 +8,7 @@ from uuid import UUID
 import attrs
 import pytest
 
-from application.identity.errors import (
+from outbox.application.identity.errors import (
     InvalidToken,
     InvitationLimitReached,
     InvitationNotPending,
@@ -16,15 +16,15 @@ from application.identity.errors import (
     NotFound,
     RateLimited,
 )
-from application.identity.invite_member import InvitationReceipt, InviteMemberCommand
-from application.identity.principal import Principal
-from application.identity.revoke_invitation import RevokeInvitationCommand
-from domain.identity.invitations import InvitationLimits, InvitationState
-from domain.identity.organizations import Permission
-from domain.identity.rate_limits import RateLimit
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.application.identity.invite_member import InvitationReceipt, InviteMemberCommand
+from outbox.application.identity.principal import Principal
+from outbox.application.identity.revoke_invitation import RevokeInvitationCommand
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.identity.invitations import InvitationLimits, InvitationState
+from outbox.domain.identity.organizations import Permission
+from outbox.domain.identity.rate_limits import RateLimit
+from outbox.domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, World
 
 GUEST = "guest@example.com"

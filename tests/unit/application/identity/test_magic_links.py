@@ -6,12 +6,12 @@ from datetime import timedelta
 
 import pytest
 
-from application.errors import InvalidField, StoreUnavailable
-from application.identity.errors import InvalidToken, RateLimited
-from application.identity.redeem_magic_link import RedeemMagicLinkCommand
-from application.identity.request_magic_link import RequestMagicLinkCommand
-from domain.outbox.failures import FailureClass
-from domain.purposes import Purpose
+from outbox.application.errors import InvalidField, StoreUnavailable
+from outbox.application.identity.errors import InvalidToken, RateLimited
+from outbox.application.identity.redeem_magic_link import RedeemMagicLinkCommand
+from outbox.application.identity.request_magic_link import RequestMagicLinkCommand
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, World
 
 KNOWN = "alice@example.com"

@@ -7,13 +7,13 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from application.errors import InvalidField, StoreUnavailable
-from application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
-from application.identity.errors import InvalidCode, Unauthenticated
-from application.identity.request_password_recovery import RequestPasswordRecoveryCommand
-from domain.identity.rate_limits import Backoff
-from domain.outbox.failures import FailureClass
-from domain.purposes import Purpose
+from outbox.application.errors import InvalidField, StoreUnavailable
+from outbox.application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
+from outbox.application.identity.errors import InvalidCode, Unauthenticated
+from outbox.application.identity.request_password_recovery import RequestPasswordRecoveryCommand
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.identity.rate_limits import Backoff
+from outbox.domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, World
 
 KNOWN = "alice@example.com"

@@ -9,16 +9,16 @@ from uuid import uuid4
 import attrs
 import pytest
 
-from application.events.consumer_handlers import Reject
-from application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
-from application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
-from application.identity.request_password_recovery import RequestPasswordRecoveryCommand
-from application.identity.request_sign_in_method import RequestSignInMethodCommand
-from application.identity.security_notice_consumer import SendSecurityNotices
-from domain.events.domain_events import NewDomainEvent
-from domain.identity.account_events import AccountEvent
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.application.events.consumer_handlers import Reject
+from outbox.application.identity.confirm_password_recovery import ConfirmPasswordRecoveryCommand
+from outbox.application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
+from outbox.application.identity.request_password_recovery import RequestPasswordRecoveryCommand
+from outbox.application.identity.request_sign_in_method import RequestSignInMethodCommand
+from outbox.application.identity.security_notice_consumer import SendSecurityNotices
+from outbox.domain.delivery.messages import Message
+from outbox.domain.events.domain_events import NewDomainEvent
+from outbox.domain.identity.account_events import AccountEvent
+from outbox.domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, World, delivered_event
 
 ALICE = "alice@example.com"

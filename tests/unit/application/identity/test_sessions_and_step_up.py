@@ -6,17 +6,17 @@ from datetime import timedelta
 
 import pytest
 
-from application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
-from application.identity.confirm_step_up import ConfirmStepUpCommand
-from application.identity.errors import InvalidCode, InvalidCredentials, Unauthenticated
-from application.identity.request_sign_in_method import RequestSignInMethodCommand
-from application.identity.request_sign_up import RequestSignUpCommand
-from application.identity.request_step_up import RequestStepUpCommand
-from application.identity.sign_in import SignInCommand
-from domain.identity.tokens import token_digest
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.application.identity.confirm_sign_in_method import ConfirmSignInMethodCommand
+from outbox.application.identity.confirm_step_up import ConfirmStepUpCommand
+from outbox.application.identity.errors import InvalidCode, InvalidCredentials, Unauthenticated
+from outbox.application.identity.request_sign_in_method import RequestSignInMethodCommand
+from outbox.application.identity.request_sign_up import RequestSignUpCommand
+from outbox.application.identity.request_step_up import RequestStepUpCommand
+from outbox.application.identity.sign_in import SignInCommand
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.identity.tokens import token_digest
+from outbox.domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, PASSWORD, World
 
 

@@ -8,15 +8,15 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from application.errors import InvalidField, StoreUnavailable
-from application.identity.confirm_sign_up import ConfirmSignUpCommand
-from application.identity.errors import InvalidCode, RateLimited
-from application.identity.request_sign_up import RequestSignUpCommand
-from domain.identity.challenges import ChallengeState
-from domain.identity.rate_limits import Backoff
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.application.errors import InvalidField, StoreUnavailable
+from outbox.application.identity.confirm_sign_up import ConfirmSignUpCommand
+from outbox.application.identity.errors import InvalidCode, RateLimited
+from outbox.application.identity.request_sign_up import RequestSignUpCommand
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.identity.challenges import ChallengeState
+from outbox.domain.identity.rate_limits import Backoff
+from outbox.domain.purposes import Purpose
 from tests.unit.application.identity.world import CLIENT, PASSWORD, World
 
 EMAIL = "alice@Example.COM"

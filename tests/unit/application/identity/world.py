@@ -7,40 +7,43 @@ from uuid import UUID
 
 import attrs
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
-from adapters.crypto.keyring import Keyring, SealKey
-from application.check_readiness import CheckReadiness
-from application.events.consumer_ports import DeliveredEvent
-from application.identity.accept_invitation import AcceptInvitation, AcceptInvitationCommand
-from application.identity.authenticate_bearer import AuthenticateBearer
-from application.identity.challenge_answers import ChallengeAnswers
-from application.identity.challenge_issuer import ChallengeIssuer
-from application.identity.confirm_password_recovery import ConfirmPasswordRecovery
-from application.identity.confirm_sign_in_method import ConfirmSignInMethod
-from application.identity.confirm_sign_up import ConfirmSignUp, ConfirmSignUpCommand
-from application.identity.confirm_step_up import ConfirmStepUp, ConfirmStepUpCommand
-from application.identity.create_organization import CreateOrganization, CreateOrganizationCommand
-from application.identity.invite_member import InviteMember
-from application.identity.principal import Principal
-from application.identity.redeem_magic_link import RedeemMagicLink
-from application.identity.request_limits import RateLimitPolicy, RequestLimits
-from application.identity.request_magic_link import RequestMagicLink
-from application.identity.request_password_recovery import RequestPasswordRecovery
-from application.identity.request_sign_in_method import RequestSignInMethod
-from application.identity.request_sign_up import RequestSignUp, RequestSignUpCommand
-from application.identity.request_step_up import RequestStepUp, RequestStepUpCommand
-from application.identity.revoke_invitation import RevokeInvitation
-from application.identity.revoke_sessions import RevokeSessions
-from application.identity.security_notice_consumer import SendSecurityNotices
-from application.identity.security_notices import SecurityNotices
-from application.identity.services import IdentityServices
-from application.identity.sign_in import SessionStarter, SignIn, SignInCommand
-from application.identity.sign_out import SignOut
-from domain.events.domain_events import NewDomainEvent
-from domain.identity.rate_limits import Backoff
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from outbox.adapters.crypto.keyring import Keyring, SealKey
+from outbox.application.check_readiness import CheckReadiness
+from outbox.application.events.consumer_ports import DeliveredEvent
+from outbox.application.identity.accept_invitation import AcceptInvitation, AcceptInvitationCommand
+from outbox.application.identity.authenticate_bearer import AuthenticateBearer
+from outbox.application.identity.challenge_answers import ChallengeAnswers
+from outbox.application.identity.challenge_issuer import ChallengeIssuer
+from outbox.application.identity.confirm_password_recovery import ConfirmPasswordRecovery
+from outbox.application.identity.confirm_sign_in_method import ConfirmSignInMethod
+from outbox.application.identity.confirm_sign_up import ConfirmSignUp, ConfirmSignUpCommand
+from outbox.application.identity.confirm_step_up import ConfirmStepUp, ConfirmStepUpCommand
+from outbox.application.identity.create_organization import (
+    CreateOrganization,
+    CreateOrganizationCommand,
+)
+from outbox.application.identity.invite_member import InviteMember
+from outbox.application.identity.principal import Principal
+from outbox.application.identity.redeem_magic_link import RedeemMagicLink
+from outbox.application.identity.request_limits import RateLimitPolicy, RequestLimits
+from outbox.application.identity.request_magic_link import RequestMagicLink
+from outbox.application.identity.request_password_recovery import RequestPasswordRecovery
+from outbox.application.identity.request_sign_in_method import RequestSignInMethod
+from outbox.application.identity.request_sign_up import RequestSignUp, RequestSignUpCommand
+from outbox.application.identity.request_step_up import RequestStepUp, RequestStepUpCommand
+from outbox.application.identity.revoke_invitation import RevokeInvitation
+from outbox.application.identity.revoke_sessions import RevokeSessions
+from outbox.application.identity.security_notice_consumer import SendSecurityNotices
+from outbox.application.identity.security_notices import SecurityNotices
+from outbox.application.identity.services import IdentityServices
+from outbox.application.identity.sign_in import SessionStarter, SignIn, SignInCommand
+from outbox.application.identity.sign_out import SignOut
+from outbox.domain.delivery.messages import Message
+from outbox.domain.events.domain_events import NewDomainEvent
+from outbox.domain.identity.rate_limits import Backoff
+from outbox.domain.purposes import Purpose
 from tests.fakes.clock import FixedClock
 from tests.fakes.identity import (
     InMemoryIdentityTransactions,

@@ -8,13 +8,13 @@ from uuid import UUID
 import attrs
 import pytest
 
-from application.errors import InvalidRequest
-from application.notifications.errors import UnknownRecipient
-from domain.channels import Channel
-from domain.notifications.catalogue import UnknownCategory
-from domain.notifications.snapshots import Decision, Intent, IntentSource
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.application.errors import InvalidRequest
+from outbox.application.notifications.errors import UnknownRecipient
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.messages import State
+from outbox.domain.notifications.catalogue import UnknownCategory
+from outbox.domain.notifications.snapshots import Decision, Intent, IntentSource
+from outbox.domain.purposes import Purpose
 from tests.unit.application.notifications.world import ALICE, BOB, NotificationWorld
 
 KEY = "identity.account_verified:0192"

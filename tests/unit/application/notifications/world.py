@@ -7,12 +7,12 @@ from uuid import UUID
 
 import attrs
 
-from application.notifications.change_consent import ChangeConsent
-from application.notifications.request_notification import RequestNotification
-from domain.channels import Channel
-from domain.notifications.catalogue import CATALOGUE
-from domain.notifications.snapshots import Address, Recipient
-from domain.outbox.messages import Message
+from outbox.application.notifications.change_consent import ChangeConsent
+from outbox.application.notifications.request_notification import RequestNotification
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.messages import Message
+from outbox.domain.notifications.catalogue import CATALOGUE
+from outbox.domain.notifications.snapshots import Address, Recipient
 from tests.fakes.clock import FixedClock
 from tests.fakes.ids import SequentialIds
 from tests.fakes.notifications import (

@@ -10,8 +10,8 @@ from uuid import UUID
 import attrs
 import pytest
 
-from application.errors import InvalidField, InvalidRequest
-from application.operator.errors import (
+from outbox.application.errors import InvalidField, InvalidRequest
+from outbox.application.operator.errors import (
     DeadLetterNotFound,
     EventNotFound,
     EventRepairRefused,
@@ -19,21 +19,27 @@ from application.operator.errors import (
     StaffRequired,
     StepUpRequired,
 )
-from application.operator.event_views import (
+from outbox.application.operator.event_views import (
     OTHER,
     EventDeadLetter,
     OrganizationBacklog,
     RepairAction,
     Resolution,
 )
-from application.operator.list_event_dead_letters import EventDeadLetterQuery, ListEventDeadLetters
-from application.operator.list_parked_aggregates import ListParkedAggregates, ParkedQuery
-from application.operator.observe_event_backlog import GAUGES, ObserveEventBacklog
-from application.operator.release_parked_aggregate import ReleaseCommand, ReleaseParkedAggregate
-from application.operator.republish_dead_event import RepublishCommand, RepublishDeadEvent
-from application.operator.show_event import EventQuery, ShowEvent
-from application.operator.show_event_backlog import EventBacklogQuery, ShowEventBacklog
-from application.operator.staff_actor import StaffActor
+from outbox.application.operator.list_event_dead_letters import (
+    EventDeadLetterQuery,
+    ListEventDeadLetters,
+)
+from outbox.application.operator.list_parked_aggregates import ListParkedAggregates, ParkedQuery
+from outbox.application.operator.observe_event_backlog import GAUGES, ObserveEventBacklog
+from outbox.application.operator.release_parked_aggregate import (
+    ReleaseCommand,
+    ReleaseParkedAggregate,
+)
+from outbox.application.operator.republish_dead_event import RepublishCommand, RepublishDeadEvent
+from outbox.application.operator.show_event import EventQuery, ShowEvent
+from outbox.application.operator.show_event_backlog import EventBacklogQuery, ShowEventBacklog
+from outbox.application.operator.staff_actor import StaffActor
 from tests.fakes.event_operator_store import InMemoryEventBacklogGauge, InMemoryEventOperatorStore
 from tests.fakes.ids import SequentialIds
 from tests.fakes.telemetry import RecordingTelemetry

@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from application.errors import InvalidField, InvalidRequest
-from application.operator.list_messages import ListMessages, MessageQuery
-from application.operator.message_filters import MessageFilter, destination_digest
-from domain.purposes import Purpose
+from outbox.application.errors import InvalidField, InvalidRequest
+from outbox.application.operator.list_messages import ListMessages, MessageQuery
+from outbox.application.operator.message_filters import MessageFilter, destination_digest
+from outbox.domain.purposes import Purpose
 from tests.contract.operator_harness import MemoryOperatorHarness, code_message
 from tests.fakes.message_log import InMemoryMessageLog
 

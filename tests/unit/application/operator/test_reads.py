@@ -7,12 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from application.errors import InvalidField
-from application.operator.errors import StaffRequired
-from application.operator.list_dead_letters import MAX_LIMIT, DeadLetterQuery
-from application.operator.show_backlog import BacklogQuery
-from application.operator.show_message import MessageQuery
-from application.outbox.errors import MessageNotFound
+from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.errors import InvalidField
+from outbox.application.operator.errors import StaffRequired
+from outbox.application.operator.list_dead_letters import MAX_LIMIT, DeadLetterQuery
+from outbox.application.operator.show_backlog import BacklogQuery
+from outbox.application.operator.show_message import MessageQuery
 
 
 async def test_backlog_names_the_actor_to_the_store(world):

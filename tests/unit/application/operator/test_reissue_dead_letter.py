@@ -6,19 +6,19 @@ import uuid
 
 import pytest
 
-from application.errors import InvalidField
-from application.operator.errors import (
+from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.errors import InvalidField
+from outbox.application.operator.errors import (
     DeadLetterRefused,
     IdempotencyKeyReused,
     RequestInProgress,
     StaffRequired,
 )
-from application.operator.reissue_dead_letter import ReissueCommand
-from application.outbox.errors import MessageNotFound
-from domain.operator.dead_letters import Refusal
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.application.operator.reissue_dead_letter import ReissueCommand
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import State
+from outbox.domain.operator.dead_letters import Refusal
+from outbox.domain.purposes import Purpose
 from tests.unit.application.operator.world import SEALER, OperatorWorld
 
 

@@ -6,11 +6,11 @@ import uuid
 
 import pytest
 
-from application.operator.errors import DeadLetterRefused, StaffRequired
-from application.operator.requeue_dead_letter import RequeueCommand
-from domain.operator.dead_letters import Refusal
-from domain.outbox.messages import State
-from domain.purposes import Purpose
+from outbox.application.operator.errors import DeadLetterRefused, StaffRequired
+from outbox.application.operator.requeue_dead_letter import RequeueCommand
+from outbox.domain.delivery.messages import State
+from outbox.domain.operator.dead_letters import Refusal
+from outbox.domain.purposes import Purpose
 from tests.unit.application.operator.world import PERSON, OperatorWorld
 
 

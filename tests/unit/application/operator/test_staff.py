@@ -6,15 +6,15 @@ from datetime import timedelta
 
 import pytest
 
-from application.errors import InvalidField
-from application.identity.principal import Principal
-from application.operator.errors import StaffIdentityNotFound, StepUpRequired
-from application.operator.grant_staff import GrantStaffCommand
-from application.operator.require_elevation import ElevationCheck
-from application.operator.revoke_staff import RevokeStaffCommand
-from application.operator.staff_actor import StaffActor
-from domain.identity.sessions import Elevation
-from domain.identity.tokens import token_digest
+from outbox.application.errors import InvalidField
+from outbox.application.identity.principal import Principal
+from outbox.application.operator.errors import StaffIdentityNotFound, StepUpRequired
+from outbox.application.operator.grant_staff import GrantStaffCommand
+from outbox.application.operator.require_elevation import ElevationCheck
+from outbox.application.operator.revoke_staff import RevokeStaffCommand
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.domain.identity.sessions import Elevation
+from outbox.domain.identity.tokens import token_digest
 from tests.unit.application.operator.world import STAFF, OperatorWorld
 
 

@@ -7,25 +7,25 @@ from uuid import UUID
 
 import attrs
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
-from adapters.crypto.keyring import Keyring, SealKey
-from application.identity.challenge_issuer import ChallengeIssuer
-from application.operator.grant_staff import GrantStaff
-from application.operator.list_dead_letters import ListDeadLetters
-from application.operator.observe_backlog import ObserveBacklog
-from application.operator.reissue_dead_letter import ReissueDeadLetter
-from application.operator.requeue_dead_letter import RequeueDeadLetter
-from application.operator.require_elevation import RequireElevation
-from application.operator.resolve_staff_member import ResolveStaffMember
-from application.operator.revoke_staff import RevokeStaff
-from application.operator.show_backlog import ShowBacklog
-from application.operator.show_message import ShowMessage
-from application.operator.staff_actor import StaffActor
-from domain.identity.challenges import Challenge
-from domain.outbox.failures import FailureClass
-from domain.outbox.messages import Message
-from domain.purposes import Purpose
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
+from outbox.adapters.crypto.keyring import Keyring, SealKey
+from outbox.application.identity.challenge_issuer import ChallengeIssuer
+from outbox.application.operator.grant_staff import GrantStaff
+from outbox.application.operator.list_dead_letters import ListDeadLetters
+from outbox.application.operator.observe_backlog import ObserveBacklog
+from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
+from outbox.application.operator.requeue_dead_letter import RequeueDeadLetter
+from outbox.application.operator.require_elevation import RequireElevation
+from outbox.application.operator.resolve_staff_member import ResolveStaffMember
+from outbox.application.operator.revoke_staff import RevokeStaff
+from outbox.application.operator.show_backlog import ShowBacklog
+from outbox.application.operator.show_message import ShowMessage
+from outbox.application.operator.staff_actor import StaffActor
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.delivery.messages import Message
+from outbox.domain.identity.challenges import Challenge
+from outbox.domain.purposes import Purpose
 from tests.contract.operator_harness import challenge, dead_letter
 from tests.fakes.identity import InMemoryIdentityTransactions, SequentialSecrets
 from tests.fakes.ids import SequentialIds

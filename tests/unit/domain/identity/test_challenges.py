@@ -7,10 +7,10 @@ from uuid import UUID
 
 import pytest
 
-from domain.channels import Channel
-from domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
-from domain.identity.errors import ChallengeNotOpen
-from domain.purposes import Purpose
+from outbox.domain.channels import Channel
+from outbox.domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
+from outbox.domain.identity.errors import ChallengeNotOpen
+from outbox.domain.purposes import Purpose
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 POLICY = ChallengePolicy()

@@ -7,8 +7,8 @@ from uuid import UUID
 
 import pytest
 
-from domain.identity.code_budgets import Audience, CodeBudget
-from domain.purposes import Purpose
+from outbox.domain.identity.code_budgets import Audience, CodeBudget
+from outbox.domain.purposes import Purpose
 
 NOW = datetime(2026, 12, 1, 23, 59, tzinfo=UTC)
 

@@ -7,14 +7,14 @@ from uuid import UUID
 
 import pytest
 
-from domain.identity.errors import TokenNotUsable, WeakPassword
-from domain.identity.invitations import Invitation, InvitationState
-from domain.identity.magic_links import MagicLink
-from domain.identity.organizations import Permission, found_organization
-from domain.identity.passwords import check_password
-from domain.identity.rate_limits import RateLimit
-from domain.identity.sessions import Elevation, Session
-from domain.identity.tokens import token_digest
+from outbox.domain.identity.errors import TokenNotUsable, WeakPassword
+from outbox.domain.identity.invitations import Invitation, InvitationState
+from outbox.domain.identity.magic_links import MagicLink
+from outbox.domain.identity.organizations import Permission, found_organization
+from outbox.domain.identity.passwords import check_password
+from outbox.domain.identity.rate_limits import RateLimit
+from outbox.domain.identity.sessions import Elevation, Session
+from outbox.domain.identity.tokens import token_digest
 
 NOW = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from domain.channels import Channel
-from domain.notifications.catalogue import (
+from outbox.domain.channels import Channel
+from outbox.domain.notifications.catalogue import (
     ACCOUNT_WELCOME,
     CATALOGUE,
     Catalogue,

@@ -7,9 +7,9 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from domain.channels import Channel
-from domain.notifications.catalogue import ACCOUNT_WELCOME
-from domain.notifications.snapshots import (
+from outbox.domain.channels import Channel
+from outbox.domain.notifications.catalogue import ACCOUNT_WELCOME
+from outbox.domain.notifications.snapshots import (
     Address,
     Decision,
     Intent,

@@ -7,11 +7,11 @@ import uuid
 import attrs
 import pytest
 
-from domain.channels import Channel
-from domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
-from domain.operator.dead_letters import Refusal, challenge_refusal, is_delivery_failure
-from domain.outbox.failures import FailureClass
-from domain.purposes import Purpose
+from outbox.domain.channels import Channel
+from outbox.domain.delivery.failures import FailureClass
+from outbox.domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
+from outbox.domain.operator.dead_letters import Refusal, challenge_refusal, is_delivery_failure
+from outbox.domain.purposes import Purpose
 from tests.fakes.clock import EPOCH
 
 WITHDRAWN = {

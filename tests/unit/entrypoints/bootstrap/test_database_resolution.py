@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from entrypoints.bootstrap.database import (
+from outbox.entrypoints.bootstrap.database import (
     embedded_data_dir,
     resolve_database_url,
     resolve_worker_database_url,
     session_role,
 )
-from entrypoints.settings.tree import load_settings
+from outbox.entrypoints.settings.tree import load_settings
 
 API_URL = "postgresql://api@db.internal/outbox"
 WORKER_URL = "postgresql://worker@db.internal/outbox"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.postgres.role_check import RoleReport
-from entrypoints.bootstrap.database_roles import judge_role
+from outbox.adapters.postgres.role_check import RoleReport
+from outbox.entrypoints.bootstrap.database_roles import judge_role
 
 CLEAN = RoleReport(
     role="outbox_api", login="outbox_api", superuser=False, bypass_rls=False, job_role_exists=True

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from entrypoints.bootstrap.lanes import LANE_BUILDERS
-from entrypoints.settings.lanes import LANES
+from outbox.entrypoints.bootstrap.lanes import LANE_BUILDERS
+from outbox.entrypoints.settings.lanes import LANES
 
 
 def test_every_lane_the_settings_know_has_a_builder_and_no_other() -> None:

@@ -6,10 +6,10 @@ import socket
 
 import pytest
 
-from entrypoints.bootstrap.processes import bind_listeners
-from entrypoints.bootstrap.webhooks import bind_webhook_socket
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import load_settings
+from outbox.entrypoints.bootstrap.processes import bind_listeners
+from outbox.entrypoints.bootstrap.webhooks import bind_webhook_socket
+from outbox.entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.settings.tree import load_settings
 
 
 def test_both_listeners_bind_before_anything_starts() -> None:

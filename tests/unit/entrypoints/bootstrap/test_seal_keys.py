@@ -9,13 +9,13 @@ from uuid import UUID
 
 import pytest
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import generate_key, key_line, parse_keyring
-from application.errors import EnvelopeInvalid
-from domain.purposes import Purpose
-from entrypoints.bootstrap.seal_keys import load_keyring, load_sealer
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import Settings, load_settings
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import generate_key, key_line, parse_keyring
+from outbox.application.errors import EnvelopeInvalid
+from outbox.domain.purposes import Purpose
+from outbox.entrypoints.bootstrap.seal_keys import load_keyring, load_sealer
+from outbox.entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.settings.tree import Settings, load_settings
 
 MESSAGE_ID = UUID("01942f7e-7c00-7abc-8def-0123456789ab")
 KEY = key_line(generate_key("first"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.telemetry.redaction import redact_text
-from entrypoints.bootstrap import worker as bootstrap
+from outbox.adapters.telemetry.redaction import redact_text
+from outbox.entrypoints.bootstrap import worker as bootstrap
 
 
 @pytest.mark.parametrize("pid", [7, 31322, 123456, 999999, 4194304])

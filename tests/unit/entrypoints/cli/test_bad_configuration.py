@@ -17,9 +17,9 @@ import attrs
 import pytest
 from typer.testing import CliRunner
 
-from entrypoints.cli import worker as worker_command
-from entrypoints.cli.app import app
-from entrypoints.settings.tree import Settings
+from outbox.entrypoints.cli import worker as worker_command
+from outbox.entrypoints.cli.app import app
+from outbox.entrypoints.settings.tree import Settings
 from tests.outboxctl import run_outboxctl
 
 PASSWORD = "hunter2-s3cret"

@@ -6,13 +6,13 @@ from uuid import UUID
 
 from typer.testing import CliRunner
 
-from adapters.crypto.envelope import EnvelopeSealer
-from adapters.crypto.keyring import KEY_ID_PATTERN, parse_keyring
-from domain.purposes import Purpose
-from entrypoints.bootstrap.seal_keys import load_sealer
-from entrypoints.cli.app import app
-from entrypoints.cli.exit_codes import ExitCode
-from entrypoints.settings.tree import load_settings
+from outbox.adapters.crypto.envelope import EnvelopeSealer
+from outbox.adapters.crypto.keyring import KEY_ID_PATTERN, parse_keyring
+from outbox.domain.purposes import Purpose
+from outbox.entrypoints.bootstrap.seal_keys import load_sealer
+from outbox.entrypoints.cli.app import app
+from outbox.entrypoints.cli.exit_codes import ExitCode
+from outbox.entrypoints.settings.tree import load_settings
 
 runner = CliRunner()
 

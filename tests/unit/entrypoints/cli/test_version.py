@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from entrypoints.cli.app import app
+from outbox.entrypoints.cli.app import DISTRIBUTION, app
 
 ROOT = Path(__file__).resolve().parents[4]
 # A released section: "## [0.1.0] - 2026-12-01" (Keep a Changelog); "## [Unreleased]" is not.
@@ -23,7 +23,7 @@ def test_version_prints_the_installed_package_version_and_exits_0() -> None:
     result = runner.invoke(app, ["--version"])
 
     assert 0 == result.exit_code
-    assert f"outboxctl {version('outbox')}\n" == result.stdout
+    assert f"outboxctl {version(DISTRIBUTION)}\n" == result.stdout
 
 
 def test_version_runs_before_any_command() -> None:
@@ -31,7 +31,7 @@ def test_version_runs_before_any_command() -> None:
     result = runner.invoke(app, ["--version", "keys", "generate"])
 
     assert 0 == result.exit_code
-    assert f"outboxctl {version('outbox')}\n" == result.stdout
+    assert f"outboxctl {version(DISTRIBUTION)}\n" == result.stdout
 
 
 def test_newest_released_changelog_heading_is_the_package_version() -> None:
@@ -40,4 +40,4 @@ def test_newest_released_changelog_heading_is_the_package_version() -> None:
     newest = RELEASED_HEADING.search(changelog)
 
     assert newest is not None, "CHANGELOG.md has no '## [X.Y.Z] - YYYY-MM-DD' heading"
-    assert version("outbox") == newest["version"]
+    assert version(DISTRIBUTION) == newest["version"]

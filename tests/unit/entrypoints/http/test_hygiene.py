@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from entrypoints.http.hygiene import nesting_exceeds
+from outbox.entrypoints.http.hygiene import nesting_exceeds
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from application.errors import StoreUnavailable
-from entrypoints.http.app import create_app
+from outbox.application.errors import StoreUnavailable
+from outbox.entrypoints.http.app import create_app
 from tests.unit.application.identity.world import World
 
 SIGN_UP = {"identifier": "alice@example.com"}

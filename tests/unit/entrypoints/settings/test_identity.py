@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from domain.identity.rate_limits import Backoff, RateLimit
-from entrypoints.settings.identity import IdentitySettings, read_identity_settings
-from entrypoints.settings.reader import EnvironmentReader, SettingsError
-from entrypoints.settings.tree import load_settings
+from outbox.domain.identity.rate_limits import Backoff, RateLimit
+from outbox.entrypoints.settings.identity import IdentitySettings, read_identity_settings
+from outbox.entrypoints.settings.reader import EnvironmentReader, SettingsError
+from outbox.entrypoints.settings.tree import load_settings
 
 
 def load_identity_settings(environ: dict[str, str]) -> IdentitySettings:

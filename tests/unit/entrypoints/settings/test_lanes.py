@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from entrypoints.settings.lanes import CONSUMERS, EVENTS, LANES, SECURITY, LaneSettings, parse_lanes
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import load_settings
+from outbox.entrypoints.settings.lanes import (
+    CONSUMERS,
+    EVENTS,
+    LANES,
+    SECURITY,
+    LaneSettings,
+    parse_lanes,
+)
+from outbox.entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.settings.tree import load_settings
 
 
 def test_a_worker_runs_every_lane_by_default() -> None:

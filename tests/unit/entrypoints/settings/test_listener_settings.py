@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import load_settings
+from outbox.entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.settings.tree import load_settings
 
 
 def test_the_admin_listener_is_on_loopback_and_no_proxy_is_trusted_by_default() -> None:

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from entrypoints.settings.nats import Retention
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import load_settings
+from outbox.entrypoints.settings.nats import Retention
+from outbox.entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.settings.tree import load_settings
 
 
 def test_the_relay_is_off_without_a_nats_url() -> None:

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import load_settings
+from outbox.entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.settings.tree import load_settings
 
 
 def test_a_suspended_provider_is_probed_after_a_minute_by_default() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.providers.rate_limit import LeakyBucketRateLimit
-from entrypoints.bootstrap.providers import build_rate_limits
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import load_settings
+from outbox.adapters.providers.rate_limit import LeakyBucketRateLimit
+from outbox.entrypoints.bootstrap.providers import build_rate_limits
+from outbox.entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.settings.tree import load_settings
 
 SMTP = {
     "OUTBOX_CHANNEL_EMAIL": "smtp",

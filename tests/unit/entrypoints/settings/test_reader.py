@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.settings.reader import EnvironmentReader, SettingsError
+from outbox.entrypoints.settings.reader import EnvironmentReader, SettingsError
 
 
 class Colour(enum.StrEnum):

@@ -7,8 +7,8 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from entrypoints.settings.reader import SettingsError
-from entrypoints.settings.tree import LogFormat, load_settings
+from outbox.entrypoints.settings.reader import SettingsError
+from outbox.entrypoints.settings.tree import LogFormat, load_settings
 
 PRODUCTION_WITHOUT_PROVIDERS = {
     "OUTBOX_ENV": "production",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from application.ports import ReadinessReport
-from entrypoints.worker.health import WorkerReadiness
+from outbox.application.ports import ReadinessReport
+from outbox.entrypoints.worker.health import WorkerReadiness
 from tests.fakes.identity import StaticReadiness
 
 

@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import attrs
 
-from application.errors import StoreUnavailable
-from application.outbox.dispatch_due_messages import DispatchResult
-from entrypoints.worker.loop import WorkerLoop
+from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.errors import StoreUnavailable
+from outbox.entrypoints.worker.loop import WorkerLoop
 from tests.fakes.telemetry import RecordingTelemetry
 
 

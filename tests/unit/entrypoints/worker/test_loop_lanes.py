@@ -8,8 +8,8 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from application.outbox.dispatch_due_messages import DispatchResult
-from entrypoints.worker.loop import WorkerLoop
+from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.entrypoints.worker.loop import WorkerLoop
 from tests.fakes.telemetry import RecordingTelemetry
 
 

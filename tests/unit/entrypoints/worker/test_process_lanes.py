@@ -8,10 +8,10 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from application.errors import StoreNotMigrated
-from application.outbox.dispatch_due_messages import DispatchResult
-from entrypoints.worker.loop import WorkerLoop
-from entrypoints.worker.process import run_worker_process
+from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.errors import StoreNotMigrated
+from outbox.entrypoints.worker.loop import WorkerLoop
+from outbox.entrypoints.worker.process import run_worker_process
 from tests.fakes.telemetry import RecordingTelemetry
 
 

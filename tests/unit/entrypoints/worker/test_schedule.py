@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from entrypoints.worker.schedule import Every
+from outbox.entrypoints.worker.schedule import Every
 from tests.fakes.telemetry import RecordingTelemetry
 
 
