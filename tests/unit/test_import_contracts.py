@@ -46,6 +46,9 @@ VIOLATIONS = {
     "an adapter imports an entry point": Violation(
         "layers", "outbox.adapters", "outbox.entrypoints"
     ),
+    "an entry point imports the public API": Violation(
+        "layers", "outbox.entrypoints.cli.app", "outbox.producer"
+    ),
     "one adapter imports another": Violation(
         "adapters-independent", "outbox.adapters.postgres", "outbox.adapters.crypto"
     ),

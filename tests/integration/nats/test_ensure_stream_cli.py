@@ -6,7 +6,8 @@ import json
 import uuid
 from pathlib import Path
 
-from tests.nats_server import NatsServer, free_port
+from tests.integration.providers.network import free_port
+from tests.nats_server import NatsServer
 from tests.outboxctl import invoke_outboxctl, run_outboxctl
 
 

@@ -1,4 +1,4 @@
-"""``outboxctl worker --lanes events`` with OUTBOX_NATS_URL: the relay, end to end (SPEC §18)."""
+"""``outboxctl worker --lanes events`` with OUTBOX_NATS_URL: the relay, end to end."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from tests.events_sql import SALES, append, onboard, rows
 from tests.integration.nats.conftest import make_stream
-from tests.nats_server import NatsServer, free_port
+from tests.integration.providers.network import free_port
+from tests.nats_server import NatsServer
 from tests.outboxctl import run_outboxctl
 
 pytestmark = pytest.mark.integration
