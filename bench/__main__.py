@@ -38,7 +38,9 @@ def main(
     ] = None,
     chart: Annotated[
         Path | None,
-        typer.Option(help="Also draw the SPEC §13 checks as an SVG bar chart at this path."),
+        typer.Option(
+            help="Also draw the checks against their targets as an SVG bar chart at this path."
+        ),
     ] = None,
 ) -> None:
     """Measure the outbox against pgqueuer and the SQL-only ceiling; print and save the figures.

@@ -1,4 +1,4 @@
-"""The run's SPEC §13 checks as an SVG bar chart: each check's ratio against its target.
+"""The run's checks as an SVG bar chart: each check's ratio against its target.
 
 One horizontal bar per check that has a target. A ratio check (ours / a peer or a ceiling)
 is drawn as that ratio; a limit check (a latency or a memory figure held under a limit) as
@@ -34,7 +34,7 @@ TARGET = "#212529"
 GRID = "#dee2e6"
 # The words beside a bar, a shade darker than the bar so that they read on white.
 TEXT = {True: "#1b5e20", False: "#c2410c"}
-_SPEC_SUFFIX = re.compile(r"\s*\(SPEC §13[^)]*\)$")
+_TARGET_SUFFIX = re.compile(r"\s*\(target[^)]*\)$")
 # Fixed so that the same document always gives the same bytes (ids, no timestamp).
 _RC: dict[Any, Any] = {
     "svg.hashsalt": "outbox-bench",
@@ -89,7 +89,7 @@ def bars(document: Mapping[str, object]) -> list[Bar]:
         drawn.append(
             Bar(
                 key=str(key),
-                label=_SPEC_SUFFIX.sub("", str(check["label"])),
+                label=_TARGET_SUFFIX.sub("", str(check["label"])),
                 position=position,
                 target=mark,
                 met=met,
@@ -223,7 +223,7 @@ def _draw(drawn: list[Bar], note: str) -> PlotFigure:
         color="#495057",
     )
     axes.set_title(
-        "SPEC \N{SECTION SIGN}13 targets, this run",
+        "Targets, this run",
         loc="left",
         fontsize=12.5,
         fontweight="bold",

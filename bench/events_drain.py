@@ -26,7 +26,7 @@ DELIVERIES = "SELECT count(*) FROM events.consumer_deliveries"
 @attrs.frozen(kw_only=True)
 class EventsBacklog:
     """``events`` pending events over the bench organizations and aggregates, and one
-    subscribed consumer, so each publication also writes its delivery (SPEC §17)."""
+    subscribed consumer, so each publication also writes its delivery."""
 
     database: Database
     events: int

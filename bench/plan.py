@@ -821,7 +821,7 @@ class Plan:
             )
         results.ratio(
             "relay_vs_bare_publish",
-            "Relay / bare nats-py publish loop (SPEC §13: at least 0.5)",
+            "Relay / bare nats-py publish loop (target: at least 0.5)",
             "relay.lane",
             "relay.bare_publish",
             at_least=0.5,
@@ -915,7 +915,7 @@ def _checks(results: Results) -> None:
     if "latency.p99" in have:
         results.limit("latency_p99", "Enqueue-to-provider p99", "latency.p99", at_most=25.0)
     if "latency.flood_p99" in have:
-        # SPEC §13's bound for codes while other traffic floods the same worker.
+        # The bound for codes while other traffic floods the same worker.
         results.limit(
             "latency_flood_p99",
             "Code p99 under a notification flood",

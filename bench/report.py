@@ -70,7 +70,7 @@ def print_tables(console: Console, results: Results, header: Mapping[str, object
             str(len(figure.samples)),
         )
     console.print(figures)
-    checks = Table(title="Targets (SPEC §13), computed from the medians above")
+    checks = Table(title="Targets, computed from the medians above")
     for column in ("check", "value", "target", "met"):
         checks.add_column(column, justify="left" if column == "check" else "right")
     for check in results.checks.values():

@@ -32,7 +32,7 @@ class Ids(Protocol):
 
 
 class Sealer(Protocol):
-    """Seals and opens secrets bound to one message id and purpose (SPEC §5)."""
+    """Seals and opens secrets bound to one message id and purpose."""
 
     def seal(self, *, message_id: UUID, purpose: Purpose, plaintext: str) -> str:
         """Return the envelope text for ``plaintext`` under the newest key."""

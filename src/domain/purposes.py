@@ -17,7 +17,7 @@ class Purpose(enum.StrEnum):
     NOTIFICATION = "notification"
     # A notice that an account's security changed (a method added, a password reset, every
     # session ended, the day's wrong codes used up): no secret, sent to every verified
-    # identifier of the account, and security traffic like the codes themselves (SPEC §14).
+    # identifier of the account, and security traffic like the codes themselves.
     SECURITY_NOTICE = "security_notice"
 
     @property
@@ -56,7 +56,7 @@ class Purpose(enum.StrEnum):
 
     @property
     def is_reissuable(self) -> bool:
-        """Whether staff may reissue a dead letter of this purpose with a new code (SPEC §11)."""
+        """Whether staff may reissue a dead letter of this purpose with a new code."""
         return self in _ONE_TIME_CODES
 
     @property

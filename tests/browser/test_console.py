@@ -1,5 +1,5 @@
 """The operator console in a real headless Chromium (Debian's ``chromium``, driven by
-Playwright), against the real admin app served by uvicorn and a real worker (SPEC §20).
+Playwright), against the real admin app served by uvicorn and a real worker.
 Without that package the test skips, naming it (conftest.py).
 
 One browser for the whole flow: sign in, step up with the code the worker delivered, find a

@@ -1,4 +1,4 @@
-"""The consumer store's contract, against the fake and PostgreSQL alike (SPEC §17).
+"""The consumer store's contract, against the fake and PostgreSQL alike.
 
 Most tests drive the store through the runner use case (ProcessDeliveries) with a handler that
 writes one effect row through the transaction it is given, so each proves what matters: an

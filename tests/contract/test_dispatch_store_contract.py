@@ -224,7 +224,7 @@ async def test_recording_published_makes_the_message_final_and_deletes_the_envel
 
 
 async def test_each_history_row_names_the_lease_it_was_recorded_under(outbox: Harness) -> None:
-    """The audit of SPEC §13 compares these tokens with the leases workers held."""
+    """The reliability audit compares these tokens with the leases workers held."""
     await outbox.enqueue(make_message(outbox))
     [first] = await outbox.store.claim(owner="worker-1", limit=1, lease=LEASE)
     await outbox.store.record([_record(first, _retry(outbox, seconds=SOON_RETRY))])

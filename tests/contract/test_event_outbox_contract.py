@@ -1,4 +1,4 @@
-"""The events outbox contract (SPEC §16): every test runs against the fake and PostgreSQL."""
+"""The events outbox contract: every test runs against the fake and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Classifies every enqueued message from the provider's ledger and the database (SPEC §13).
+"""Classifies every enqueued message from the provider's ledger and the database.
 
 Each acknowledged message is exactly one of: delivered (the provider took it once),
 duplicated (the provider received it more than once in a state where it would have sent

@@ -1,4 +1,4 @@
-"""Classifies every appended tenant event from the database afterwards (SPEC §16), and audits
+"""Classifies every appended tenant event from the database afterwards, and audits
 order, fences and the offers the recording target saw.
 
 Each acknowledged event is exactly one of: *published* (one publication row, its record

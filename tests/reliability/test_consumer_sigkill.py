@@ -1,4 +1,4 @@
-"""Exactly-once effects under SIGKILL and lost leases (SPEC §17, issue's "tests that must exist").
+"""Exactly-once effects under SIGKILL and lost leases (issue's "tests that must exist").
 
 Three consumer processes (tests/reliability/effect_consumer.py: the real runner, a handler
 that writes one effect row through its transaction) work through thousands of deliveries

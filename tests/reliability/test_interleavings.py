@@ -3,7 +3,7 @@
 Each test stops one side inside its statement with an advisory-lock gate (row changed,
 row lock held, not committed), runs the other side, checks whether that side skipped the
 row (SKIP LOCKED) or waited for it, opens the gate, and compares the final state with the
-rule of SPEC §3/§8: a resend or a cancel fences a leased row (the worker's later record is
+lifecycle rule: a resend or a cancel fences a leased row (the worker's later record is
 refused and only the newest message can be sent), a worker that records first wins, an
 expired row under a live lease is left to its worker, and every other expired row ends
 ``challenge_expired`` exactly once.

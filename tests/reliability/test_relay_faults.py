@@ -1,4 +1,4 @@
-"""Scenario 11: the NATS JetStream relay and an inbox, through broker faults (SPEC §18).
+"""Scenario 11: the NATS JetStream relay and an inbox, through broker faults.
 
 Producers append tenant events while ``outboxctl worker --lanes events`` processes relay them
 to a private nats-server through the TCP fault proxy, and an inbox (``run_inbox``, one

@@ -1,4 +1,4 @@
-"""Known and unknown identifiers look alike on both listeners (SPEC §14, "Two listeners").
+"""Known and unknown identifiers look alike on both listeners ("Two listeners").
 
 For every route that takes an identifier an outsider may probe — password recovery, magic
 links, sign-up, sign-in and adding a sign-in method — a request about an account that

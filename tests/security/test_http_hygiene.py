@@ -1,4 +1,4 @@
-"""Hostile request shapes against the public listener (SPEC §14, "HTTP hygiene").
+"""Hostile request shapes against the public listener ("HTTP hygiene").
 
 JSON bodies only, small ones, shallow ones; token responses are never cached; a database
 that cannot hand out a connection gives a fast 503, not a hung request.

@@ -1,4 +1,4 @@
-"""What each listener of ``outboxctl serve`` answers, tried from outside over TCP (SPEC §14).
+"""What each listener of ``outboxctl serve`` answers, tried from outside over TCP.
 
 The public port serves the identity routes and the probes only; ``/metrics`` and the staff
 routes are on the admin listener. The client address is the TCP peer unless the peer is a

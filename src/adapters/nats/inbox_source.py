@@ -1,4 +1,4 @@
-"""The inbox's side of the stream: a durable pull consumer over the relay's subjects (SPEC §18).
+"""The inbox's side of the stream: a durable pull consumer over the relay's subjects.
 
 Messages are fetched in batches and settled one by one: ``ack`` after the service's commit,
 ``nak`` with a delay for a retry, ``term`` once the event is dead-lettered. A message not

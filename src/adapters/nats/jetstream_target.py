@@ -1,4 +1,4 @@
-"""The broker relay's publication target: NATS JetStream (SPEC §18).
+"""The broker relay's publication target: NATS JetStream.
 
 Each event is published to ``<prefix>.<organization>.<event_type>`` with ``Nats-Msg-Id`` set
 to its event id, so JetStream's duplicate window absorbs a republish after a lost PubAck or
@@ -9,7 +9,7 @@ answer within ``ack_timeout``, whatever the reason, is indeterminate). A claimed
 holds at most one event per aggregate (the claim's head rule), so concurrency never
 reorders an aggregate.
 
-How a failure is classed (the retry policy then decides, SPEC §4):
+How a failure is classed (the retry policy then decides):
 
 - no connection, or the connection dropped: ``unavailable`` (retried with backoff);
 - no PubAck within ``ack_timeout``: ``indeterminate`` (it may be stored; the republish

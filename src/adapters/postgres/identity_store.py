@@ -379,7 +379,7 @@ class PostgresIdentityStore:
         await self._run(SAVE_LINK, link_params(link))
 
     async def find_recovery_target(self, identifier: str) -> RecoveryTarget:
-        """Anti-enumeration lookup: one statement, one row, whatever it finds (SPEC §10)."""
+        """Anti-enumeration lookup: one statement, one row, whatever it finds."""
         row = await self._one(FIND_RECOVERY_TARGET, (identifier,))
         if row is None:
             return RecoveryTarget(identity_id=None)

@@ -1,4 +1,4 @@
-"""The identity module's recipient directory for notifications (SPEC §19): an account's
+"""The identity module's recipient directory for notifications: an account's
 verified identifiers (emails first, oldest first) and its preferred locale, read in the
 caller's transaction through identity.find_verified_identifiers and identity.preferred_locale
 (identity_service only)."""

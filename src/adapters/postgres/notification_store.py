@@ -1,4 +1,4 @@
-"""The notifications catalogue in PostgreSQL (SPEC §19, 0027/0028): snapshots taken in the
+"""The notifications catalogue in PostgreSQL (0027/0028): snapshots taken in the
 caller's transaction, consent, and an intent's snapshots for the operator.
 
 Every call needs a role that is a member of notifications_producer (identity_service is), or

@@ -1,4 +1,4 @@
-"""How the HTTP-API providers classify transport errors, statuses and retry hints (SPEC §9)."""
+"""How the HTTP-API providers classify transport errors, statuses and retry hints."""
 
 from __future__ import annotations
 

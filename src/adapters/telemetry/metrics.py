@@ -1,4 +1,4 @@
-"""The metric catalogue: every name the application may report, as Prometheus metrics (SPEC §11).
+"""The metric catalogue: every name the application may report, as Prometheus metrics.
 
 The telemetry name *is* the Prometheus name. What ``count`` and ``observe`` mean per kind:
 
@@ -171,7 +171,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "Telemetry events reported, by event name and level (alert on security.* and errors).",
         ("event", "level"),
     ),
-    # Delivery receipts (SPEC §19): counted by the webhook listener, gauged on scrape.
+    # Delivery receipts: counted by the webhook listener, gauged on scrape.
     MetricSpec(
         "outbox_receipts_total",
         Kind.COUNTER,

@@ -52,7 +52,7 @@ _SEPARATORS = re.compile(r"[._-]")
 # What an error code looks like: HTTP/SMTP statuses (``550``, ``401:unauthorized``),
 # enhanced SMTP codes, SQLSTATEs, and names: ``Throttling``, ``timeout``, ``no_provider``
 # (letters, at least one lower-case) or ``PROVIDER_SUSPENDED``. A one-time code (digits
-# by default, SPEC §10) does not.
+# by default) does not.
 _ERROR_CODE = re.compile(
     r"\d{3}(?::[A-Za-z_]+)?|\d\.\d{1,3}\.\d{1,3}|[0-9A-Z]{5}"
     r"|(?=[A-Z_.:-]*[a-z])[A-Za-z]+(?:[_.:-][A-Za-z]+)*|[A-Z]+(?:_[A-Z]+)+",

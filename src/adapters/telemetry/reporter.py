@@ -1,4 +1,4 @@
-"""The telemetry port behind structlog events and Prometheus metrics (SPEC §2, §11)."""
+"""The telemetry port behind structlog events and Prometheus metrics."""
 
 from __future__ import annotations
 

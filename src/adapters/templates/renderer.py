@@ -1,4 +1,4 @@
-"""The Jinja2 renderer: sandboxed, strict, autoescaped HTML, compiled once (SPEC §9).
+"""The Jinja2 renderer: sandboxed, strict, autoescaped HTML, compiled once.
 
 Templates live in ``<locale>/<template>.<channel>.<part>`` under the built-in directory
 and, taking precedence file by file, under an operator's override directory. Parts are

@@ -1,4 +1,4 @@
-"""Dispatch one batch: claim, open, render, send, classify, record (SPEC §4, §7)."""
+"""Dispatch one batch: claim, open, render, send, classify, record."""
 
 from __future__ import annotations
 

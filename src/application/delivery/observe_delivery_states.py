@@ -1,4 +1,4 @@
-"""Refresh the delivery-state gauges (``outbox_delivery_states{state}``, SPEC §19)."""
+"""Refresh the delivery-state gauges (``outbox_delivery_states{state}``)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ class RenderedMessage:
 
 
 class Renderer(Protocol):
-    """Renders a message's template for its purpose, channel and locale (SPEC §9)."""
+    """Renders a message's template for its purpose, channel and locale."""
 
     def render(
         self,
@@ -82,7 +82,7 @@ class SendRateLimit(Protocol):
 
 @attrs.frozen(kw_only=True)
 class ClaimedMessage:
-    """A message leased to this worker, with its envelope (SPEC §6 claim)."""
+    """A message leased to this worker, with its envelope (the claim)."""
 
     id: UUID
     purpose: Purpose

@@ -1,4 +1,4 @@
-"""A per-process circuit breaker for providers whose whole account is suspended (SPEC §4).
+"""A per-process circuit breaker for providers whose whole account is suspended.
 
 When a provider answers PROVIDER_SUSPENDED, it is paused until a probe time; messages
 for it are released back to pending (no attempt spent) until then. After the pause one

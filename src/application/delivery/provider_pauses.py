@@ -1,4 +1,4 @@
-"""Operator pauses of providers, as the worker sees them (SPEC §20).
+"""Operator pauses of providers, as the worker sees them.
 
 Staff pause a provider in the database; every worker reads the paused names at most once per
 ``refresh`` (at the start of a batch) and releases the messages for a paused provider back to

@@ -1,4 +1,4 @@
-"""The retention sweep: delete final messages past their retention, with history (SPEC §8)."""
+"""The retention sweep: delete final messages past their retention, with history."""
 
 from __future__ import annotations
 

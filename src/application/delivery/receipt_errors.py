@@ -1,4 +1,4 @@
-"""Why a provider's webhook was not believed (SPEC §19)."""
+"""Why a provider's webhook was not believed."""
 
 from __future__ import annotations
 

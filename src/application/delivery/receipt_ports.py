@@ -1,4 +1,4 @@
-"""The port receipts are recorded through (SPEC §19)."""
+"""The port receipts are recorded through."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Record the verified receipts of one webhook call (SPEC §19)."""
+"""Record the verified receipts of one webhook call."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The expiry sweep: dead-letter unsent messages whose secret can no longer be used (SPEC §8)."""
+"""The expiry sweep: dead-letter unsent messages whose secret can no longer be used."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Use cases of the tenant business-event outbox (SPEC §16, §17)."""
+"""Use cases of the tenant business-event outbox."""

@@ -1,9 +1,9 @@
-"""Consumer handlers (SPEC §17): what a module registers, and how a handler says "not now".
+"""Consumer handlers: what a module registers, and how a handler says "not now".
 
 A handler is an async callable ``handle(event, transaction)``. ``transaction`` is the open
 database transaction the delivery completes in (for PostgreSQL, the psycopg AsyncConnection
 inside it): write the effect through it and return. Raise ``RetryAfter`` to try again later,
-``Reject`` to dead-letter the event now; any other exception is retried on the §4 schedule and
+``Reject`` to dead-letter the event now; any other exception is retried on the retry schedule and
 dead-lettered at the consumer's attempt cap. Only an exception's class name is ever kept.
 """
 

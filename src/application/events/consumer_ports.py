@@ -1,4 +1,4 @@
-"""The consumers' ports (SPEC §17): what a handler receives, and the store a runner drives."""
+"""The consumers' ports: what a handler receives, and the store a runner drives."""
 
 from __future__ import annotations
 

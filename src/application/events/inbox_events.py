@@ -1,4 +1,4 @@
-"""Reading a tenant event back from the relay's message: its headers and JSON body (SPEC §18)."""
+"""Reading a tenant event back from the relay's message: its headers and JSON body."""
 
 from __future__ import annotations
 

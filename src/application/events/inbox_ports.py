@@ -1,4 +1,4 @@
-"""The inbox's ports (SPEC §18): an event read from the broker, and the service's own store."""
+"""The inbox's ports: an event read from the broker, and the service's own store."""
 
 from __future__ import annotations
 

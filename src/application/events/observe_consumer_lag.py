@@ -1,4 +1,4 @@
-"""Refresh the consumers' lag gauges, one series per consumer (SPEC §17).
+"""Refresh the consumers' lag gauges, one series per consumer.
 
 ``outbox_consumer_events_behind{consumer}``, ``outbox_consumer_oldest_undelivered_age_seconds
 {consumer}`` (0 when nothing waits) and ``outbox_consumer_dead_letters{consumer}``; a consumer

@@ -30,7 +30,7 @@ class DomainEventAppender(Protocol):
 
 @attrs.frozen(kw_only=True)
 class ClaimedEvent:
-    """An event's outbox record leased to this worker (SPEC §16 claim)."""
+    """An event's outbox record leased to this worker (the claim)."""
 
     record_id: UUID  # the outbox record: lease, attempts, outcome
     event_id: UUID  # the domain event: what targets deduplicate on
@@ -74,7 +74,7 @@ class EventOutboxStore(Protocol):
     async def record(self, records: Sequence[PublicationRecord]) -> Sequence[RecordResult]:
         """Record outcomes in one round trip; one result per record, in order.
 
-        A published record gets its publication sequence (and, SPEC §17, its deliveries) in
+        A published record gets its publication sequence (and its consumers' deliveries) in
         the same transaction. Raises StoreUnavailable when the database cannot be reached.
         """
         ...
@@ -98,10 +98,10 @@ class TargetRefusal:
 
 
 class PublicationTarget(Protocol):
-    """Somewhere an event is published to (the broker relay, SPEC §18).
+    """Somewhere an event is published to (the broker relay).
 
     The internal consumers are not a target here: their deliveries are written by the
-    database in the transaction that records the publication (SPEC §17).
+    database in the transaction that records the publication.
     """
 
     @property

@@ -1,4 +1,4 @@
-"""Process one batch of a consumer's deliveries with exactly-once effects (SPEC §17).
+"""Process one batch of a consumer's deliveries with exactly-once effects.
 
 Each delivery gets a transaction of its own: the handler writes through it and the completion
 is recorded in it, so the effect and the completion commit together or not at all. A

@@ -1,8 +1,8 @@
-"""Publish one batch of tenant events: claim, offer to every target, record (SPEC §16).
+"""Publish one batch of tenant events: claim, offer to every target, record.
 
 The internal consumers are no target here: the database writes their deliveries in the
-transaction that records an event published (SPEC §17). With no target configured (the
-broker relay is optional, SPEC §18) every claimed event is therefore published at once.
+transaction that records an event published. With no target configured (the
+broker relay is optional) every claimed event is therefore published at once.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class PublishDueEvents:
     """Claims a batch of due events and publishes each one to every configured target.
 
     An event is recorded published only when every target accepted it; a refusal is a
-    failed attempt decided by the retry policy (the §4 schedule, the later of it and the
+    failed attempt decided by the retry policy (the retry schedule, the later of it and the
     target's Retry-After, a dead letter at the cap, which parks the aggregate's later
     events). A target that raises costs the events it was given one counted
     ``unexpected_worker_error`` attempt, and its exception text is never kept.

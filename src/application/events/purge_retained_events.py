@@ -1,4 +1,4 @@
-"""The events retention sweep: delete final tenant events past their retention (SPEC §16, §8)."""
+"""The events retention sweep: delete final tenant events past their retention."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Handle a batch of events read from the broker, each at most once in effect (SPEC §18).
+"""Handle a batch of events read from the broker, each at most once in effect.
 
 The handler runs in the service's own transaction together with the event's receipt; the
 message is acknowledged only after that commit. A redelivery (after a crash before the ack,

@@ -1,7 +1,7 @@
 """The ``identity.account_notifications`` consumer: a verified account gets its welcome.
 
 Each ``identity.account_verified`` event, once published, is delivered to this consumer. The
-handler asks the notifications catalogue (SPEC §19) for an ``account.welcome`` intent to the
+handler asks the notifications catalogue for an ``account.welcome`` intent to the
 account, keyed by the event, in the delivery's own transaction: the snapshots, their outbox
 messages and the delivery's completion commit together, and a redelivered or replayed event
 finds its snapshots taken and enqueues nothing more.

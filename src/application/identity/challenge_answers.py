@@ -1,6 +1,6 @@
-"""Checking a typed code against a challenge: consume, count a wrong try, or lock (SPEC §10).
+"""Checking a typed code against a challenge: consume, count a wrong try, or lock.
 
-Every wrong code also spends the account's daily wrong-code budget (SPEC §14,
+Every wrong code also spends the account's daily wrong-code budget (docs/identity.md,
 domain/identity/code_budgets.py); once it is used up, every code of that audience is
 refused until the day ends and the owner is sent a security notice.
 """

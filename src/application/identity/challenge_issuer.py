@@ -1,4 +1,4 @@
-"""Issuing one-time codes: open or resend a challenge and enqueue its sealed code (SPEC §10)."""
+"""Issuing one-time codes: open or resend a challenge and enqueue its sealed code."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Confirm a password recovery: the right code sets the new password, ends all sessions and
 appends ``identity.password_reset``; the identity.security_notices consumer tells every
-verified identifier of the account (SPEC §14, §17)."""
+verified identifier of the account."""
 
 from __future__ import annotations
 

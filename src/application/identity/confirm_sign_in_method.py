@@ -1,6 +1,6 @@
 """Confirm an added sign-in method: the right code attaches the identifier, verified, and
 appends ``identity.sign_in_method_added``; the identity.security_notices consumer then tells
-the identifiers verified before it (SPEC §14, §17)."""
+the identifiers verified before it."""
 
 from __future__ import annotations
 

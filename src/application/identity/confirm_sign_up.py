@@ -3,7 +3,7 @@ the account's ``identity.account_verified`` event is appended in the same transa
 
 The password is chosen here, by whoever holds the code the address received, never at the
 sign-up request: a stranger who signs the same address up cannot choose the password the
-owner's account ends with (SPEC §14, the pre-hijacking attack).
+owner's account ends with (the pre-hijacking attack).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rate limits on the identity routes (SPEC §10, §14): per client address, a pace per
+"""Rate limits on the identity routes: per client address, a pace per
 destination, an hourly SMS budget per country prefix, organizations per account."""
 
 from __future__ import annotations

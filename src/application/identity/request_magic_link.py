@@ -1,4 +1,4 @@
-"""Magic link: a sign-in link for a known email, one answer for every email (SPEC §10)."""
+"""Magic link: a sign-in link for a known email, one answer for every email."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Password recovery: a code for a known identifier, one answer for every identifier (SPEC §10)."""
+"""Password recovery: a code for a known identifier, one answer for every identifier."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Add a sign-in method: a signed-in identity proves a new identifier with a code (SPEC §10).
+"""Add a sign-in method: a signed-in identity proves a new identifier with a code.
 
-It needs a fresh step-up (SPEC §14): a bearer token alone, stolen, must not let its thief
+It needs a fresh step-up: a bearer token alone, stolen, must not let its thief
 attach an address of their own and reset the password through it.
 """
 

@@ -1,7 +1,7 @@
-"""Sign up: open a sign-up challenge and enqueue its code in one transaction (SPEC §10).
+"""Sign up: open a sign-up challenge and enqueue its code in one transaction.
 
 No password is taken here: it is chosen at the confirmation, by whoever holds the code, so
-only someone who controls the address decides the password its account ends with (SPEC §14,
+only someone who controls the address decides the password its account ends with (docs/identity.md,
 the pre-hijacking attack).
 """
 

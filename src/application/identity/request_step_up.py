@@ -1,4 +1,4 @@
-"""Step up: a signed-in identity asks for a code to its first verified identifier (SPEC §10)."""
+"""Step up: a signed-in identity asks for a code to its first verified identifier."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Each identity account event (domain/identity/account_events.py) is delivered to 
 once it is published. The handler reads the account's verified identifiers in the delivery's
 own transaction and enqueues one security_notice to each; the notices and the delivery's
 completion commit together, so a crash or a duplicate delivery never sends a notice twice
-(SPEC §17), and an event is never left without its notices once its delivery completed.
+(docs/consumers.md), and an event is never left without its notices once its delivery completed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The notifications context's ports (SPEC §19): who a recipient is, and where snapshots live.
+"""The notifications context's ports: who a recipient is, and where snapshots live.
 
 Notifications never imports identity: a recipient is resolved through ``RecipientDirectory``,
 which the identity module's adapter implements (verified identifiers, preferred locale).

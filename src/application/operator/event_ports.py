@@ -1,4 +1,4 @@
-"""The operator's ports over the tenant events outbox (SPEC §11, §16).
+"""The operator's ports over the tenant events outbox.
 
 ``actor`` is as in outbox.application.operator.ports: a staff member with the digest of their fresh
 elevation (the staff routes), the database operator acting in a staff member's name (no

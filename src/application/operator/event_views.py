@@ -1,4 +1,4 @@
-"""What operators see of the tenant events outbox (SPEC §16): backlog per organization, dead
+"""What operators see of the tenant events outbox: backlog per organization, dead
 letters, parked aggregates, one event's story, and the receipt of a repair.
 
 No view holds an event's payload (it may carry a tenant's personal data): only its size.

@@ -1,4 +1,4 @@
-"""List dead letters in keyset pages, newest first, destinations masked (SPEC §11)."""
+"""List dead letters in keyset pages, newest first, destinations masked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""List the tenant events' dead letters in keyset pages, newest first (SPEC §11, §16)."""
+"""List the tenant events' dead letters in keyset pages, newest first."""
 
 from __future__ import annotations
 

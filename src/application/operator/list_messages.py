@@ -1,4 +1,4 @@
-"""List messages for the database operator: filtered, searched, in keyset pages (SPEC §11)."""
+"""List messages for the database operator: filtered, searched, in keyset pages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""List parked aggregates: those an unresolved dead letter holds (SPEC §16), in keyset pages."""
+"""List parked aggregates: those an unresolved dead letter holds, in keyset pages."""
 
 from __future__ import annotations
 

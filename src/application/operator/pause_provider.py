@@ -1,4 +1,4 @@
-"""Pause or resume a provider for every worker, audited, with a reason (SPEC §20)."""
+"""Pause or resume a provider for every worker, audited, with a reason."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reissue a dead-lettered one-time code: a new code for the same open challenge (SPEC §11).
+"""Reissue a dead-lettered one-time code: a new code for the same open challenge.
 
 The code is minted, hashed and sealed here; the store replaces the challenge's hash, enqueues
 the new message and audits, all in one transaction, so the old code stops working exactly

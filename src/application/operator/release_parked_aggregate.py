@@ -1,4 +1,4 @@
-"""Release a parked aggregate: its dead letter stays dead, its later events flow (SPEC §16)."""
+"""Release a parked aggregate: its dead letter stays dead, its later events flow."""
 
 from __future__ import annotations
 

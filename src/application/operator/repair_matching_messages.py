@@ -1,5 +1,5 @@
 """Reissue or requeue every dead letter a filter matches: a preview count, then one repair
-(and one audit row) per message (SPEC §20).
+(and one audit row) per message.
 
 The request's idempotency key names the whole form; each message's repair gets a key of its
 own derived from it, so a retried form replays what it did and repairs only what it had not.

@@ -1,4 +1,4 @@
-"""Republish a tenant event's dead letter: a new record of the same event, audited (SPEC §16)."""
+"""Republish a tenant event's dead letter: a new record of the same event, audited."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Requeue a dead-lettered notification: a new copy of it, audited (SPEC §11)."""
+"""Requeue a dead-lettered notification: a new copy of it, audited."""
 
 from __future__ import annotations
 

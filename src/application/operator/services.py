@@ -32,7 +32,7 @@ from outbox.application.ports import Telemetry
 
 @attrs.frozen(kw_only=True)
 class EventOperatorServices:
-    """The operator use cases over the tenant events outbox (SPEC §16)."""
+    """The operator use cases over the tenant events outbox."""
 
     show_backlog: ShowEventBacklog
     list_dead_letters: ListEventDeadLetters
@@ -61,7 +61,7 @@ class OperatorServices:
     observe_backlog: ObserveBacklog
     events: EventOperatorServices
     telemetry: Telemetry
-    # Receipts and suppression (SPEC §19).
+    # Receipts and suppression.
     show_receipts: ShowReceipts
     list_suppressions: ListSuppressions
     change_suppression: ChangeSuppression

@@ -1,4 +1,4 @@
-"""Show the backlog: messages per state and the age of the oldest due message (SPEC §11)."""
+"""Show the backlog: messages per state and the age of the oldest due message."""
 
 from __future__ import annotations
 

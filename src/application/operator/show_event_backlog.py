@@ -1,4 +1,4 @@
-"""Show the tenant events backlog per organization (SPEC §11, §16)."""
+"""Show the tenant events backlog per organization."""
 
 from __future__ import annotations
 

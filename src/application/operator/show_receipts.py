@@ -1,4 +1,4 @@
-"""A message's receipts and the delivery state they brought it to (SPEC §19)."""
+"""A message's receipts and the delivery state they brought it to."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The operator's port over suppressions and receipts (SPEC §19).
+"""The operator's port over suppressions and receipts.
 
 ``actor`` works as in OperatorStore (ports.py): a staff member with an elevation digest is
 checked by the database; None means the database operator (``outboxctl``).

@@ -1,4 +1,4 @@
-"""What operators see of receipts and suppressions (SPEC §19); destinations always masked."""
+"""What operators see of receipts and suppressions; destinations always masked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A sent message's delivery state, moved forward only by receipts (SPEC §19).
+"""A sent message's delivery state, moved forward only by receipts.
 
 The states form one total order, accepted < delivered < failed < bounced < complained,
 and a receipt moves the state to the higher of the two. Taking the maximum is commutative,

@@ -1,4 +1,4 @@
-"""The failure taxonomy and what each failure class decides (SPEC §4).
+"""The failure taxonomy and what each failure class decides.
 
 A rejection dead-letters at once; throttled, unavailable and ambiguous (INDETERMINATE)
 sends are retried: a duplicate code is harmless, while giving up on one that may have
@@ -42,7 +42,7 @@ class FailureClass(enum.StrEnum):
     CHALLENGE_CONSUMED = "challenge_consumed"
     INVITATION_REVOKED = "invitation_revoked"
     CHALLENGE_LOCKED = "challenge_locked"  # too many wrong codes: its code is useless now
-    # A hard bounce or a complaint suppressed the destination (SPEC §19): never sent.
+    # A hard bounce or a complaint suppressed the destination: never sent.
     SUPPRESSED = "suppressed"
 
     @property

@@ -1,4 +1,4 @@
-"""The outbox message and every transition of its lifecycle (SPEC §3)."""
+"""The outbox message and every transition of its lifecycle."""
 
 from __future__ import annotations
 

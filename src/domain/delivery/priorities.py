@@ -1,4 +1,4 @@
-"""How urgent a message is, and the claim's order: priority first, never starving (SPEC §6).
+"""How urgent a message is, and the claim's order: priority first, never starving.
 
 The claim serves higher priorities first, but one slot in ten of every batch (rounded up; a
 batch of one has none) goes to the oldest due messages whatever their priority. So a flood

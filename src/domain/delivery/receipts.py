@@ -1,4 +1,4 @@
-"""Delivery receipts: what a provider's webhook says became of a message (SPEC §19).
+"""Delivery receipts: what a provider's webhook says became of a message.
 
 A receipt is evidence, kept once and never changed. Its event moves the message's delivery
 state forward only (``delivery_states.advance``); a hard bounce or a complaint suppresses

@@ -1,4 +1,4 @@
-"""How long final messages are kept before the retention sweep deletes them (SPEC §8)."""
+"""How long final messages are kept before the retention sweep deletes them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The retry policy: how long to wait, when to stop, and when expiry wins (SPEC §4)."""
+"""The retry policy: how long to wait, when to stop, and when expiry wins."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ class RetryPolicy:
         What ``decide`` does before expiry is considered: a permanent failure or a failure
         of the last allowed attempt dead-letters, a suspension releases until the probe, and
         otherwise the retry waits the later of the schedule and the Retry-After hint. A
-        tenant event (SPEC §16) has no expiry, so its worker asks this directly.
+        tenant event has no expiry, so its worker asks this directly.
         """
         decision = failure.failure_class.decision
         if decision is Decision.DEAD_LETTER or (

@@ -1,1 +1,1 @@
-"""The tenant business-event outbox (SPEC §16, §17): domain events, their publication, consumers."""
+"""The tenant business-event outbox: domain events, their publication, consumers."""

@@ -1,4 +1,4 @@
-"""A tenant business fact and what a producer appends (SPEC §16, the seed's OX-E1)."""
+"""A tenant business fact and what a producer appends (the seed's OX-E1)."""
 
 from __future__ import annotations
 

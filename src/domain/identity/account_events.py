@@ -1,4 +1,4 @@
-"""The domain events the identity module appends about an account (SPEC §17).
+"""The domain events the identity module appends about an account.
 
 An account is not a tenant: its events belong to the platform organization (the nil UUID).
 The aggregate is the identity; the idempotency key is derived from the change itself (the

@@ -1,4 +1,4 @@
-"""The daily budget of wrong codes an account may receive across all its challenges (SPEC §14).
+"""The daily budget of wrong codes an account may receive across all its challenges.
 
 Each challenge locks after a few wrong codes, but a new challenge can always be opened, so
 without a budget a guesser gets a few tries per challenge for ever. The budget caps the

@@ -1,4 +1,4 @@
-"""Magic links: a single-use, expiring sign-in token sent by email (SPEC §10)."""
+"""Magic links: a single-use, expiring sign-in token sent by email."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The changes to an account's security that its owner is told about (SPEC §14)."""
+"""The changes to an account's security that its owner is told about."""
 
 from __future__ import annotations
 
@@ -13,6 +13,6 @@ class SecurityChange(enum.StrEnum):
     PASSWORD_RESET = "password_reset"  # noqa: S105 - a kind of change, not a password
     SESSIONS_REVOKED = "sessions_revoked"
     WRONG_CODE_BUDGET_EXHAUSTED = "wrong_code_budget_exhausted"
-    # A hard bounce or a complaint suppressed one of the account's identifiers (SPEC §19):
+    # A hard bounce or a complaint suppressed one of the account's identifiers:
     # the other verified identifiers hear of it (0031_suppression_notices.sql).
     IDENTIFIER_SUPPRESSED = "identifier_suppressed"

@@ -1,4 +1,4 @@
-"""The notifications catalogue (SPEC §19): what may be sent, on which channels, in which words.
+"""The notifications catalogue: what may be sent, on which channels, in which words.
 
 A category is a code (``account.welcome``), the channels it may use, one template name and
 the locales that template exists in, with the locale to fall back to. Consent is per

@@ -1,4 +1,4 @@
-"""Intents and their frozen snapshots (SPEC §19, the seed's OX-E3).
+"""Intents and their frozen snapshots (the seed's OX-E3).
 
 An intent asks for one notification of a catalogue category to one recipient, under a key
 that names what caused it (``identity.account_verified:<event id>``): the same key and

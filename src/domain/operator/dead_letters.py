@@ -1,4 +1,4 @@
-"""Which dead letters staff may send again (SPEC §11), and the reasons they may not."""
+"""Which dead letters staff may send again, and the reasons they may not."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The operator console (SPEC §20), wired from settings, and the rule for where it may listen."""
+"""The operator console, wired from settings, and the rule for where it may listen."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``outboxctl consume``: the consumers a process runs, wired from settings (SPEC §17).
+"""``outboxctl consume``: the consumers a process runs, wired from settings.
 
 A consumer runs with its module's database role (docs/sql-api.md, "Consumers"): the identity
 module's consumers run as the API's role, ``identity_service`` (the embedded server's pools
@@ -51,7 +51,6 @@ from outbox.application.identity.security_notice_consumer import SendSecurityNot
 from outbox.application.identity.security_notices import SecurityNotices
 from outbox.application.notifications.request_notification import RequestNotification
 from outbox.application.ports import Clock, Ids, Telemetry
-from outbox.domain.delivery.retry_policy import RetryPolicy
 from outbox.domain.notifications.catalogue import CATALOGUE
 from outbox.entrypoints.bootstrap.database import (
     IDENTITY_ROLE,
@@ -60,7 +59,7 @@ from outbox.entrypoints.bootstrap.database import (
     database_pool,
     resolve_database_url,
 )
-from outbox.entrypoints.bootstrap.parts import ProcessParts, build_process_parts
+from outbox.entrypoints.bootstrap.parts import ProcessParts, build_process_parts, retry_policy
 from outbox.entrypoints.bootstrap.worker import worker_owner
 from outbox.entrypoints.settings.tree import Settings
 from outbox.entrypoints.worker.consumer_loop import ConsumerLoop
@@ -173,7 +172,7 @@ def consumer_runner(
         clock=parts.clock,
         telemetry=parts.telemetry,
         owner=owner,
-        retry_policy=RetryPolicy(schedule=worker.retry_schedule),
+        retry_policy=retry_policy(settings),
         batch_size=batch_size,
         lease=lease or worker.lease,
         concurrency=concurrency,

@@ -98,7 +98,7 @@ def session_role(settings: Settings, group_role: str) -> str | None:
 
 
 # An API request waits this long for a pooled connection, then answers 503 with Retry-After
-# (SPEC §14): during an outage a client learns it at once instead of hanging.
+#: during an outage a client learns it at once instead of hanging.
 API_CHECKOUT_TIMEOUT = 2.0
 OTHER_CHECKOUT_TIMEOUT = 30.0
 

@@ -1,4 +1,4 @@
-"""A process checks its database role before it serves (SPEC §14, OX-W9).
+"""A process checks its database role before it serves (OX-W9).
 
 In staging and production a process refuses to start when its role or login is a superuser,
 bypasses row security, or may do another job's work (another role's functions, or act as the

@@ -1,4 +1,4 @@
-"""``run_inbox``: a service's consumer of the relay's stream, exactly once in effect (SPEC §18).
+"""``run_inbox``: a service's consumer of the relay's stream, exactly once in effect.
 
 A service that reads tenant events from NATS JetStream calls ``run_inbox`` with its handler
 and its own database (migrated with the ``inbox`` schema, its login a member of

@@ -1,4 +1,4 @@
-"""The worker's lanes, one entry each in ``LANE_BUILDERS``: what a lane runs (SPEC §16).
+"""The worker's lanes, one entry each in ``LANE_BUILDERS``: what a lane runs.
 
 Each lane is one outbox: its own use case, loop, sweeps, database pool and wake-up listener,
 so a flood in one lane never takes another's connections or delays its claims. Adding a
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -30,7 +29,6 @@ from outbox.application.events.purge_retained_events import PurgeRetainedEvents
 from outbox.application.ports import ReadinessProbe, ReadinessReport, Telemetry
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.retention import RetentionPolicy
-from outbox.domain.delivery.retry_policy import DEFAULT_JITTER, RetryPolicy
 from outbox.entrypoints.bootstrap.consumers import (
     consumer_pool,
     consumer_role,
@@ -44,7 +42,7 @@ from outbox.entrypoints.bootstrap.database import (
     resolve_database_url,
     resolve_worker_database_url,
 )
-from outbox.entrypoints.bootstrap.parts import ProcessParts
+from outbox.entrypoints.bootstrap.parts import ProcessParts, retry_policy
 from outbox.entrypoints.bootstrap.relay import relay_targets
 from outbox.entrypoints.bootstrap.worker import sweep_schedule, worker_services
 from outbox.entrypoints.settings.lanes import CONSUMERS, EVENTS, SECURITY, LaneSettings
@@ -128,7 +126,7 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
     settings, telemetry = request.settings, request.parts.telemetry
     worker, sweeps = settings.worker, settings.sweeps
     sizing = worker.lane_sizing[EVENTS]
-    # The broker relay (SPEC §18) is the configured target; the internal consumers are not one
+    # The broker relay is the configured target; the internal consumers are not one
     # (their deliveries are written when the publication is recorded). An embedding process
     # (the reliability harness's recording target) may pass its own instead.
     url = resolve_worker_database_url(settings)
@@ -148,7 +146,7 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                 targets=targets,
                 clock=request.parts.clock,
                 telemetry=telemetry,
-                policy=_retry_policy(settings),
+                policy=retry_policy(settings),
                 owner=request.owner,
                 batch_size=sizing.batch_size,
                 concurrency=sizing.concurrency,
@@ -194,17 +192,6 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
             await listener.close()
 
 
-def _retry_policy(settings: Settings) -> RetryPolicy:
-    worker = settings.worker
-    return RetryPolicy(
-        schedule=worker.retry_schedule,
-        max_attempts=worker.max_attempts,
-        suspension_probe=worker.suspension_probe,
-        jitter=DEFAULT_JITTER,
-        draw=random.random,  # spreading retries needs no secrecy
-    )
-
-
 @attrs.frozen(kw_only=True)
 class _ConsumerTurn:
     """One batch of each consumer in turn: the consumers lane's dispatch."""
@@ -243,7 +230,7 @@ class _ConsumerTurn:
 
 @contextlib.asynccontextmanager
 async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
-    """The consumers of tenant events this package ships (SPEC §17), inside the worker.
+    """The consumers of tenant events this package ships, inside the worker.
 
     A consumer runs with its module's role, never the worker's: the lane's pool is the one
     ``outboxctl consume`` opens (the API's URL and role, the identity module's). While nothing

@@ -1,5 +1,5 @@
 """``outboxctl notifications``: the catalogue's consent and reads, as the database operator
-(outboxctl's own login, a member of outbox_owner), wired from settings (SPEC §19)."""
+(outboxctl's own login, a member of outbox_owner), wired from settings."""
 
 from __future__ import annotations
 

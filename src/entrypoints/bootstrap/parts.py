@@ -8,6 +8,7 @@ same objects, so keys are read once and every metric lands in the same registry.
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,6 +28,7 @@ from outbox.adapters.telemetry.tracing import (
     tracing_requested,
 )
 from outbox.application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
+from outbox.domain.delivery.retry_policy import DEFAULT_JITTER, RetryPolicy
 from outbox.domain.purposes import Purpose
 from outbox.entrypoints.bootstrap.seal_keys import load_sealer
 from outbox.entrypoints.observability import build_telemetry, new_registry
@@ -117,3 +119,18 @@ async def stop_tracing(parts: ProcessParts) -> AsyncIterator[None]:
     finally:
         if parts.tracing is not None:
             parts.tracing.shutdown()
+
+
+def retry_policy(settings: Settings) -> RetryPolicy:
+    """The one retry policy of every lane (security messages, tenant events, consumers): the
+    schedule, the attempt cap and the suspension probe of the settings, each step lengthened
+    by up to a fifth of itself at random so that retries of one outage do not come back
+    together."""
+    worker = settings.worker
+    return RetryPolicy(
+        schedule=worker.retry_schedule,
+        max_attempts=worker.max_attempts,
+        suspension_probe=worker.suspension_probe,
+        jitter=DEFAULT_JITTER,
+        draw=random.random,  # spreading retries needs no secrecy
+    )

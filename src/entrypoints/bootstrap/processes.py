@@ -132,7 +132,7 @@ async def run_api(settings: Settings) -> None:
         parts.telemetry.event("api.stopped")
 
 
-# --- The two listeners (SPEC §14) -------------------------------------------------------------
+# --- The two listeners -------------------------------------------------------------
 
 
 def bind_listeners(settings: Settings) -> tuple[socket.socket, socket.socket]:

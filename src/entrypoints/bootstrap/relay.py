@@ -1,4 +1,4 @@
-"""The broker relay (SPEC §18), wired from settings: the events lane's JetStream target.
+"""The broker relay, wired from settings: the events lane's JetStream target.
 
 With ``OUTBOX_NATS_URL`` set, the events lane publishes every event to JetStream and records
 it published only after the PubAck; without it the lane has no target at all.

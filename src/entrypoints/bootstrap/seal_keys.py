@@ -1,4 +1,4 @@
-"""Where the outbox seal keys come from, and the development-only generated key (SPEC §5)."""
+"""Where the outbox seal keys come from, and the development-only generated key."""
 
 from __future__ import annotations
 

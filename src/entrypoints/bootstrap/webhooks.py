@@ -1,4 +1,4 @@
-"""The webhook listener of ``outboxctl serve`` and ``outboxctl up`` (SPEC §19), wired."""
+"""The webhook listener of ``outboxctl serve`` and ``outboxctl up``, wired."""
 
 from __future__ import annotations
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import secrets
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -27,14 +26,18 @@ from outbox.application.delivery.sweep_expired_messages import SweepExpiredMessa
 from outbox.application.ports import ReadinessProbe, Telemetry
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.retention import RetentionPolicy
-from outbox.domain.delivery.retry_policy import DEFAULT_JITTER, RetryPolicy
 from outbox.entrypoints.bootstrap.database import (
     DatabaseAccess,
     database_pool,
     readiness_role,
     resolve_worker_database_url,
 )
-from outbox.entrypoints.bootstrap.parts import ProcessParts, build_process_parts, stop_tracing
+from outbox.entrypoints.bootstrap.parts import (
+    ProcessParts,
+    build_process_parts,
+    retry_policy,
+    stop_tracing,
+)
 from outbox.entrypoints.bootstrap.providers import (
     build_providers,
     build_rate_limits,
@@ -119,13 +122,7 @@ async def worker_services(
                 providers=providers,
                 clock=clock,
                 telemetry=telemetry,
-                policy=RetryPolicy(
-                    schedule=worker.retry_schedule,
-                    max_attempts=worker.max_attempts,
-                    suspension_probe=worker.suspension_probe,
-                    jitter=DEFAULT_JITTER,
-                    draw=random.random,  # spreading retries needs no secrecy
-                ),
+                policy=retry_policy(settings),
                 breaker=ProviderBreaker(),
                 links=LinkBases(
                     invitation=settings.invitation_link_base_url,
@@ -170,7 +167,7 @@ def worker_owner() -> str:
 
 
 def sweep_schedule(services: WorkerServices, settings: Settings) -> list[Every]:
-    """The sweeps a worker runs on its own schedule (SPEC §8)."""
+    """The sweeps a worker runs on its own schedule."""
     return [
         Every(
             name="expiry",

@@ -1,5 +1,5 @@
 """``outboxctl consume`` and ``outboxctl consumers list|lag|dead-letters|replay|pause|resume``:
-run the consumers of tenant events, and operate them as the database operator (SPEC §17)."""
+run the consumers of tenant events, and operate them as the database operator."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def reissue(
     idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
-    """Send a new one-time code for the dead letter's still-open challenge (SPEC §11).
+    """Send a new one-time code for the dead letter's still-open challenge.
 
     The old code stops working; the new one goes out as a new message. Refused for a
     superseded, expired or consumed code, a locked or expired challenge, or when a newer

@@ -1,5 +1,5 @@
 """``outboxctl events backlog|dead-letters|parked|show|republish|release``: operate the tenant
-events outbox (SPEC §11, §16) as the database operator; ``events demo`` appends sample events
+events outbox as the database operator; ``events demo`` appends sample events
 in development."""
 
 from __future__ import annotations

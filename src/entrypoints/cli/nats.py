@@ -1,4 +1,4 @@
-"""``outboxctl nats ensure-stream``: create or check the relay's JetStream stream (SPEC §18)."""
+"""``outboxctl nats ensure-stream``: create or check the relay's JetStream stream."""
 
 from __future__ import annotations
 

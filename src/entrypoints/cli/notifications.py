@@ -1,5 +1,5 @@
 """``outboxctl notifications categories|show|consent``: the notifications catalogue, an
-intent's frozen snapshots, and recipients' consent, as the database operator (SPEC §19)."""
+intent's frozen snapshots, and recipients' consent, as the database operator."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``outboxctl suppressions list|add|lift``: destinations nothing may be sent to (SPEC §19)."""
+"""``outboxctl suppressions list|add|lift``: destinations nothing may be sent to."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a request body must be before any route parses it (SPEC §14, "HTTP hygiene").
+"""What a request body must be before any route parses it ("HTTP hygiene").
 
 JSON only (so no cross-site "simple" POST, which a browser sends as text/plain or a form,
 reaches a route), at most 16 KiB (refused before the body is read in full), and nested no

@@ -1,4 +1,4 @@
-"""POST /magic-links and /magic-links/redemptions (SPEC §10)."""
+"""POST /magic-links and /magic-links/redemptions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /organizations, and invitations under one organization (SPEC §10)."""
+"""POST /organizations, and invitations under one organization."""
 
 from __future__ import annotations
 

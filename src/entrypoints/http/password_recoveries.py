@@ -1,4 +1,4 @@
-"""POST /password-recoveries and /password-recoveries/confirmations (SPEC §10)."""
+"""POST /password-recoveries and /password-recoveries/confirmations."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /sign-in-methods and /sign-in-methods/confirmations (SPEC §10), signed in."""
+"""POST /sign-in-methods and /sign-in-methods/confirmations, signed in."""
 
 from __future__ import annotations
 

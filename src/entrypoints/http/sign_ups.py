@@ -1,4 +1,4 @@
-"""POST /sign-ups and /sign-ups/confirmations (SPEC §10)."""
+"""POST /sign-ups and /sign-ups/confirmations."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Staff routes over the tenant events outbox (SPEC §11, §16): backlog per organization, dead
+"""Staff routes over the tenant events outbox: backlog per organization, dead
 letters, parked aggregates, one event, republish and release.
 
 As the security outbox's staff routes: a bearer session of an active staff member and a

@@ -1,4 +1,4 @@
-"""Staff routes over the security outbox (SPEC §10, §11): backlog, dead letters, reissue.
+"""Staff routes over the security outbox: backlog, dead letters, reissue.
 
 Every route needs a bearer session whose identity is an active staff member and a fresh
 step-up of that session (Elevation-Token); the database checks both with every call (403

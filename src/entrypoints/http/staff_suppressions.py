@@ -1,4 +1,4 @@
-"""Staff routes over receipts and suppressions (SPEC §19), on the admin listener.
+"""Staff routes over receipts and suppressions, on the admin listener.
 
 As every staff route: a bearer session of an active staff member and a fresh step-up
 (Elevation-Token), both checked by the database with every call. Destinations travel in

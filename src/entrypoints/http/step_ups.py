@@ -1,4 +1,4 @@
-"""POST /step-ups and /step-ups/confirmations (SPEC §10), signed in."""
+"""POST /step-ups and /step-ups/confirmations, signed in."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The webhook listener's app: provider receipts, nothing else (SPEC §19).
+"""The webhook listener's app: provider receipts, nothing else.
 
 Providers must reach it, so it is its own listener (``OUTBOX_WEBHOOK_HOST``/``PORT``),
 never the admin one, and serves only these routes: no OpenAPI page, no probes. Every body is

@@ -1,6 +1,6 @@
 """Identity settings: how long codes, sessions and links live, and how often each may be asked for.
 
-Every variable is optional; the defaults are the ones the README documents (SPEC §10).
+Every variable is optional; the defaults are the ones the README documents.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The worker's lanes: which outboxes one worker process dispatches, and how hard (SPEC §16).
+"""The worker's lanes: which outboxes one worker process dispatches, and how hard.
 
 A lane is one outbox's loop with its own claim size, sends in flight, batches in flight,
 database pool and wake-up listener, so a flood in one lane never holds up another's work.
@@ -48,7 +48,7 @@ LANES: Mapping[str, _LaneVariables] = {
         prefix="EVENTS",
         defaults=LaneSettings(batch_size=100, concurrency=4, parallel_batches=4),
     ),
-    # The consumers of tenant events this package ships (SPEC §17): batches per consumer,
+    # The consumers of tenant events this package ships: batches per consumer,
     # handlers (each in its own transaction) at once.
     CONSUMERS: _LaneVariables(
         prefix="CONSUMERS",

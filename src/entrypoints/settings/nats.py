@@ -1,4 +1,4 @@
-"""The broker relay's settings: where NATS is, how to log in, the stream (SPEC §18).
+"""The broker relay's settings: where NATS is, how to log in, the stream.
 
 ``OUTBOX_NATS_URL`` turns the relay on: without it nothing else here is read, and the events
 lane publishes to the internal consumers only.

@@ -1,4 +1,4 @@
-"""The settings tree: everything a process needs, read once from the environment (SPEC §12).
+"""The settings tree: everything a process needs, read once from the environment.
 
 ``load_settings(os.environ)`` is called by each entry point; the composition root then hands
 adapters plain arguments taken from the tree, never the tree or the environment itself.
@@ -61,7 +61,7 @@ class DatabaseSettings:
 
     url: str | None = attrs.field(repr=False)
     worker_url: str | None = attrs.field(repr=False)
-    inbox_url: str | None = attrs.field(repr=False)  # a consuming service's inbox (SPEC §18)
+    inbox_url: str | None = attrs.field(repr=False)  # a consuming service's inbox
     worker_role: str | None  # SET ROLE on every worker connection (a group role, not a login)
     api_role: str | None  # SET ROLE on every API connection
     prepared_statements: bool
@@ -74,7 +74,7 @@ class DatabaseSettings:
 
 @attrs.frozen(kw_only=True)
 class WorkerSettings:
-    """How the worker claims and sends (SPEC §7), lane by lane (SPEC §16)."""
+    """How the worker claims and sends, lane by lane."""
 
     lanes: tuple[str, ...]  # the lanes this worker runs (settings/lanes.py)
     lane_sizing: Mapping[str, LaneSettings]  # every lane's, selected or not
@@ -100,7 +100,7 @@ class WorkerSettings:
 
 @attrs.frozen(kw_only=True)
 class SweepSettings:
-    """How often sweeps run and how much they take at once (SPEC §8)."""
+    """How often sweeps run and how much they take at once."""
 
     expiry_interval: timedelta
     retention_interval: timedelta
@@ -111,7 +111,7 @@ class SweepSettings:
 
 @attrs.frozen(kw_only=True)
 class ConsoleSettings:
-    """The operator console on the admin listener (SPEC §20)."""
+    """The operator console on the admin listener."""
 
     enabled: bool  # OUTBOX_CONSOLE (on by default)
     origin: str | None  # its https origin when reached beyond loopback: Secure cookies
@@ -121,7 +121,7 @@ class ConsoleSettings:
 
 @attrs.frozen(kw_only=True)
 class HttpSettings:
-    """Where the API's two listeners are, and whom they believe (SPEC §14)."""
+    """Where the API's two listeners are, and whom they believe."""
 
     host: str  # the public listener: identity routes, /healthz, /readyz
     port: int
@@ -153,9 +153,9 @@ class Settings:
     log_format: LogFormat
     log_level: str
     identity: IdentitySettings
-    webhooks: WebhookSettings  # the listener providers post receipts to (SPEC §19)
+    webhooks: WebhookSettings  # the listener providers post receipts to
     providers: ProviderSettings | None = None
-    nats: NatsSettings | None = None  # the broker relay (SPEC §18), on when OUTBOX_NATS_URL is set
+    nats: NatsSettings | None = None  # the broker relay, on when OUTBOX_NATS_URL is set
     # Things that work but an operator should hear about at start-up (logged, not fatal).
     warnings: tuple[str, ...] = ()
 

@@ -20,7 +20,7 @@ _ARN = "arn:aws:sns:"
 
 @attrs.frozen(kw_only=True)
 class WebhookSettings:
-    """The webhook listener (SPEC §19)."""
+    """The webhook listener."""
 
     host: str
     port: int

@@ -1,4 +1,4 @@
-"""The consumers' loop: one batch per consumer in turn, until stopped (SPEC §17).
+"""The consumers' loop: one batch per consumer in turn, until stopped.
 
 A delivery is written when the worker records a publication, and that transaction notifies
 ``consumers_work`` at commit: while nothing is due the loop waits for that hint

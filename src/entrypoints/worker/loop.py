@@ -40,8 +40,8 @@ class WorkerLoop(Generic[ResultT]):
     them disjoint), so one batch's round trips to the database overlap another's rendering
     and sending. Idle batches share one wait for work.
 
-    One loop serves one lane of the worker (the security outbox, the events outbox, SPEC
-    §16): ``dispatch`` is that lane's use case and ``totals`` starts at its empty result.
+    One loop serves one lane of the worker (the security outbox or the
+    events outbox): ``dispatch`` is that lane's use case and ``totals`` starts at its empty result.
     """
 
     dispatch: Callable[[], Awaitable[ResultT]]

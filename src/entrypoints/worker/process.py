@@ -1,4 +1,4 @@
-"""The worker process: its lanes' loops, sweeps, signals and the shutdown grace (SPEC §7)."""
+"""The worker process: its lanes' loops, sweeps, signals and the shutdown grace."""
 
 from __future__ import annotations
 

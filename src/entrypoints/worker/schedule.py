@@ -1,4 +1,4 @@
-"""Runs a sweep on a fixed interval inside a long-running process (SPEC §8)."""
+"""Runs a sweep on a fixed interval inside a long-running process."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The console refuses to listen beyond loopback without staff authentication over https, and
-says so: ``outboxctl serve`` exits 3 naming OUTBOX_CONSOLE_ORIGIN (SPEC §20)."""
+says so: ``outboxctl serve`` exits 3 naming OUTBOX_CONSOLE_ORIGIN."""
 
 from __future__ import annotations
 

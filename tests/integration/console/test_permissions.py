@@ -1,5 +1,5 @@
 """Every console route for every kind of caller: anonymous, an account that is not staff,
-staff without a step-up, staff whose step-up went stale, and staff (SPEC §20).
+staff without a step-up, staff whose step-up went stale, and staff.
 
 Through the real admin app over HTTP; a refused command changes nothing.
 """

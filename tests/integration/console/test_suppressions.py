@@ -1,4 +1,4 @@
-"""The console's receipts and suppressions through the real app (SPEC §19, §20): a message
+"""The console's receipts and suppressions through the real app: a message
 page shows its receipts and delivery state, a bounce's suppression is listed masked and
 lifted with a reason, audited with who acted; a refused form changes nothing."""
 

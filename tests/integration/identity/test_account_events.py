@@ -1,4 +1,4 @@
-"""The identity module as an events producer, through the real app and PostgreSQL (SPEC §17):
+"""The identity module as an events producer, through the real app and PostgreSQL:
 each account change appends its event in the change's own transaction, as identity_service,
 for the platform organization, with nothing secret in it."""
 

@@ -1,4 +1,4 @@
-"""Account takeover from the outside, through the real app (SPEC §14 "Accounts" and the
+"""Account takeover from the outside, through the real app (docs/identity.md "Accounts" and the
 wrong-code budget of "Limits"): pre-hijacking a pending sign-up, a stolen bearer token made
 permanent, and guessing codes across challenges."""
 

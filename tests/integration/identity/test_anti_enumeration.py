@@ -1,4 +1,4 @@
-"""Password recovery and magic links answer known and unknown identifiers alike (SPEC §10)."""
+"""Password recovery and magic links answer known and unknown identifiers alike."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The four code flows through the real app, database and worker, resends included (SPEC §10)."""
+"""The four code flows through the real app, database and worker, resends included."""
 
 from __future__ import annotations
 

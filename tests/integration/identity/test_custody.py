@@ -1,4 +1,4 @@
-"""What the identity schema keeps and who may reach it: never the worker (SPEC §5, §6)."""
+"""What the identity schema keeps and who may reach it: never the worker."""
 
 from __future__ import annotations
 

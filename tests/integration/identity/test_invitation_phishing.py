@@ -1,4 +1,4 @@
-"""Phishing through organizations and invitations, tried from outside (SPEC §14): names that
+"""Phishing through organizations and invitations, tried from outside: names that
 carry links into invitation mail, unlimited organizations, a token used by someone else, and
 concurrent invitations racing past the limits."""
 

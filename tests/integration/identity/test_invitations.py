@@ -1,4 +1,4 @@
-"""Organizations and invitations through the real app, limits included (SPEC §10)."""
+"""Organizations and invitations through the real app, limits included."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A notification intent from a domain event is delivered once, in the recipient's locale,
-honouring consent (SPEC §19): real sign-ups append identity.account_verified through the
+honouring consent: real sign-ups append identity.account_verified through the
 real app; the worker's consumers lane runs identity.account_notifications, whose snapshots
 enqueue the welcomes; the worker sends them to an SMTP server; a replay sends nothing more;
 an opted-out account gets nothing and its snapshot says why."""

@@ -1,5 +1,5 @@
 """Attacks from outside on the limits: no outsider may turn them against an address's owner,
-and no mailbox gets more than a few codes however its address is spelled (SPEC §14)."""
+and no mailbox gets more than a few codes however its address is spelled."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """SMS pumping from outside: sign-ups that make the service text numbers it should not, or
-text one country's numbers without end (SPEC §14)."""
+text one country's numbers without end."""
 
 from __future__ import annotations
 

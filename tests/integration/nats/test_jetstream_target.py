@@ -1,4 +1,4 @@
-"""The JetStream publication target against a real nats-server -js (SPEC §18)."""
+"""The JetStream publication target against a real nats-server -js."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The staff routes over the tenant events outbox through the real app (both listeners, real
 telemetry, the API pool acting as identity_service): gating, reads, repairs and the
-per-organization gauges of /metrics (SPEC §11, §16)."""
+per-organization gauges of /metrics."""
 
 from __future__ import annotations
 

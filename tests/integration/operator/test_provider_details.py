@@ -1,6 +1,6 @@
 """What an SMTP server answered reaches the attempt history sanitised, end to end: a real
 aiosmtpd server refuses, the worker records through PostgreSQL, ``outboxctl messages show``
-reads it back (SPEC §11)."""
+reads it back."""
 
 from __future__ import annotations
 

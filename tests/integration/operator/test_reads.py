@@ -1,4 +1,4 @@
-"""Backlog and dead letters through the staff routes and outboxctl: one answer (SPEC §11)."""
+"""Backlog and dead letters through the staff routes and outboxctl: one answer."""
 
 from __future__ import annotations
 

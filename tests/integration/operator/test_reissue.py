@@ -1,4 +1,4 @@
-"""Reissue through the staff route (SPEC §11): the old code stops working, the new one
+"""Reissue through the staff route: the old code stops working, the new one
 confirms; idempotent replays, 409 and 422; one audit row; refusals."""
 
 from __future__ import annotations

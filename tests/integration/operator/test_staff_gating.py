@@ -1,5 +1,5 @@
 """Staff gating through HTTP: a bearer session of an active staff member and a fresh step-up
-of the same session for every route (SPEC §11, §14). 403 otherwise."""
+of the same session for every route. 403 otherwise."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Suppressions and receipts for staff (the admin listener) and for the database operator
 (outboxctl), from the outside: gated, audited, masked; and a suppressed sign-up answers as
-any other (no enumeration) while its code is never handed to a provider (SPEC §19)."""
+any other (no enumeration) while its code is never handed to a provider."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Concurrent claimers get disjoint batches: SKIP LOCKED under a lease (SPEC §6)."""
+"""Concurrent claimers get disjoint batches: SKIP LOCKED under a lease."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The claim serves higher priorities first and starves none; delayed sends wait (SPEC §6).
+"""The claim serves higher priorities first and starves none; delayed sends wait.
 
 Every test drives outbox.enqueue_message and outbox.claim_messages as the roles that own
 those calls, on a real PostgreSQL; none waits for the clock.

@@ -1,4 +1,4 @@
-"""Two rules the database keeps whatever role asks (SPEC §14): a challenge's code changes only
+"""Two rules the database keeps whatever role asks: a challenge's code changes only
 by a resend or a reissue, and a retry time is in the future."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The events claim under load and races (SPEC §16): fairness between organizations, a cost
+"""The events claim under load and races: fairness between organizations, a cost
 that follows the batch and not the backlog, concurrent claimers, and the aggregate's head
 handed on while a producer appends to it."""
 

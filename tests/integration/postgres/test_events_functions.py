@@ -1,4 +1,4 @@
-"""The tenant events outbox's SQL core (SPEC §16): append, claim, record, in plain SQL as the
+"""The tenant events outbox's SQL core: append, claim, record, in plain SQL as the
 roles that call them."""
 
 from __future__ import annotations

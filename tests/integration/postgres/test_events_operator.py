@@ -1,6 +1,6 @@
 """The operator's SQL over the tenant events outbox (0020_events_operator.sql): backlog per
 organization, dead letters, parked aggregates, an event's story, republish and release, the
-staff versions and the metrics counts (SPEC §11, §16)."""
+staff versions and the metrics counts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Who may not operate the tenant events outbox (0020_events_operator.sql): every forbidden
-call is SQLSTATE 42501 (SPEC §6, §14). The reads and repairs that take a staff member's id on
+call is SQLSTATE 42501. The reads and repairs that take a staff member's id on
 trust are the database operator's alone; the staff versions and the metrics counts are the
 API's; the retention sweep is the worker's."""
 

@@ -1,4 +1,4 @@
-"""Retention of tenant events (SPEC §8, OB11; events.purge_events of 0020): published events
+"""Retention of tenant events (OB11; events.purge_events of 0020): published events
 30 days after publication, never-published ones 90 days after their last dead letter was
 released, in bounded batches, one sweeper at a time; never a live event, never an unresolved
 dead letter (it parks its aggregate)."""

@@ -1,8 +1,8 @@
-"""Every grant on every function, table and schema of the outbox matches the allowlist (SPEC §6,
-§14 roles by job).
+"""Every grant on every function, table and schema of the outbox matches the allowlist (each
+role by its job, docs/sql-api.md).
 
 A new function without its REVOKE, or a table someone granted by hand, fails this file. When
-a migration adds an object, add it here with exactly the grants SPEC §6 allows. The group
+a migration adds an object, add it here with exactly the grants its role needs. The group
 roles' memberships are checked too: identity_service and the deprecated outbox_runtime get
 the producer's rights by membership in outbox_producer, and nothing else.
 """

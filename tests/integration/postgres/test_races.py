@@ -1,7 +1,7 @@
-"""Races on one row between a worker, a producer's resend and the expiry sweep (SPEC §3).
+"""Races on one row between a worker, a producer's resend and the expiry sweep.
 
 Each test holds one side's transaction open so the other side provably runs into its row
-lock, then lets go and checks that the rule of SPEC §3 decided the winner.
+lock, then lets go and checks that the lifecycle's rule decided the winner.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Retention against real PostgreSQL (SPEC §8; issue 13 finding 11): published rows go 30 days
+"""Retention against real PostgreSQL (issue 13 finding 11): published rows go 30 days
 after publication, dead letters 90 days after dead-lettering, live rows never, and one purge
 runs at a time under its advisory lock.
 

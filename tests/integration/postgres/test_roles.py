@@ -1,5 +1,5 @@
 """Least privilege: the worker only dispatches, the API and producers never do; every forbidden
-call fails with SQLSTATE 42501 (SPEC §6, §14; tests/integration/postgres/test_roles_by_job.py
+call fails with SQLSTATE 42501 (tests/integration/postgres/test_roles_by_job.py
 has what a producer may not do to identities and staff)."""
 
 from __future__ import annotations

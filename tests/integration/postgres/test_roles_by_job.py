@@ -1,4 +1,4 @@
-"""Roles by job: what a producer is granted cannot act as anyone (SPEC §14, finding 3).
+"""Roles by job: what a producer is granted cannot act as anyone (finding 3).
 
 Each attack is plain SQL as the role, the way another service holding the role would try it:
 mint a session or an elevation for someone else's account with a token of its choosing, set

@@ -1,4 +1,4 @@
-"""A process checks its database role before it serves (SPEC §14, OX-W9; issue 13 finding 11).
+"""A process checks its database role before it serves (OX-W9; issue 13 finding 11).
 
 In staging and production the API and the worker refuse a superuser, a role that bypasses row
 security, and a role that may do another job's work, naming the fix; development starts with

@@ -1,4 +1,4 @@
-"""SMTP against a real aiosmtpd server on loopback that can be told to fail (SPEC §9)."""
+"""SMTP against a real aiosmtpd server on loopback that can be told to fail."""
 
 from __future__ import annotations
 

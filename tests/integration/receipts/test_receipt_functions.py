@@ -1,5 +1,5 @@
 """The receipt functions (0030): correlation, dedupe, the forward-only delivery state,
-suppression at claim time, insert-only receipts and who may call what (SPEC §19)."""
+suppression at claim time, insert-only receipts and who may call what."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """SES receipts through SNS, from the outside: a verified notification advances the message;
-every forged, replayed, wrong-topic, wrong-host or unsigned body is refused (SPEC §19)."""
+every forged, replayed, wrong-topic, wrong-host or unsigned body is refused."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Brevo and Wasender receipts from the outside: the credential checked in constant time,
-each event mapped, nothing believed without it (SPEC §19)."""
+each event mapped, nothing believed without it."""
 
 from __future__ import annotations
 

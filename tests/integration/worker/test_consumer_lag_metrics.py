@@ -1,4 +1,4 @@
-"""The consumers' lag as gauges, read by the worker's role (SPEC §17)."""
+"""The consumers' lag as gauges, read by the worker's role."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Receipts end to end, every piece a real process or server: ``outboxctl worker`` sends
 through SES (moto), SNS posts a signed Permanent bounce to ``outboxctl serve``'s webhook
 listener, the next code to that address is dead-lettered ``suppressed`` without reaching
-SES, ``outboxctl suppressions lift`` lifts it, and the next one is sent (SPEC §19)."""
+SES, ``outboxctl suppressions lift`` lifts it, and the next one is sent."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The domain imports nothing but the standard library and attrs (SPEC §2)."""
+"""The domain imports nothing but the standard library and attrs."""
 
 from __future__ import annotations
 

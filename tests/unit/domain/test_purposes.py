@@ -1,4 +1,4 @@
-"""What each purpose implies: secrets, links, supersession, reissue and requeue (SPEC §3)."""
+"""What each purpose implies: secrets, links, supersession, reissue and requeue."""
 
 from __future__ import annotations
 

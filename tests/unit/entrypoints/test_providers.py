@@ -1,4 +1,4 @@
-"""The channel → provider map and provider credentials, read and checked at startup (SPEC §12)."""
+"""The channel → provider map and provider credentials, read and checked at startup."""
 
 from __future__ import annotations
 

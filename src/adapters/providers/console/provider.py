@@ -1,4 +1,4 @@
-"""The development provider: prints each rendered message and accepts it (SPEC §9)."""
+"""The development provider: prints each rendered message and accepts it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How SES refusals and botocore errors map to the failure taxonomy (SPEC §4, §9)."""
+"""How SES refusals and botocore errors map to the failure taxonomy."""
 
 from __future__ import annotations
 

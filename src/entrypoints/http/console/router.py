@@ -1,4 +1,4 @@
-"""The operator console's router on the admin listener (SPEC §20): pages, assets, and the rules
+"""The operator console's router on the admin listener: pages, assets, and the rules
 every console response follows.
 
 Every response carries a strict Content-Security-Policy (scripts, styles and images from this

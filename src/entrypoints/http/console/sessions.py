@@ -9,7 +9,6 @@ a request, after ``lifetime`` in all, at sign-out, or when its bearer session en
 from __future__ import annotations
 
 import hashlib
-import hmac
 import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -39,10 +38,6 @@ class ConsoleSession:
     ends_at: datetime  # the absolute end: the console's lifetime or the bearer's, sooner
     elevation: str | None = attrs.field(default=None, repr=False)
     elevation_expires_at: datetime | None = None
-
-    def csrf_matches(self, presented: str | None) -> bool:
-        """Whether ``presented`` is this session's CSRF token (compared in constant time)."""
-        return presented is not None and hmac.compare_digest(self.csrf, presented)
 
 
 @attrs.define

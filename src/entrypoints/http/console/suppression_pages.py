@@ -1,4 +1,4 @@
-"""The console's suppressions: the list, and lifting or adding one with a reason (SPEC §19).
+"""The console's suppressions: the list, and lifting or adding one with a reason.
 
 The page holds no rule: the destination is normalised, the reason checked and the change
 audited by ChangeSuppression; the database checks the staff member's step-up on every call.

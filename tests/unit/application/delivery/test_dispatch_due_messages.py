@@ -1,4 +1,5 @@
-"""Dispatching a batch: every path of SPEC §4 with fakes, real AES-GCM and a fixed clock."""
+"""Dispatching a batch: every path of the retry and failure policy, with fakes, real AES-GCM
+and a fixed clock."""
 
 from __future__ import annotations
 

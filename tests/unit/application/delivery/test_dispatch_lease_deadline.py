@@ -1,4 +1,4 @@
-"""No send outlives the lease that allows it (SPEC §13: late sends, stale records)."""
+"""No send outlives the lease that allows it (late sends, stale records)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Operator pauses as the worker honours them: a paused provider's messages go back to pending
-without spending an attempt, other providers send, and a resume lets them go (SPEC §20)."""
+without spending an attempt, other providers send, and a resume lets them go."""
 
 from __future__ import annotations
 

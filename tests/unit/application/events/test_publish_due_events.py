@@ -1,4 +1,4 @@
-"""Publishing tenant events: every target must accept, refusals follow the §4 schedule."""
+"""Publishing tenant events: every target must accept, refusals follow the retry schedule."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The inbox rides through a broker outage: a settlement the broker never confirms is logged,
-not raised, because the redelivery it causes finds the receipt (SPEC §18)."""
+not raised, because the redelivery it causes finds the receipt."""
 
 from __future__ import annotations
 

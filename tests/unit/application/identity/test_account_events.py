@@ -1,4 +1,4 @@
-"""The identity module as a producer (SPEC §17): each account change appends its domain event
+"""The identity module as a producer: each account change appends its domain event
 in the change's own transaction, keyed on the change, with no identifier, code or token in it."""
 
 from __future__ import annotations

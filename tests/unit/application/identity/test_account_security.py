@@ -1,4 +1,4 @@
-"""Account security (SPEC §14): a step-up to add a method, security notices, signing out,
+"""Account security: a step-up to add a method, security notices, signing out,
 and the daily wrong-code budget across challenges."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Magic links: anti-enumeration request, single-use expiring redemption (SPEC §10)."""
+"""Magic links: anti-enumeration request, single-use expiring redemption."""
 
 from __future__ import annotations
 

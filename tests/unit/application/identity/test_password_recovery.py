@@ -1,4 +1,4 @@
-"""Password recovery: anti-enumeration, failure hiding and confirmation (SPEC §10)."""
+"""Password recovery: anti-enumeration, failure hiding and confirmation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Signing in, adding a sign-in method, and stepping up (SPEC §10)."""
+"""Signing in, adding a sign-in method, and stepping up."""
 
 from __future__ import annotations
 

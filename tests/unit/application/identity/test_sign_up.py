@@ -1,5 +1,5 @@
 """Sign-up, its resend (same challenge, new code, older message withdrawn) and confirmation;
-the route tells only when the challenge expires (SPEC §10)."""
+the route tells only when the challenge expires."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reissue (SPEC §11) with fakes: a new code sealed for the new message, swapped in whole."""
+"""Reissue with fakes: a new code sealed for the new message, swapped in whole."""
 
 from __future__ import annotations
 

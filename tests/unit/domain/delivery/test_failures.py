@@ -1,4 +1,4 @@
-"""The failure taxonomy and the decision each class leads to (SPEC §4)."""
+"""The failure taxonomy and the decision each class leads to."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""A Hypothesis state machine of the message lifecycle, checked against a simple model (SPEC §3).
+"""A Hypothesis state machine of the message lifecycle, checked against a simple model.
 
 Several workers claim, send and record through the real ``Message`` methods while the
 clock moves, producers resend (supersede), subjects are consumed or revoked (cancel), the
 sweep expires, and operators reissue or requeue dead letters. After every step the real
-messages must agree with a model written from the SPEC table, and the invariants hold:
-final states never change, at most one live lease, attempts within the cap, a stale or
-expired token never records, no final message keeps a secret.
+messages must agree with a model written from the lifecycle table in docs/architecture.md,
+and the invariants hold: final states never change, at most one live lease, attempts within
+the cap, a stale or expired token never records, no final message keeps a secret.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ retry_afters = st.sampled_from([None, None, None, -60, 0, 30, 600]) | st.integer
 
 
 def expiry_reason_of(purpose: Purpose) -> FailureClass:
-    """The SPEC's expiry wording, written out independently of the domain's helper."""
+    """The expiry wording, written out independently of the domain's helper."""
     if purpose is Purpose.INVITATION:
         return FailureClass.INVITATION_EXPIRED
     return FailureClass.CHALLENGE_EXPIRED
@@ -72,7 +72,7 @@ def expiry_reason_of(purpose: Purpose) -> FailureClass:
 
 @attrs.define
 class Expected:
-    """What the SPEC says one message should look like now."""
+    """What the lifecycle says one message should look like now."""
 
     purpose: Purpose
     subject: UUID | None

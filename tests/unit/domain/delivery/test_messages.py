@@ -1,4 +1,4 @@
-"""Every transition of the message lifecycle (SPEC §3), one rule per test."""
+"""Every transition of the message lifecycle, one rule per test."""
 
 from __future__ import annotations
 

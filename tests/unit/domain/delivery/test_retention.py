@@ -1,4 +1,4 @@
-"""Retention (SPEC §8): published rows 30 days, dead letters 90 days, live rows never."""
+"""Retention: published rows 30 days, dead letters 90 days, live rows never."""
 
 from __future__ import annotations
 

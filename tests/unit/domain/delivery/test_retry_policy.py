@@ -1,4 +1,4 @@
-"""The retry policy (SPEC §4): schedule, cap, Retry-After, expiry and the failure classes."""
+"""The retry policy: schedule, cap, Retry-After, expiry and the failure classes."""
 
 from __future__ import annotations
 

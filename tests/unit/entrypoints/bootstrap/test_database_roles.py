@@ -1,4 +1,4 @@
-"""The verdict on a database role: what refuses a start, what only warns (SPEC §14, OX-W9)."""
+"""The verdict on a database role: what refuses a start, what only warns (OX-W9)."""
 
 from __future__ import annotations
 
