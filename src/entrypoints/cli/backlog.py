@@ -7,9 +7,10 @@ from typing import Annotated
 import typer
 
 from outbox.application.operator.show_backlog import BacklogQuery
-from outbox.entrypoints.cli.operator_output import backlog_json, backlog_table
+from outbox.entrypoints.cli.operator_output import backlog_table
 from outbox.entrypoints.cli.operator_run import run_operator
 from outbox.entrypoints.cli.output import print_json, print_table
+from outbox.entrypoints.wire.messages import BacklogView
 
 
 def backlog(
@@ -21,6 +22,6 @@ def backlog(
     """
     result = run_operator(lambda services: services.show_backlog(BacklogQuery()))
     if as_json:
-        print_json(backlog_json(result))
+        print_json(BacklogView.of(result))
     else:
         print_table(backlog_table(result))

@@ -12,15 +12,10 @@ from outbox.application.operator.reissue_dead_letter import ReissueCommand
 from outbox.application.operator.requeue_dead_letter import RequeueCommand
 from outbox.application.operator.services import OperatorServices
 from outbox.application.operator.views import CopyReceipt
-from outbox.entrypoints.cli.operator_output import (
-    dead_letter_json,
-    dead_letter_table,
-    page_hints,
-    page_json,
-    receipt_json,
-)
+from outbox.entrypoints.cli.operator_output import dead_letter_table, page_hints
 from outbox.entrypoints.cli.operator_run import run_operator
 from outbox.entrypoints.cli.output import print_json, print_table, short_time
+from outbox.entrypoints.wire.messages import DeadLetterPageView, ReissueView
 
 dead_letters_app = typer.Typer(
     help="List dead letters; reissue a one-time code or requeue a notification.",
@@ -71,7 +66,7 @@ def list_(
         )
     )
     if as_json:
-        print_json(page_json(page, [dead_letter_json(item) for item in page.items]))
+        print_json(DeadLetterPageView.of(page))
         return
     if not page.items:
         typer.echo("no dead letters")
@@ -83,7 +78,7 @@ def list_(
 
 def _report(receipt: CopyReceipt, verb: str, as_json: bool) -> None:
     if as_json:
-        print_json(receipt_json(receipt))
+        print_json(ReissueView.of(receipt))
         return
     done = "already " + verb if receipt.replayed else verb
     expiry = f"; it expires at {short_time(receipt.expires_at)} UTC" if receipt.expires_at else ""

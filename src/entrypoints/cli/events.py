@@ -26,24 +26,26 @@ from outbox.application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_
 from outbox.application.operator.show_event_backlog import EventBacklogQuery
 from outbox.entrypoints.bootstrap.events_demo import DemoReceipt, run_events_demo
 from outbox.entrypoints.cli.event_output import (
-    backlog_json,
     backlog_table,
-    dead_letter_json,
     dead_letter_table,
-    event_json,
     event_tables,
-    parked_json,
     parked_table,
-    receipt_json,
-    types_json,
     types_table,
 )
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail
-from outbox.entrypoints.cli.operator_output import page_hints, page_json
+from outbox.entrypoints.cli.operator_output import page_hints
 from outbox.entrypoints.cli.operator_run import operator_guarded, run_operator
 from outbox.entrypoints.cli.output import print_json, print_table
 from outbox.entrypoints.cli.startup import start
+from outbox.entrypoints.wire.events import (
+    EventBacklogView,
+    EventDeadLetterPageView,
+    EventDetailView,
+    EventTypesView,
+    ParkedPageView,
+    RepairView,
+)
 
 events_app = typer.Typer(
     help="Operate the tenant events outbox: backlog, dead letters, parked aggregates, repairs.",
@@ -100,7 +102,7 @@ def backlog(
         lambda services: services.events.show_backlog(EventBacklogQuery(limit=limit))
     )
     if as_json:
-        print_json(backlog_json(rows))
+        print_json(EventBacklogView.of(rows))
         return
     if not rows:
         typer.echo("no tenant event waits")
@@ -134,7 +136,7 @@ def dead_letters(
     )
     page = run_operator(lambda services: services.events.list_dead_letters(query))
     if as_json:
-        print_json(page_json(page, [dead_letter_json(item) for item in page.items]))
+        print_json(EventDeadLetterPageView.of(page))
         return
     if not page.items:
         typer.echo("no dead letters")
@@ -158,7 +160,7 @@ def parked(
     query = ParkedQuery(organization_id=organization, after=after, before=before, limit=limit)
     page = run_operator(lambda services: services.events.list_parked(query))
     if as_json:
-        print_json(page_json(page, [parked_json(item) for item in page.items]))
+        print_json(ParkedPageView.of(page))
         return
     if not page.items:
         typer.echo("no parked aggregates")
@@ -178,7 +180,7 @@ def show(
         lambda services: services.events.show_event(EventQuery(event_id=event_id))
     )
     if as_json:
-        print_json(event_json(detail))
+        print_json(EventDetailView.of(detail))
         return
     for part in event_tables(detail):
         print_table(part)
@@ -186,7 +188,7 @@ def show(
 
 def _report(receipt: RepairReceipt, as_json: bool) -> None:
     if as_json:
-        print_json(receipt_json(receipt))
+        print_json(RepairView.of(receipt))
         return
     done = {"republish": "republished", "release": "released"}[receipt.action.value]
     done = "already " + done if receipt.replayed else done
@@ -250,7 +252,7 @@ def types(as_json: AsJson = False) -> None:
     each was retired (a retired type takes no new events)."""
     found = run_operator(lambda services: services.events.list_types())
     if as_json:
-        print_json(types_json(found))
+        print_json(EventTypesView.of(found))
         return
     if not found:
         typer.echo("no event types are registered")

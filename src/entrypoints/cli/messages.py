@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Annotated
 from uuid import UUID
 
+import msgspec
 import typer
 
 from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
@@ -18,17 +19,11 @@ from outbox.application.operator.views import MessageDetail
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State
 from outbox.domain.purposes import Purpose
-from outbox.entrypoints.cli.operator_output import (
-    message_json,
-    message_list_table,
-    message_summary_json,
-    message_tables,
-    page_hints,
-    page_json,
-)
+from outbox.entrypoints.cli.operator_output import message_list_table, message_tables, page_hints
 from outbox.entrypoints.cli.operator_run import run_operator
 from outbox.entrypoints.cli.output import print_json, print_table
 from outbox.entrypoints.cli.receipt_output import receipts_json, receipts_table
+from outbox.entrypoints.wire.messages import MessagePageView, MessageView
 
 messages_app = typer.Typer(
     help="Find and inspect messages (masked; never a secret).", no_args_is_help=True
@@ -115,7 +110,7 @@ def list_(
     )
     page = run_operator(lambda services: services.list_messages(query))
     if as_json:
-        print_json(page_json(page, [message_summary_json(item) for item in page.items]))
+        print_json(MessagePageView.of(page))
         return
     if not page.items:
         typer.echo("no messages")
@@ -140,7 +135,7 @@ def show(
 
     detail, receipts = run_operator(read)
     if as_json:
-        print_json({**message_json(detail), **receipts_json(receipts)})
+        print_json({**msgspec.to_builtins(MessageView.of(detail)), **receipts_json(receipts)})
         return
     fields, history = message_tables(detail)
     print_table(fields)

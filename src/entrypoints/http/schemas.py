@@ -9,6 +9,8 @@ from uuid import UUID
 import msgspec
 from msgspec import Meta
 
+from outbox.entrypoints.wire import Out
+
 Identifier = Annotated[
     str,
     Meta(
@@ -108,10 +110,6 @@ class MagicLinkRequest(Body, frozen=True):
     """Ask for a sign-in link."""
 
     email: Email
-
-
-class Out(msgspec.Struct, frozen=True, rename="camel"):
-    """Base of every response body: camelCase."""
 
 
 class ChallengeAccepted(Out, frozen=True):

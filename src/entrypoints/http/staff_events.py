@@ -32,16 +32,16 @@ from outbox.application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_
 from outbox.application.operator.show_event_backlog import EventBacklogQuery
 from outbox.application.operator.staff_actor import StaffActor
 from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
-from outbox.entrypoints.http.staff_event_schemas import (
+from outbox.entrypoints.http.staff_event_schemas import RepairRequest
+from outbox.entrypoints.http.staff_outbox import REPLAYED_HEADER, IdempotencyKey, Operator
+from outbox.entrypoints.http.staff_problems import staff_responses
+from outbox.entrypoints.wire.events import (
     EventBacklogView,
     EventDeadLetterPageView,
     EventDetailView,
     ParkedPageView,
-    RepairRequest,
     RepairView,
 )
-from outbox.entrypoints.http.staff_outbox import REPLAYED_HEADER, IdempotencyKey, Operator
-from outbox.entrypoints.http.staff_problems import staff_responses
 
 Cursor = Annotated[UUID | None, Parameter(description="A dead letter's id (a page cursor).")]
 Limit = Annotated[

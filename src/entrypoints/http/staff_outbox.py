@@ -22,7 +22,7 @@ from outbox.application.operator.services import OperatorServices
 from outbox.application.operator.show_backlog import BacklogQuery
 from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
 from outbox.entrypoints.http.staff_problems import staff_responses
-from outbox.entrypoints.http.staff_schemas import BacklogView, DeadLetterPageView, ReissueView
+from outbox.entrypoints.wire.messages import BacklogView, DeadLetterPageView, ReissueView
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 

@@ -26,8 +26,9 @@ from outbox.application.operator.show_receipts import MessageReceipts, ReceiptsQ
 from outbox.application.operator.suppression_views import SuppressionChange, SuppressionView
 from outbox.domain.channels import Channel
 from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
-from outbox.entrypoints.http.schemas import Body, Out
+from outbox.entrypoints.http.schemas import Body
 from outbox.entrypoints.http.staff_problems import staff_responses
+from outbox.entrypoints.wire import Out
 
 Operator = NamedDependency[OperatorServices]
 Destination = Annotated[

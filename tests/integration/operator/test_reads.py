@@ -16,8 +16,8 @@ pytestmark = pytest.mark.integration
 
 
 def _without_repairs(page: dict) -> dict:
-    """The CLI's page without what only the database operator sees (each dead letter's
-    repair), which the staff route does not serve."""
+    """A page without what only the database operator sees (each dead letter's repair: the
+    staff route answers it null)."""
     return {**page, "items": [{k: v for k, v in i.items() if k != "repair"} for i in page["items"]]}
 
 
@@ -57,8 +57,9 @@ async def test_dead_letters_are_the_same_through_http_and_the_cli_and_masked(
     assert [str(d.message_id) for d in reversed(dead)] == [
         item["id"] for item in first["items"] + second["items"]
     ]
-    assert first == _without_repairs(cli_first)
-    assert second == _without_repairs(cli_second)
+    assert [None] * 3 == [item["repair"] for item in first["items"] + second["items"]]
+    assert _without_repairs(first) == _without_repairs(cli_first)
+    assert _without_repairs(second) == _without_repairs(cli_second)
     assert ["p***@example.com"] * 3 == [i["destination"] for i in first["items"] + second["items"]]
     assert {
         "hasNextPage": True,
