@@ -2,9 +2,9 @@
 
 Both drain the same backlog: ``deliveries`` published events over several organizations and
 aggregates, fanned out to one ordered consumer (`bench.effects`) whose handler inserts one
-row per event. The runner is ``outboxctl consume --drain``'s (run_consumers: ConsumerLoop over
-ProcessDeliveries and PostgresConsumerStore); the ceiling issues the same statements with no
-Python work between them.
+row per event. The runner is ``outboxctl consume --drain``'s (run_consumers: the worker loop
+with a ConsumerTurn over ProcessDeliveries and PostgresConsumerStore); the ceiling issues the
+same statements with no Python work between them.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class ConsumerRunner:
         """What this figure was measured with."""
         return {
             "runner": "bootstrap.consumers.run_consumers (outboxctl consume --drain)",
-            "loop": "ConsumerLoop over ProcessDeliveries and PostgresConsumerStore",
+            "loop": "WorkerLoop, ConsumerTurn over ProcessDeliveries, PostgresConsumerStore",
             "role": f"{events_workload.PRODUCER_ROLE} (module bench, member of events_consumer)",
             "batch_size": BATCH_SIZE,
             "concurrency": CONCURRENCY,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Sequence
-from datetime import timedelta
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
@@ -28,15 +27,10 @@ from outbox.application.events.inbox_ports import (
     InboxStore,
 )
 from outbox.application.ports import Telemetry
+from outbox.domain.delivery.retry_policy import DEFAULT_SCHEDULE, RetryPolicy
 
 NOT_AN_EVENT = "NotAnOutboxEvent"
-DEFAULT_BACKOFF = (
-    timedelta(seconds=5),
-    timedelta(seconds=30),
-    timedelta(minutes=2),
-    timedelta(minutes=10),
-    timedelta(minutes=30),
-)
+DEFAULT_BACKOFF = DEFAULT_SCHEDULE  # the retry schedule every lane starts from
 
 
 @attrs.frozen(kw_only=True)
@@ -58,8 +52,9 @@ class ReceiveInboxEvents:
     consumer: str
     handle: InboxHandle
     telemetry: Telemetry
-    max_attempts: int = 5
-    backoff: Sequence[timedelta] = DEFAULT_BACKOFF
+    # The lanes' one retry policy: its schedule is the nak's delay after attempt n, its
+    # attempt cap the dead letter's.
+    policy: RetryPolicy = attrs.field(factory=RetryPolicy)
 
     async def __call__(self, deliveries: Sequence[InboxDelivery]) -> InboxResult:
         """Handle, acknowledge, retry or dead-letter every delivery; then run marked replays."""
@@ -105,10 +100,10 @@ class ReceiveInboxEvents:
             attempt=attempt,
             error_class=error_class,
         )
-        if attempt >= self.max_attempts:
+        if attempt >= self.policy.max_attempts:
             await self._dead_letter(delivery, event_id=event.event_id, error_class=error_class)
             return "dead_lettered"
-        step = self.backoff[min(attempt, len(self.backoff)) - 1] if self.backoff else timedelta(0)
+        step = self.policy.backoff(attempt)
         await self._tell_broker(delivery.nak(step.total_seconds()), "nak", event.event_id)
         return "retried"
 
@@ -162,7 +157,7 @@ class ReceiveInboxEvents:
         await self._tell_broker(delivery.term(), "term", event_id)
 
     def _first_step(self) -> float:
-        return self.backoff[0].total_seconds() if self.backoff else 0.0
+        return self.policy.backoff(1).total_seconds()
 
     async def replay(self) -> int:
         """Handle every dead letter marked for replay; a failing one becomes a dead letter

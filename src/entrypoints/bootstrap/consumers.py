@@ -16,6 +16,7 @@ import signal
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
+import attrs
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
@@ -30,6 +31,7 @@ from outbox.adapters.postgres.pool import open_pool
 from outbox.adapters.postgres.work_listener import CONSUMERS_CHANNEL, WorkListener
 from outbox.adapters.system.clock import SystemClock
 from outbox.adapters.system.ids import Uuid7Ids
+from outbox.application.errors import InvalidRequest, PermissionDenied
 from outbox.application.events.consumer_handlers import ConsumerHandler, ConsumerRegistry
 from outbox.application.events.consumer_ports import ConsumerAdmin, DeliveredEvent
 from outbox.application.events.observe_consumer_lag import ObserveConsumerLag
@@ -62,7 +64,7 @@ from outbox.entrypoints.bootstrap.database import (
 from outbox.entrypoints.bootstrap.parts import ProcessParts, build_process_parts, retry_policy
 from outbox.entrypoints.bootstrap.worker import worker_owner
 from outbox.entrypoints.settings.tree import Settings
-from outbox.entrypoints.worker.consumer_loop import ConsumerLoop
+from outbox.entrypoints.worker.loop import WorkerLoop
 from outbox.entrypoints.worker.schedule import Every
 
 DEFAULT_BATCH_SIZE = 50
@@ -179,6 +181,57 @@ def consumer_runner(
     )
 
 
+@attrs.define(kw_only=True)
+class ConsumerTurn:
+    """One batch of each consumer in turn: the dispatch of the worker's loop (``WorkerLoop``)
+    for the consumers, in the worker's lane and in ``outboxctl consume`` alike; ``totals``
+    keeps each consumer's sums.
+
+    A consumer refused (not granted, not registered yet) is said once and skipped, so the
+    worker's other lanes keep running and a GRANT needs no restart; with ``strict`` (a
+    process that runs only these consumers) the refusal is raised instead: it is
+    misconfigured.
+    """
+
+    process: ProcessDeliveries
+    consumers: tuple[str, ...]
+    telemetry: Telemetry
+    strict: bool = False
+    totals: dict[str, ProcessingResult] = attrs.field(factory=dict)
+    refused: set[str] = attrs.field(factory=set)  # consumers it was refused for, said once
+
+    async def __call__(self) -> ProcessingResult:
+        """One batch of each consumer; the turn's sums."""
+        total = ProcessingResult()
+        for consumer in self.consumers:
+            try:
+                batch = await self.process(consumer)
+            except (PermissionDenied, InvalidRequest) as error:
+                if self.strict:
+                    raise
+                if consumer not in self.refused:
+                    self.refused.add(consumer)
+                    self.telemetry.event(
+                        "consumer.refused",
+                        level="error",
+                        consumer=consumer,
+                        error_class=type(error).__name__,
+                    )
+                continue
+            self.totals[consumer] = _sum(self.totals.get(consumer, ProcessingResult()), batch)
+            total = _sum(total, batch)
+        return total
+
+
+def _sum(total: ProcessingResult, batch: ProcessingResult) -> ProcessingResult:
+    return ProcessingResult(
+        **{
+            field.name: getattr(total, field.name) + getattr(batch, field.name)
+            for field in attrs.fields(ProcessingResult)
+        }
+    )
+
+
 async def run_consumers(
     settings: Settings,
     *,
@@ -210,7 +263,7 @@ async def run_consumers(
         consumer_pool(settings, max_size=concurrency + 1, url=database_url, role=role) as pool,
         _closing(listener),
     ):
-        loop = ConsumerLoop(
+        turn = ConsumerTurn(
             process=consumer_runner(
                 settings,
                 parts,
@@ -224,22 +277,31 @@ async def run_consumers(
             ),
             consumers=chosen,
             telemetry=parts.telemetry,
+            strict=True,
+            totals={consumer: ProcessingResult() for consumer in chosen},
+        )
+        loop = WorkerLoop(
+            dispatch=turn,
+            wait_for_work=listener.wait,
+            telemetry=parts.telemetry,
             poll_interval=settings.worker.poll_interval,
             drain=drain,
-            wait_for_work=listener.wait,
+            totals=ProcessingResult(),
         )
+        if not drain:
+            await listener.wait(0)  # listen before the first claim: no hint falls between
         running = asyncio.get_running_loop()
         signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
         for signum in signals:
             running.add_signal_handler(signum, loop.stop)
         parts.telemetry.event("consumers.started", consumers=",".join(chosen), drain=drain)
         try:
-            totals = await loop.run()
+            await loop.run()
         finally:
             for signum in signals:
                 running.remove_signal_handler(signum)
         parts.telemetry.event("consumers.stopped", consumers=",".join(chosen))
-        return totals
+        return turn.totals
 
 
 @contextlib.asynccontextmanager

@@ -26,7 +26,8 @@ from outbox.application.events.receive_inbox_events import (
     ReceiveInboxEvents,
 )
 from outbox.application.ports import Telemetry
-from outbox.entrypoints.bootstrap.parts import build_process_parts
+from outbox.domain.delivery.retry_policy import RetryPolicy
+from outbox.entrypoints.bootstrap.parts import build_process_parts, jittered
 from outbox.entrypoints.bootstrap.relay import RelayNotConfigured, nats_options
 from outbox.entrypoints.settings.tree import Settings
 
@@ -100,8 +101,7 @@ async def run_inbox(
             consumer=consumer,
             handle=handler,
             telemetry=events,
-            max_attempts=max_attempts,
-            backoff=backoff,
+            policy=jittered(RetryPolicy(schedule=backoff, max_attempts=max_attempts)),
         )
         await source.open()
         events.event("inbox.started", consumer=consumer, stream=nats.stream)

@@ -20,16 +20,16 @@ from outbox.adapters.postgres.readiness import PostgresReadinessProbe
 from outbox.adapters.postgres.work_listener import CONSUMERS_CHANNEL, EVENTS_CHANNEL, WorkListener
 from outbox.application.delivery.dispatch_due_messages import DispatchResult
 from outbox.application.delivery.ports import DeliveryProvider
-from outbox.application.errors import InvalidRequest, PermissionDenied
 from outbox.application.events.consumer_handlers import ConsumerRegistry
 from outbox.application.events.ports import PublicationTarget
-from outbox.application.events.process_deliveries import ProcessDeliveries, ProcessingResult
+from outbox.application.events.process_deliveries import ProcessingResult
 from outbox.application.events.publish_due_events import PublicationResult, PublishDueEvents
 from outbox.application.events.purge_retained_events import PurgeRetainedEvents
-from outbox.application.ports import ReadinessProbe, ReadinessReport, Telemetry
+from outbox.application.ports import ReadinessProbe, ReadinessReport
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.retention import RetentionPolicy
 from outbox.entrypoints.bootstrap.consumers import (
+    ConsumerTurn,
     consumer_pool,
     consumer_role,
     consumer_runner,
@@ -192,42 +192,6 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
             await listener.close()
 
 
-@attrs.frozen(kw_only=True)
-class _ConsumerTurn:
-    """One batch of each consumer in turn: the consumers lane's dispatch."""
-
-    process: ProcessDeliveries
-    consumers: tuple[str, ...]
-
-    telemetry: Telemetry
-    refused: set[str] = attrs.field(factory=set)  # consumers it was refused for, said once
-
-    async def __call__(self) -> ProcessingResult:
-        total = ProcessingResult()
-        for consumer in self.consumers:
-            try:
-                batch = await self.process(consumer)
-            except (PermissionDenied, InvalidRequest) as error:
-                # Not granted, or not registered yet: the other lanes must not stop for it.
-                # Said once per process; the lane keeps trying (a GRANT needs no restart).
-                if consumer not in self.refused:
-                    self.refused.add(consumer)
-                    self.telemetry.event(
-                        "consumer.refused",
-                        level="error",
-                        consumer=consumer,
-                        error_class=type(error).__name__,
-                    )
-                continue
-            total = ProcessingResult(
-                **{
-                    field.name: getattr(total, field.name) + getattr(batch, field.name)
-                    for field in attrs.fields(ProcessingResult)
-                }
-            )
-        return total
-
-
 @contextlib.asynccontextmanager
 async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
     """The consumers of tenant events this package ships, inside the worker.
@@ -259,7 +223,7 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
             )
             listener = WorkListener(url, CONSUMERS_CHANNEL)
             stack.push_async_callback(listener.close)
-            dispatch = _ConsumerTurn(
+            dispatch = ConsumerTurn(
                 process=consumer_runner(
                     settings,
                     parts,

@@ -123,14 +123,22 @@ async def stop_tracing(parts: ProcessParts) -> AsyncIterator[None]:
 
 def retry_policy(settings: Settings) -> RetryPolicy:
     """The one retry policy of every lane (security messages, tenant events, consumers): the
-    schedule, the attempt cap and the suspension probe of the settings, each step lengthened
-    by up to a fifth of itself at random so that retries of one outage do not come back
-    together."""
+    schedule, the attempt cap and the suspension probe of the settings, jittered."""
     worker = settings.worker
-    return RetryPolicy(
-        schedule=worker.retry_schedule,
-        max_attempts=worker.max_attempts,
-        suspension_probe=worker.suspension_probe,
+    return jittered(
+        RetryPolicy(
+            schedule=worker.retry_schedule,
+            max_attempts=worker.max_attempts,
+            suspension_probe=worker.suspension_probe,
+        )
+    )
+
+
+def jittered(policy: RetryPolicy) -> RetryPolicy:
+    """``policy`` with each step lengthened by up to a fifth of itself at random, so that the
+    retries of one outage do not come back together."""
+    return attrs.evolve(
+        policy,
         jitter=DEFAULT_JITTER,
         draw=random.random,  # spreading retries needs no secrecy
     )

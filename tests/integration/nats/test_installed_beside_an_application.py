@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -119,7 +120,13 @@ def _run(*command: str | Path, cwd: Path | None = None) -> str:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project's wheel, built as a release would build it."""
     out = tmp_path_factory.mktemp("wheel")
-    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, ROOT)
+    # From a copy of what the wheel is made of: setuptools builds in the tree it is given, and
+    # another test process may be building from the working tree at the same time.
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, source)
     (built,) = out.glob("pg_outbox-*.whl")
     return built
 

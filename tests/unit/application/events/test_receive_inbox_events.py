@@ -16,6 +16,7 @@ from outbox.application.events.inbox_ports import (
     InboxReceipt,
 )
 from outbox.application.events.receive_inbox_events import ReceiveInboxEvents
+from outbox.domain.delivery.retry_policy import RetryPolicy
 from tests.fakes.telemetry import RecordingTelemetry
 
 
@@ -114,10 +115,18 @@ async def test_an_ack_lost_in_an_outage_is_logged_and_the_redelivery_has_no_seco
 async def test_a_nak_or_term_lost_in_an_outage_does_not_end_the_inbox() -> None:
     telemetry = RecordingTelemetry()
     receive = ReceiveInboxEvents(
-        store=_Store(), consumer="c", handle=_failure, telemetry=telemetry, max_attempts=1
+        store=_Store(),
+        consumer="c",
+        handle=_failure,
+        telemetry=telemetry,
+        policy=RetryPolicy(max_attempts=1),
     )
     retrying = ReceiveInboxEvents(
-        store=_Store(), consumer="c", handle=_failure, telemetry=telemetry, max_attempts=5
+        store=_Store(),
+        consumer="c",
+        handle=_failure,
+        telemetry=telemetry,
+        policy=RetryPolicy(max_attempts=5),
     )
 
     assert (await retrying([_Delivery(_event())])).retried == 1
