@@ -10,7 +10,6 @@ from typing import Protocol, TextIO
 from outbox.adapters.providers.brevo.provider import BrevoProvider
 from outbox.adapters.providers.console.provider import ConsoleProvider
 from outbox.adapters.providers.rate_limit import LeakyBucketRateLimit
-from outbox.adapters.providers.ses.provider import SesProvider, ses_client
 from outbox.adapters.providers.smtp.provider import SmtpProvider
 from outbox.adapters.providers.wasender.provider import WasenderProvider
 from outbox.application.delivery.ports import DeliveryProvider
@@ -101,6 +100,13 @@ def _build(
             tls_context=ssl.create_default_context(cafile=smtp.ca_file) if smtp.ca_file else None,
         )
     if name == "ses" and config.ses is not None:
+        # boto3 alone takes a tenth of a second to import: only a process that sends through
+        # SES pays for it (every outboxctl command imports this module).
+        from outbox.adapters.providers.ses.provider import (  # noqa: PLC0415
+            SesProvider,
+            ses_client,
+        )
+
         ses = config.ses
         client = ses_client(
             region=ses.region,
