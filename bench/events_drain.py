@@ -13,7 +13,7 @@ from bench import events_workload
 from bench.databases import Database
 from bench.harness import Drained, Setting, Stopwatch
 from bench.worker import quiet_logging
-from outbox.application.events.publish_due_events import PublicationResult
+from outbox.application.delivery.batch import BatchTally
 from outbox.entrypoints.bootstrap.lanes import Lane, LaneRequest, events_lane
 from outbox.entrypoints.bootstrap.parts import build_process_parts
 from outbox.entrypoints.settings.lanes import EVENTS, LaneSettings
@@ -126,7 +126,7 @@ class EventsLaneDrain:
     async def once(self, lane: Lane, count: int | None = None) -> Drained:
         """Load the backlog, drain it with the lane, check it; return the timing."""
         count = await self.backlog.load(count)
-        loop = attrs.evolve(lane.loop, totals=PublicationResult(), drain=True)
+        loop = attrs.evolve(lane.loop, totals=BatchTally(), drain=True)
         with Stopwatch() as timing:
             totals = await loop.run()
         if totals.published != count:

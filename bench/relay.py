@@ -26,8 +26,8 @@ from bench.events_drain import EventsBacklog
 from bench.harness import Drained, Setting, Stopwatch
 from bench.worker import quiet_logging
 from outbox.adapters.nats.jetstream_target import headers_for, payload_for, subject_for
+from outbox.application.delivery.batch import BatchTally
 from outbox.application.events.ports import ClaimedEvent
-from outbox.application.events.publish_due_events import PublicationResult
 from outbox.entrypoints.bootstrap.lanes import Lane, LaneRequest, events_lane
 from outbox.entrypoints.bootstrap.parts import build_process_parts
 from outbox.entrypoints.settings.lanes import LaneSettings
@@ -132,7 +132,7 @@ class RelayDrain:
         """Load the backlog, drain it to the stream, check both sides; return the timing."""
         count = await self.backlog.load(count)
         await _stream_messages(self.url, purge=True)
-        loop = attrs.evolve(lane.loop, totals=PublicationResult(), drain=True)
+        loop = attrs.evolve(lane.loop, totals=BatchTally(), drain=True)
         with Stopwatch() as timing:
             totals = await loop.run()
         stored = await _stream_messages(self.url)

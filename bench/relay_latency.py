@@ -26,8 +26,8 @@ from bench.harness import Setting
 from bench.latency import Percentiles
 from bench.relay import purge_stream
 from outbox.adapters.postgres.event_appender import append_domain_event
+from outbox.application.delivery.batch import BatchTally
 from outbox.application.events.inbox_ports import InboxEvent
-from outbox.application.events.publish_due_events import PublicationResult
 from outbox.entrypoints.bootstrap.inbox import run_inbox
 from outbox.entrypoints.bootstrap.lanes import Lane
 from outbox.entrypoints.settings.tree import load_settings
@@ -99,7 +99,7 @@ class RelayLatency:
         # A copy of the lane's loop, with a stop of its own (the next repetition's is fresh).
         loop = attrs.evolve(
             lane.loop,
-            totals=PublicationResult(),
+            totals=BatchTally(),
             drain=False,
             _stopping=asyncio.Event(),
             _idling=None,

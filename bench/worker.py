@@ -14,7 +14,8 @@ import attrs
 
 from bench.harness import Setting
 from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
-from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages, DispatchResult
+from outbox.application.delivery.batch import BatchTally
+from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages
 from outbox.application.delivery.ports import Delivery
 from outbox.domain.channels import Channel
 from outbox.entrypoints.bootstrap.worker import worker_services
@@ -77,10 +78,10 @@ class Worker:
     provider: NoopProvider
     lanes: int
 
-    async def drain(self) -> DispatchResult:
+    async def drain(self) -> BatchTally:
         """Run the real worker loop in drain mode: until nothing is due."""
         loop = WorkerLoop(
-            totals=DispatchResult(),
+            totals=BatchTally(),
             dispatch=self.dispatch,
             wait_for_work=self.store.wait_for_work,
             telemetry=self.dispatch.telemetry,

@@ -26,8 +26,7 @@ import attrs
 
 from bench.events_drain import running_events_lane
 from bench.worker import WorkerConfig, running_worker
-from outbox.application.delivery.dispatch_due_messages import DispatchResult
-from outbox.application.events.publish_due_events import PublicationResult
+from outbox.application.delivery.batch import BatchTally
 from outbox.entrypoints.worker.loop import WorkerLoop
 
 KEYRING_VARIABLE = "BENCH_KEYRING"
@@ -53,9 +52,9 @@ async def serve(conninfo: str, config: WorkerConfig, *, events: bool) -> dict[st
         loops: list[WorkerLoop[Any]] = []
         if events:
             lane = await stack.enter_async_context(running_events_lane(conninfo))
-            loops.append(attrs.evolve(lane.loop, drain=False, totals=PublicationResult()))
+            loops.append(attrs.evolve(lane.loop, drain=False, totals=BatchTally()))
         loop = WorkerLoop(
-            totals=DispatchResult(),
+            totals=BatchTally(),
             dispatch=worker.dispatch,
             wait_for_work=worker.store.wait_for_work,
             telemetry=worker.dispatch.telemetry,

@@ -22,7 +22,7 @@ from uuid import UUID, uuid4
 import pytest
 from playwright.async_api import Page, async_playwright
 
-from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.delivery.batch import BatchTally
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
 from outbox.entrypoints.bootstrap.worker import worker_services
@@ -118,7 +118,7 @@ async def _running(world: ConsoleWorld) -> AsyncIterator[str]:
         load_settings(env), providers={Channel.EMAIL: provider, Channel.SMS: provider}
     ) as services:
         loop = WorkerLoop(
-            totals=DispatchResult(),
+            totals=BatchTally(),
             dispatch=services.dispatch,
             wait_for_work=services.store.wait_for_work,
             telemetry=RecordingTelemetry(),

@@ -12,6 +12,15 @@ from typing import Any
 
 import attrs
 
+from outbox.application.delivery.batch import (
+    LEVELS,
+    BatchLog,
+    BatchTally,
+    describe,
+    not_in_the_past,
+    record_batch,
+    run_deadline,
+)
 from outbox.application.delivery.errors import (
     DeliveryFailed,
     TemplateNotFound,
@@ -40,19 +49,13 @@ from outbox.domain.delivery.outcomes import (
     Published,
     RecordResult,
     Release,
-    Retry,
     expiry_reason,
 )
 from outbox.domain.delivery.retry_policy import RetryPolicy
 from outbox.domain.destinations import mask
 
 NO_PROVIDER = "no_provider"
-# Of every lease, the share kept free at its end for recording the batch's outcomes.
-RECORD_SHARE = 0.1
-# The database refuses a retry time that is not in the future. One whose moment passed while
-# the rest of its batch was still sending (a slow provider) is recorded this far ahead
-# instead, so one late retry cannot cost the whole batch its record.
-LATE_RETRY_DELAY = timedelta(seconds=1)
+_LOG = BatchLog(done="batch.dispatched", record_failed="outcome.record_failed", unit="messages")
 _TIMED_OUT = DeliveryFailure(failure_class=FailureClass.INDETERMINATE, code="timeout")
 
 
@@ -134,19 +137,6 @@ class _Send:
 
 
 @attrs.frozen(kw_only=True)
-class DispatchResult:
-    """What one batch did: how many were claimed and how each claimed message ended."""
-
-    claimed: int = 0
-    published: int = 0
-    retried: int = 0
-    released: int = 0
-    dead_lettered: int = 0
-    lease_lost: int = 0  # recorded too late, or not sent because the lease ran out first
-    unrecorded: int = 0  # recording failed; lease expiry returns these to the queue
-
-
-@attrs.frozen(kw_only=True)
 class DispatchDueMessages:
     """Claims a batch of due messages and delivers each one, concurrently up to a bound.
 
@@ -181,16 +171,16 @@ class DispatchDueMessages:
     # Providers staff paused for every worker (None: no pauses are read).
     pauses: ProviderPauseBoard | None = None
 
-    async def __call__(self) -> DispatchResult:
+    async def __call__(self) -> BatchTally:
         """Dispatch one batch and return what happened to it.
 
         Raises StoreUnavailable when the claim cannot reach the database.
         """
         # The lease starts on the database's clock after this moment, so it outlives this bound.
-        deadline = self.clock.now() + self.lease * (1 - RECORD_SHARE)
+        deadline = run_deadline(self.clock.now(), self.lease)
         claimed = await self.store.claim(owner=self.owner, limit=self.batch_size, lease=self.lease)
         if not claimed:
-            return DispatchResult()
+            return BatchTally()
         if self.pauses is not None:
             await self.pauses.refresh_if_due(self.clock.now())
         self.telemetry.observe("outbox_claim_batch_size", len(claimed))
@@ -449,34 +439,28 @@ class DispatchDueMessages:
 
     async def _record(
         self, batch: Sequence[ClaimedMessage], outcomes: list[AttemptRecord | None]
-    ) -> DispatchResult:
-        unsent = sum(1 for record in outcomes if record is None)
-        pairs = [(m, r) for m, r in zip(batch, outcomes, strict=True) if r is not None]
-        claimed = [message for message, _ in pairs]
+    ) -> BatchTally:
         now = self.clock.now()
-        records = [_not_in_the_past(record, now) for _, record in pairs]
-        if not records:
-            skipped = DispatchResult(claimed=len(batch), lease_lost=unsent)
-            self.telemetry.event("batch.dispatched", **attrs.asdict(skipped))
-            return skipped
-        try:
-            results = await self.store.record(records)
-        except Exception as error:  # noqa: BLE001 - lease expiry is the fallback
-            self.telemetry.event(
-                "outcome.record_failed",
-                level="error",
-                messages=len(records),
-                error=type(error).__name__,
-                code=str(getattr(error, "code", "") or getattr(error, "sqlstate", "") or ""),
-            )
-            return DispatchResult(claimed=len(batch), unrecorded=len(records), lease_lost=unsent)
-        tally: Counter[str] = Counter()
-        attempts: Counter[tuple[str, str, str]] = Counter()
-        for message, record, result in zip(claimed, records, results, strict=True):
-            kind, failure_class = self._report(message, record, result)
-            tally[kind] += 1
-            if result is not RecordResult.LEASE_LOST:
-                attempts[record.provider, kind, failure_class] += 1
+        pairs = [
+            (message, attrs.evolve(record, outcome=not_in_the_past(record.outcome, now)))
+            for message, record in zip(batch, outcomes, strict=True)
+            if record is not None
+        ]
+        records = [record for _, record in pairs]
+        totals, kinds = await record_batch(
+            records,
+            claimed=len(batch),
+            unstarted=len(batch) - len(pairs),
+            record=self.store.record,
+            report=lambda index, result: self._report(*pairs[index], result),
+            telemetry=self.telemetry,
+            log=_LOG,
+        )
+        attempts: Counter[tuple[str, str, str]] = Counter(
+            (record.provider, kind, describe(record.outcome)[1])
+            for record, kind in zip(records, kinds, strict=False)
+            if kind != "lease_lost"
+        )
         # Counters once per label set and batch, not once per message (docs/benchmarks.md).
         for (provider, kind, failure_class), count in attempts.items():
             self.telemetry.count(
@@ -486,20 +470,9 @@ class DispatchDueMessages:
                 outcome=kind,
                 failure_class=failure_class,
             )
-        totals = DispatchResult(
-            claimed=len(batch),
-            published=tally["published"],
-            retried=tally["retried"],
-            released=tally["released"],
-            dead_lettered=tally["dead_lettered"],
-            lease_lost=tally["lease_lost"] + unsent,
-        )
-        self.telemetry.event("batch.dispatched", **attrs.asdict(totals))
         return totals
 
-    def _report(
-        self, message: ClaimedMessage, record: AttemptRecord, result: RecordResult
-    ) -> tuple[str, str]:
+    def _report(self, message: ClaimedMessage, record: AttemptRecord, result: RecordResult) -> str:
         outcome = record.outcome
         if result is RecordResult.LEASE_LOST:
             self.telemetry.event(
@@ -508,12 +481,12 @@ class DispatchDueMessages:
                 message_id=str(message.id),
                 purpose=message.purpose.value,
             )
-            return "lease_lost", ""
-        kind, failure_class = _describe(outcome)
+            return "lease_lost"
+        kind, failure_class = describe(outcome)
         available_at = None if isinstance(outcome, Published | DeadLetter) else outcome.available_at
         self.telemetry.event(
             f"message.{kind}",
-            level=_LEVELS[kind],
+            level=LEVELS[kind],
             message_id=str(message.id),
             purpose=message.purpose.value,
             channel=message.channel.value,
@@ -522,41 +495,8 @@ class DispatchDueMessages:
             failure_class=failure_class or None,
             available_at=available_at.isoformat() if available_at else None,
         )
-        return kind, failure_class
-
-
-# A published message is the normal case: one debug line each, and the batch's info line
-# (``batch.dispatched``) counts them. At info, one JSON line per message cost about 40 us of
-# the worker's CPU per message, a third of the whole dispatch (docs/benchmarks.md).
-def _not_in_the_past(record: AttemptRecord, now: datetime) -> AttemptRecord:
-    """``record``, with a retry or release time that has passed moved just ahead of ``now``."""
-    match record.outcome:
-        case Retry(available_at=at) | Release(available_at=at) if at <= now:
-            later = attrs.evolve(record.outcome, available_at=now + LATE_RETRY_DELAY)
-            return attrs.evolve(record, outcome=later)
-        case _:
-            return record
-
-
-_LEVELS = {
-    "published": "debug",
-    "retried": "info",
-    "released": "info",
-    "dead_lettered": "warning",
-}
+        return kind
 
 
 def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
-
-
-def _describe(outcome: Outcome) -> tuple[str, str]:
-    match outcome:
-        case Published():
-            return "published", ""
-        case DeadLetter(reason=reason):
-            return "dead_lettered", reason.value
-        case Release(failure_class=failure_class):
-            return "released", failure_class.value
-        case _:
-            return "retried", outcome.failure_class.value

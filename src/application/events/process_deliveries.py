@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import attrs
 
+from outbox.application.delivery.batch import LATE_RETRY_DELAY, RECORD_SHARE
 from outbox.application.events.consumer_handlers import ConsumerRegistry, Reject, RetryAfter
 from outbox.application.events.consumer_ports import (
     ClaimedDelivery,
@@ -28,11 +29,6 @@ from outbox.domain.delivery.outcomes import RecordResult
 from outbox.domain.delivery.retry_policy import RetryPolicy
 
 NO_HANDLER = "no_handler"
-# The database refuses a retry time that is not in the future; a handler's "retry now" waits
-# at least this long.
-MIN_RETRY_DELAY = timedelta(seconds=1)
-# Of each lease, the share a handler may use; the rest is kept for recording.
-HANDLER_SHARE = 0.9
 
 
 class _LeaseLost(Exception):
@@ -75,7 +71,7 @@ class ProcessDeliveries:
     async def __call__(self, consumer: str) -> ProcessingResult:
         """Process one batch of ``consumer``'s deliveries; an empty result when none is due."""
         # Measured from before the claim, so no handler outlives the lease that allows it.
-        deadline = time.monotonic() + self.lease.total_seconds() * HANDLER_SHARE
+        deadline = time.monotonic() + self.lease.total_seconds() * (1 - RECORD_SHARE)
         deliveries = await self.store.claim(
             consumer=consumer, owner=self.owner, limit=self.batch_size, lease=self.lease
         )
@@ -194,7 +190,7 @@ class ProcessDeliveries:
             attempt=event.attempt,
             outcome="retry",
             error_class=type(error).__name__,
-            retry_at=self.clock.now() + max(wait, MIN_RETRY_DELAY),
+            retry_at=self.clock.now() + max(wait, LATE_RETRY_DELAY),
         )
 
     def _report(

@@ -16,6 +16,15 @@ from datetime import datetime, timedelta
 
 import attrs
 
+from outbox.application.delivery.batch import (
+    LEVELS,
+    BatchLog,
+    BatchTally,
+    describe,
+    not_in_the_past,
+    record_batch,
+    run_deadline,
+)
 from outbox.application.events.ports import (
     ClaimedEvent,
     EventOutboxStore,
@@ -26,21 +35,16 @@ from outbox.application.events.ports import (
 from outbox.application.ports import Clock, Telemetry
 from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
 from outbox.domain.delivery.outcomes import (
-    DeadLetter,
     Outcome,
     Published,
     RecordResult,
-    Release,
-    Retry,
 )
 from outbox.domain.delivery.retry_after import MAX_RETRY_AFTER
 from outbox.domain.delivery.retry_policy import RetryPolicy
 
-# Of every lease, the share kept free at its end for recording the batch's outcomes.
-RECORD_SHARE = 0.1
-# The database refuses a retry time that is not in the future: one that passed while the
-# batch was still publishing is recorded this far ahead instead.
-LATE_RETRY_DELAY = timedelta(seconds=1)
+_LOG = BatchLog(
+    done="event_batch.published", record_failed="event_outcome.record_failed", unit="events"
+)
 TIMEOUT_CODE = "timeout"
 # What a target may say of an event (the provider taxonomy); any other class is a target's
 # bug, recorded as an unexpected error naming the class, which the attempt history accepts.
@@ -53,19 +57,6 @@ TARGET_CLASSES = frozenset(
         FailureClass.PROVIDER_SUSPENDED,
     }
 )
-
-
-@attrs.frozen(kw_only=True)
-class PublicationResult:
-    """What one batch did: how many events were claimed and how each claimed one ended."""
-
-    claimed: int = 0
-    published: int = 0
-    retried: int = 0
-    released: int = 0
-    dead_lettered: int = 0
-    lease_lost: int = 0  # recorded too late, or not offered because the lease ran out first
-    unrecorded: int = 0  # recording failed; lease expiry returns these to the queue
 
 
 @attrs.frozen(kw_only=True)
@@ -112,16 +103,16 @@ class PublishDueEvents:
     lease: timedelta = timedelta(seconds=60)
     target_timeout: timedelta = timedelta(seconds=10)
 
-    async def __call__(self) -> PublicationResult:
+    async def __call__(self) -> BatchTally:
         """Publish one batch and return what happened to it.
 
         Raises StoreUnavailable when the claim cannot reach the database.
         """
         # The lease starts on the database's clock after this moment, so it outlives this bound.
-        deadline = self.clock.now() + self.lease * (1 - RECORD_SHARE)
+        deadline = run_deadline(self.clock.now(), self.lease)
         claimed = await self.store.claim(owner=self.owner, limit=self.batch_size, lease=self.lease)
         if not claimed:
-            return PublicationResult()
+            return BatchTally()
         self.telemetry.observe("events_claim_batch_size", len(claimed))
         verdicts: list[_Refused | _Unstarted | None] = [None] * len(claimed)
         for target in self.targets:
@@ -208,53 +199,31 @@ class PublishDueEvents:
 
     async def _record(
         self, batch: Sequence[ClaimedEvent], verdicts: Sequence[_Refused | _Unstarted | None]
-    ) -> PublicationResult:
+    ) -> BatchTally:
         now = self.clock.now()
         pairs = [
             (event, self._record_of(event, verdict, now))
             for event, verdict in zip(batch, verdicts, strict=True)
             if not isinstance(verdict, _Unstarted)
         ]
-        unstarted = len(batch) - len(pairs)
-        if not pairs:
-            skipped = PublicationResult(claimed=len(batch), lease_lost=unstarted)
-            self.telemetry.event("event_batch.published", **attrs.asdict(skipped))
-            return skipped
-        records = [record for _, record in pairs]
-        try:
-            results = await self.store.record(records)
-        except Exception as error:  # noqa: BLE001 - lease expiry is the fallback
-            self.telemetry.event(
-                "event_outcome.record_failed",
-                level="error",
-                events=len(records),
-                error=type(error).__name__,
-                code=str(getattr(error, "code", "") or getattr(error, "sqlstate", "") or ""),
-            )
-            return PublicationResult(
-                claimed=len(batch), unrecorded=len(records), lease_lost=unstarted
-            )
-        tally: Counter[str] = Counter()
-        for (event, record), result in zip(pairs, results, strict=True):
-            tally[self._report(event, record, result)] += 1
-        # Counters once per outcome and batch, not once per event.
-        for kind, count in tally.items():
-            self.telemetry.count("events_publications_total", count, outcome=kind)
-        totals = PublicationResult(
+        totals, kinds = await record_batch(
+            [record for _, record in pairs],
             claimed=len(batch),
-            published=tally["published"],
-            retried=tally["retried"],
-            released=tally["released"],
-            dead_lettered=tally["dead_lettered"],
-            lease_lost=tally["lease_lost"] + unstarted,
+            unstarted=len(batch) - len(pairs),
+            record=self.store.record,
+            report=lambda index, result: self._report(*pairs[index], result),
+            telemetry=self.telemetry,
+            log=_LOG,
         )
-        self.telemetry.event("event_batch.published", **attrs.asdict(totals))
+        # Counters once per outcome and batch, not once per event.
+        for kind, count in Counter(kinds).items():
+            self.telemetry.count("events_publications_total", count, outcome=kind)
         return totals
 
     def _record_of(
         self, event: ClaimedEvent, verdict: _Refused | None, now: datetime
     ) -> PublicationRecord:
-        outcome = _not_in_the_past(self._outcome(event, verdict), now)
+        outcome = not_in_the_past(self._outcome(event, verdict), now)
         return PublicationRecord(
             record_id=event.record_id,
             lease_token=event.lease_token,
@@ -273,10 +242,10 @@ class PublishDueEvents:
                 organization_id=str(event.organization_id),
             )
             return "lease_lost"
-        kind, failure_class = _describe(record.outcome)
+        kind, failure_class = describe(record.outcome)
         self.telemetry.event(
             f"event.{kind}",
-            level=_LEVELS[kind],
+            level=LEVELS[kind],
             record_id=str(event.record_id),
             event_id=str(event.event_id),
             organization_id=str(event.organization_id),
@@ -314,34 +283,3 @@ def _failure(refusal: TargetRefusal, now: datetime) -> DeliveryFailure:
         code=refusal.code,
         retry_after=now + hint if usable and hint is not None else None,
     )
-
-
-def _not_in_the_past(outcome: Outcome, now: datetime) -> Outcome:
-    """``outcome``, with a retry or release time that has passed moved just ahead of ``now``."""
-    match outcome:
-        case Retry(available_at=at) | Release(available_at=at) if at <= now:
-            return attrs.evolve(outcome, available_at=now + LATE_RETRY_DELAY)
-        case _:
-            return outcome
-
-
-# A published event is the normal case: one debug line each, and the batch's info line
-# (``event_batch.published``) counts them.
-_LEVELS = {
-    "published": "debug",
-    "retried": "info",
-    "released": "info",
-    "dead_lettered": "warning",
-}
-
-
-def _describe(outcome: Outcome) -> tuple[str, str]:
-    match outcome:
-        case Published():
-            return "published", ""
-        case DeadLetter(reason=reason):
-            return "dead_lettered", reason.value
-        case Release(failure_class=failure_class):
-            return "released", failure_class.value
-        case _:
-            return "retried", outcome.failure_class.value

@@ -18,12 +18,12 @@ import attrs
 from outbox.adapters.postgres.event_outbox_store import PostgresEventOutboxStore
 from outbox.adapters.postgres.readiness import PostgresReadinessProbe
 from outbox.adapters.postgres.work_listener import CONSUMERS_CHANNEL, EVENTS_CHANNEL, WorkListener
-from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.delivery.batch import BatchTally
 from outbox.application.delivery.ports import DeliveryProvider
 from outbox.application.events.consumer_handlers import ConsumerRegistry
 from outbox.application.events.ports import PublicationTarget
 from outbox.application.events.process_deliveries import ProcessingResult
-from outbox.application.events.publish_due_events import PublicationResult, PublishDueEvents
+from outbox.application.events.publish_due_events import PublishDueEvents
 from outbox.application.events.purge_retained_events import PurgeRetainedEvents
 from outbox.application.ports import ReadinessProbe, ReadinessReport
 from outbox.domain.channels import Channel
@@ -105,7 +105,7 @@ async def security_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                 poll_interval=settings.worker.poll_interval,
                 drain=request.drain,
                 parallel_batches=sizing.parallel_batches,
-                totals=DispatchResult(),
+                totals=BatchTally(),
             ),
             sweeps=sweep_schedule(services, settings),
             probe=services.probe,
@@ -172,7 +172,7 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                     poll_interval=worker.poll_interval,
                     drain=request.drain,
                     parallel_batches=sizing.parallel_batches,
-                    totals=PublicationResult(),
+                    totals=BatchTally(),
                 ),
                 sweeps=[
                     Every(

@@ -50,7 +50,7 @@ class WorkerLoop(Generic[ResultT]):
     poll_interval: timedelta
     drain: bool = False
     parallel_batches: int = attrs.field(default=1, validator=attrs.validators.ge(1))
-    totals: ResultT  # the lane's empty result at first (``DispatchResult()``), then the sums
+    totals: ResultT  # the lane's empty result at first (``BatchTally()``), then the sums
     _stopping: asyncio.Event = attrs.field(factory=asyncio.Event, alias="_stopping")
     _idling: asyncio.Future[None] | None = attrs.field(default=None, alias="_idling")
 

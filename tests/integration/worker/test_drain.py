@@ -12,7 +12,7 @@ import psycopg
 import pytest
 import structlog
 
-from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.delivery.batch import BatchTally
 from outbox.application.delivery.ports import Delivery
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.failures import FailureClass
@@ -33,7 +33,7 @@ async def _drain(env: dict[str, str], provider: RecordingProvider, *, batch_size
         settings, batch_size=batch_size, providers={Channel.EMAIL: provider}
     ) as services:
         loop = WorkerLoop(
-            totals=DispatchResult(),
+            totals=BatchTally(),
             dispatch=services.dispatch,
             wait_for_work=services.store.wait_for_work,
             telemetry=RecordingTelemetry(),
@@ -168,7 +168,7 @@ async def _drain_with_real_telemetry(env: dict[str, str], provider: RecordingPro
     settings = load_settings(env)
     async with worker_services(settings, providers={Channel.EMAIL: provider}) as services:
         loop = WorkerLoop(
-            totals=DispatchResult(),
+            totals=BatchTally(),
             dispatch=services.dispatch,
             wait_for_work=services.store.wait_for_work,
             telemetry=services.telemetry,

@@ -13,11 +13,8 @@ import pytest
 
 from outbox.adapters.crypto.envelope import EnvelopeSealer
 from outbox.adapters.crypto.keyring import Keyring, SealKey
-from outbox.application.delivery.dispatch_due_messages import (
-    LATE_RETRY_DELAY,
-    DispatchDueMessages,
-    DispatchResult,
-)
+from outbox.application.delivery.batch import LATE_RETRY_DELAY, BatchTally
+from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages
 from outbox.application.delivery.errors import TemplateNotFound
 from outbox.application.delivery.links import LinkBases
 from outbox.application.delivery.ports import AttemptRecord, ClaimedMessage, Delivery
@@ -111,7 +108,7 @@ async def test_a_due_message_is_opened_rendered_sent_and_published() -> None:
     h = Harness()
     message_id = await h.enqueue()
     result = await h.dispatch()
-    assert DispatchResult(claimed=1, published=1) == result
+    assert BatchTally(claimed=1, published=1) == result
     [delivery] = h.email.sent
     assert (message_id, EMAIL, CODE) == (delivery.message_id, delivery.destination, CODE)
     assert CODE == delivery.content.text
@@ -124,7 +121,7 @@ async def test_a_due_message_is_opened_rendered_sent_and_published() -> None:
 
 
 async def test_an_empty_queue_claims_nothing() -> None:
-    assert DispatchResult() == await Harness().dispatch()
+    assert BatchTally() == await Harness().dispatch()
 
 
 async def test_a_notification_is_sent_without_a_secret() -> None:
@@ -413,7 +410,7 @@ async def test_a_failed_recording_is_logged_by_name_and_the_lease_is_left_to_exp
     h.dispatch = attrs.evolve(h.dispatch, store=h.store)
     message_id = await h.enqueue()
     result = await h.dispatch()
-    assert DispatchResult(claimed=1, unrecorded=1) == result
+    assert BatchTally(claimed=1, unrecorded=1) == result
     [event] = h.telemetry.named("outcome.record_failed")
     assert ("StoreUnavailable", "08006") == (event.fields["error"], event.fields["code"])
     assert State.LEASED == h.message(message_id).state
@@ -453,7 +450,7 @@ async def test_every_send_first_takes_room_in_its_own_providers_quota() -> None:
 
     result = await h.dispatch()
 
-    assert DispatchResult(claimed=4, published=4) == result
+    assert BatchTally(claimed=4, published=4) == result
     assert (3, 1) == (email_quota.granted, sms_quota.granted)
 
 
@@ -466,7 +463,7 @@ async def test_a_send_whose_quota_stays_full_past_the_lease_is_not_started() -> 
 
     result = await h.dispatch()
 
-    assert DispatchResult(claimed=1, lease_lost=1) == result
+    assert BatchTally(claimed=1, lease_lost=1) == result
     assert [] == h.email.sent
     assert State.LEASED == h.message(message_id).state  # its lease runs out; claimed again
     assert ["delivery.lease_running_out"] == [

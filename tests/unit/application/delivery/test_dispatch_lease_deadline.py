@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import attrs
 
-from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.delivery.batch import BatchTally
 from outbox.application.delivery.ports import Delivery
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State
@@ -26,7 +26,7 @@ async def test_a_worker_frozen_past_its_lease_sends_none_of_the_rest_of_its_batc
     result = await h.dispatch()
 
     assert 1 == len(h.email.tried)  # the send it was making when it froze, nothing after
-    assert DispatchResult(claimed=3, lease_lost=3) == result
+    assert BatchTally(claimed=3, lease_lost=3) == result
     skipped = h.telemetry.named("delivery.lease_running_out")
     assert [str(i) for i in ids[1:]] == [event.fields["message_id"] for event in skipped]
     assert {State.LEASED} == {h.message(i).state for i in ids}  # reclaimed once the lease ends
@@ -42,7 +42,7 @@ async def test_the_deadline_counts_from_before_the_claim() -> None:
     result = await h.dispatch()
 
     assert [] == h.email.tried
-    assert DispatchResult(claimed=1, lease_lost=1) == result
+    assert BatchTally(claimed=1, lease_lost=1) == result
 
 
 async def test_a_send_is_cut_off_where_the_lease_would_end() -> None:
@@ -56,7 +56,7 @@ async def test_a_send_is_cut_off_where_the_lease_would_end() -> None:
 
     result = await dispatch()
 
-    assert DispatchResult(claimed=1, retried=1) == result
+    assert BatchTally(claimed=1, retried=1) == result
     [failed] = h.telemetry.named("delivery.failed")
     assert (FailureClass.INDETERMINATE.value, "timeout") == (
         failed.fields["failure_class"],
@@ -71,5 +71,5 @@ async def test_sends_that_start_in_time_are_recorded_as_usual() -> None:
         await h.enqueue()
     h.email.before_send = lambda _: h.clock.advance(timedelta(seconds=10))
 
-    assert DispatchResult(claimed=3, published=3) == await h.dispatch()
+    assert BatchTally(claimed=3, published=3) == await h.dispatch()
     assert [] == h.telemetry.named("delivery.lease_running_out")

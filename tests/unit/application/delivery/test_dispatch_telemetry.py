@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.delivery.batch import BatchTally
 from outbox.domain.delivery.failures import FailureClass
 from tests.unit.application.delivery.test_dispatch_due_messages import Harness
 
@@ -29,7 +29,7 @@ async def test_a_batch_reports_its_tally_in_one_info_event() -> None:
     for _ in range(3):
         await h.enqueue()
     result = await h.dispatch()
-    assert DispatchResult(claimed=3, published=2, retried=1) == result
+    assert BatchTally(claimed=3, published=2, retried=1) == result
     [event] = h.telemetry.named("batch.dispatched")
     assert "info" == event.level
     assert {

@@ -10,8 +10,9 @@ from datetime import timedelta
 import attrs
 import pytest
 
+from outbox.application.delivery.batch import BatchTally
 from outbox.application.events.ports import ClaimedEvent, TargetRefusal
-from outbox.application.events.publish_due_events import PublicationResult, PublishDueEvents
+from outbox.application.events.publish_due_events import PublishDueEvents
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.retry_policy import RetryPolicy
 from tests.contract.event_outbox_harness import new_event
@@ -101,7 +102,7 @@ async def test_with_no_target_every_claimed_event_is_published_at_once(
 
     result = await _publish(outbox)()
 
-    assert PublicationResult(claimed=6, published=6) == result
+    assert BatchTally(claimed=6, published=6) == result
     assert set(ids) == {p.event_id for p in outbox.publications}
 
 
@@ -116,7 +117,7 @@ async def test_an_event_is_published_only_when_every_target_accepted(
 
     result = await _publish(outbox, first, second)()
 
-    assert PublicationResult(claimed=2, published=1, retried=1) == result
+    assert BatchTally(claimed=2, published=1, retried=1) == result
     assert [accepted] == [p.event_id for p in outbox.publications]
     assert [("retry", "UNAVAILABLE", "second")] == _history(outbox, refused)
     assert [("published", "", "")] == _history(outbox, accepted)
@@ -172,10 +173,8 @@ async def test_a_rejection_dead_letters_and_parks_the_aggregate(
     other = await _append(outbox, ACME, "b")
     target = Target(refuse={first: TargetRefusal(failure_class=FailureClass.REJECTED, code="400")})
 
-    assert PublicationResult(claimed=2, published=1, dead_lettered=1) == (
-        await _publish(outbox, target)()
-    )
-    assert PublicationResult() == await _publish(outbox, target)()  # `later` waits, parked
+    assert BatchTally(claimed=2, published=1, dead_lettered=1) == (await _publish(outbox, target)())
+    assert BatchTally() == await _publish(outbox, target)()  # `later` waits, parked
     assert "dead_lettered" == outbox.record_of(first).state
     assert "pending" == outbox.record_of(later).state
     assert [other] == [p.event_id for p in outbox.publications]
@@ -232,7 +231,7 @@ async def test_a_target_answering_for_too_few_events_is_an_unexpected_error(
 
     result = await _publish(outbox, Target(answers_short=True))()
 
-    assert PublicationResult(claimed=2, retried=2) == result
+    assert BatchTally(claimed=2, retried=2) == result
     assert {"unexpected_worker_error"} == {a.failure_class for a in outbox.attempts}
 
 
@@ -272,7 +271,7 @@ async def test_no_publication_starts_once_the_lease_has_run_out(
 
     result = await _publish(outbox, FreezingTarget(outbox), later)()
 
-    assert PublicationResult(claimed=1, lease_lost=1) == result
+    assert BatchTally(claimed=1, lease_lost=1) == result
     assert [] == later.calls
     assert [] == outbox.attempts
 
@@ -307,7 +306,7 @@ async def test_a_record_under_a_lost_lease_is_counted_lease_lost(
 
     result = await _publish(outbox, Stealer(), telemetry=telemetry)()
 
-    assert PublicationResult(claimed=1, lease_lost=1) == result
+    assert BatchTally(claimed=1, lease_lost=1) == result
     assert 1 == len(telemetry.named("event.lease_lost"))
     assert ("events_publications_total", 1, {"outcome": "lease_lost"}) in telemetry.counts
 
@@ -334,5 +333,5 @@ async def test_an_empty_claim_does_nothing_and_reports_nothing(
 ) -> None:
     telemetry = RecordingTelemetry()
 
-    assert PublicationResult() == await _publish(outbox, telemetry=telemetry)()
+    assert BatchTally() == await _publish(outbox, telemetry=telemetry)()
     assert [] == telemetry.events

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import attrs
 
-from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.delivery.batch import BatchTally
 from outbox.application.errors import StoreUnavailable
 from outbox.entrypoints.worker.loop import WorkerLoop
 from tests.fakes.telemetry import RecordingTelemetry
@@ -18,14 +18,14 @@ from tests.fakes.telemetry import RecordingTelemetry
 class ScriptedDispatch:
     """Returns (or raises) the queued results, then empty batches."""
 
-    script: deque[DispatchResult | Exception]
+    script: deque[BatchTally | Exception]
     calls: int = 0
 
-    async def __call__(self) -> DispatchResult:
+    async def __call__(self) -> BatchTally:
         self.calls += 1
         await asyncio.sleep(0)
         if not self.script:
-            return DispatchResult()
+            return BatchTally()
         step = self.script.popleft()
         if isinstance(step, Exception):
             raise step
@@ -45,7 +45,7 @@ class Wakeups:
 
 def _loop(dispatch: ScriptedDispatch, wakeups: Wakeups, *, drain: bool) -> WorkerLoop:
     return WorkerLoop(
-        totals=DispatchResult(),
+        totals=BatchTally(),
         dispatch=dispatch,
         wait_for_work=wakeups,
         telemetry=RecordingTelemetry(),
@@ -56,10 +56,10 @@ def _loop(dispatch: ScriptedDispatch, wakeups: Wakeups, *, drain: bool) -> Worke
 
 async def test_drain_runs_batches_until_one_claims_nothing() -> None:
     dispatch = ScriptedDispatch(
-        deque([DispatchResult(claimed=2, published=2), DispatchResult(claimed=1, retried=1)])
+        deque([BatchTally(claimed=2, published=2), BatchTally(claimed=1, retried=1)])
     )
     totals = await _loop(dispatch, Wakeups(), drain=True).run()
-    assert DispatchResult(claimed=3, published=2, retried=1) == totals
+    assert BatchTally(claimed=3, published=2, retried=1) == totals
     assert 3 == dispatch.calls
 
 
@@ -80,7 +80,7 @@ async def test_stop_interrupts_an_idle_wait_at_once() -> None:
             await asyncio.sleep(3600)
 
     loop = WorkerLoop(
-        totals=DispatchResult(),
+        totals=BatchTally(),
         dispatch=ScriptedDispatch(deque()),
         wait_for_work=Forever(),
         telemetry=RecordingTelemetry(),
@@ -96,10 +96,10 @@ async def test_stop_interrupts_an_idle_wait_at_once() -> None:
 async def test_a_lost_database_is_retried_and_reported_then_recovery_is_reported() -> None:
     telemetry = RecordingTelemetry()
     dispatch = ScriptedDispatch(
-        deque([StoreUnavailable("08006"), StoreUnavailable("08006"), DispatchResult(claimed=1)])
+        deque([StoreUnavailable("08006"), StoreUnavailable("08006"), BatchTally(claimed=1)])
     )
     loop = WorkerLoop(
-        totals=DispatchResult(),
+        totals=BatchTally(),
         dispatch=dispatch,
         wait_for_work=Wakeups(),
         telemetry=telemetry,
@@ -124,7 +124,7 @@ async def test_a_failing_wakeup_listener_does_not_stop_the_loop() -> None:
 
     broken = Broken()
     loop = WorkerLoop(
-        totals=DispatchResult(),
+        totals=BatchTally(),
         dispatch=ScriptedDispatch(deque()),
         wait_for_work=broken,
         telemetry=RecordingTelemetry(),
@@ -139,12 +139,12 @@ async def test_a_failing_wakeup_listener_does_not_stop_the_loop() -> None:
 
 async def test_cancelling_the_loop_propagates_cancellation() -> None:
     class Slow:
-        async def __call__(self) -> DispatchResult:
+        async def __call__(self) -> BatchTally:
             await asyncio.sleep(3600)
-            return DispatchResult()
+            return BatchTally()
 
     loop = WorkerLoop(
-        totals=DispatchResult(),
+        totals=BatchTally(),
         dispatch=Slow(),
         wait_for_work=Wakeups(),
         telemetry=RecordingTelemetry(),

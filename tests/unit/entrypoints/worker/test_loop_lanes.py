@@ -8,7 +8,7 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.delivery.batch import BatchTally
 from outbox.entrypoints.worker.loop import WorkerLoop
 from tests.fakes.telemetry import RecordingTelemetry
 
@@ -21,15 +21,15 @@ class CountingDispatch:
     running: int = 0
     peak: int = 0
 
-    async def __call__(self) -> DispatchResult:
+    async def __call__(self) -> BatchTally:
         if self.batches == 0:
-            return DispatchResult()
+            return BatchTally()
         self.batches -= 1
         self.running += 1
         self.peak = max(self.peak, self.running)
         await asyncio.sleep(0.005)
         self.running -= 1
-        return DispatchResult(claimed=1, published=1)
+        return BatchTally(claimed=1, published=1)
 
 
 @attrs.define
@@ -54,7 +54,7 @@ def _loop(
     dispatch: CountingDispatch, wakeups: SharedWakeups, *, lanes: int, drain: bool
 ) -> WorkerLoop:
     return WorkerLoop(
-        totals=DispatchResult(),
+        totals=BatchTally(),
         dispatch=dispatch,
         wait_for_work=wakeups,
         telemetry=RecordingTelemetry(),
@@ -67,7 +67,7 @@ def _loop(
 async def test_two_lanes_dispatch_two_batches_at_once_and_sum_their_totals() -> None:
     dispatch = CountingDispatch(batches=10)
     totals = await _loop(dispatch, SharedWakeups(), lanes=2, drain=True).run()
-    assert DispatchResult(claimed=10, published=10) == totals
+    assert BatchTally(claimed=10, published=10) == totals
     assert 2 == dispatch.peak
 
 
@@ -85,7 +85,7 @@ async def test_idle_lanes_share_one_wait_for_work_and_stop_together() -> None:
     while wakeups.calls < 3:
         await asyncio.sleep(0.005)
     loop.stop()
-    assert DispatchResult() == await asyncio.wait_for(running, 1)
+    assert BatchTally() == await asyncio.wait_for(running, 1)
     assert 1 == wakeups.peak
 
 

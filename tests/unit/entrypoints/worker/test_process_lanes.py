@@ -8,7 +8,7 @@ from datetime import timedelta
 import attrs
 import pytest
 
-from outbox.application.delivery.dispatch_due_messages import DispatchResult
+from outbox.application.delivery.batch import BatchTally
 from outbox.application.errors import StoreNotMigrated
 from outbox.entrypoints.worker.loop import WorkerLoop
 from outbox.entrypoints.worker.process import run_worker_process
@@ -31,8 +31,8 @@ class Batches:
     error: Exception | None = None
     calls: int = 0
 
-    async def dispatch(self) -> DispatchResult:
-        return DispatchResult(**attrs.asdict(await self.tally()))
+    async def dispatch(self) -> BatchTally:
+        return BatchTally(**attrs.asdict(await self.tally()))
 
     async def tally(self) -> Tally:
         self.calls += 1
@@ -50,13 +50,13 @@ async def _never(within: float) -> None:
 
 def _loops(
     security: Batches, events: Batches, *, drain: bool
-) -> dict[str, WorkerLoop[DispatchResult] | WorkerLoop[Tally]]:
+) -> dict[str, WorkerLoop[BatchTally] | WorkerLoop[Tally]]:
     telemetry = RecordingTelemetry()
     common = {"wait_for_work": _never, "telemetry": telemetry, "drain": drain}
     return {
         "security": WorkerLoop(
             dispatch=security.dispatch,
-            totals=DispatchResult(),
+            totals=BatchTally(),
             poll_interval=timedelta(seconds=0.01),
             **common,
         ),
@@ -77,7 +77,7 @@ async def test_a_drain_drains_every_lane_and_returns_each_ones_totals() -> None:
     )
 
     assert {
-        "security": DispatchResult(claimed=3, published=3),
+        "security": BatchTally(claimed=3, published=3),
         "events": Tally(claimed=5, published=5),
     } == totals
     assert ["security", "events"] == [e.fields["lane"] for e in telemetry.named("worker.stopped")]
