@@ -16,3 +16,14 @@ def outbox(request: pytest.FixtureRequest) -> Harness:
         store=request.getfixturevalue("dispatch_store"),
         connect_as=request.getfixturevalue("connect_as"),
     )
+
+
+@pytest.fixture(params=["memory", pytest.param("postgres", marks=pytest.mark.integration)])
+def lifecycle(request: pytest.FixtureRequest) -> Harness:
+    """A harness for many examples in one test: ``reset`` empties it between them."""
+    if request.param == "memory":
+        return MemoryHarness()
+    return PostgresHarness(
+        store=request.getfixturevalue("dispatch_store"),
+        connect_as=request.getfixturevalue("connect_as"),
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -14,11 +14,13 @@ import attrs
 import psycopg
 
 from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
-from outbox.application.delivery.ports import DispatchStore
+from outbox.application.delivery.ports import AttemptRecord, ClaimedMessage, DispatchStore
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import Message, State
+from outbox.domain.delivery.outcomes import Outcome, RecordResult, Release, Retry
 from outbox.domain.delivery.priorities import Priority
+from outbox.domain.delivery.retention import RetentionPolicy
 from outbox.domain.purposes import Purpose
 from tests.fakes.outbox_store import InMemoryOutboxStore
 
@@ -47,6 +49,8 @@ class Harness(Protocol):
     async def cancel(self, subject_id: UUID, reason: FailureClass) -> int: ...
     def now(self) -> datetime: ...
     async def sleep(self, seconds: float) -> None: ...
+    async def advance(self, seconds: float) -> None: ...
+    async def reset(self) -> None: ...
     async def view(self, message_id: UUID) -> View | None: ...
     async def history(self, message_id: UUID) -> list[tuple[int, bool]]: ...
     async def history_tokens(self, message_id: UUID) -> list[UUID | None]: ...
@@ -102,6 +106,14 @@ class MemoryHarness:
     async def sleep(self, seconds: float) -> None:
         self.store.clock.advance(timedelta(seconds=seconds))
 
+    async def advance(self, seconds: float) -> None:
+        """Let ``seconds`` pass at once."""
+        await self.sleep(seconds)
+
+    async def reset(self) -> None:
+        """An empty store, its clock where it was."""
+        self.store = InMemoryOutboxStore(clock=self.store.clock)
+
     async def view(self, message_id: UUID) -> View | None:
         message = self.store.messages.get(message_id)
         if message is None:
@@ -132,14 +144,36 @@ HISTORY = "SELECT attempt, counted FROM outbox.attempts WHERE message_id = %s OR
 HISTORY_TOKENS = "SELECT lease_token FROM outbox.attempts WHERE message_id = %s ORDER BY id"
 
 
+# Moving the database's clock forward: every live row's times move back instead (only the
+# tests' superuser may; the functions read now() and compare it with these columns).
+SHIFT = """
+UPDATE outbox.messages
+SET available_at = available_at - %(by)s, expires_at = expires_at - %(by)s,
+    lease_expires_at = lease_expires_at - %(by)s, created_at = created_at - %(by)s
+WHERE state IN ('pending', 'leased')
+"""
+EMPTY = "TRUNCATE outbox.messages, outbox.envelopes, outbox.attempts CASCADE"
+
+
 @attrs.define
 class PostgresHarness:
-    """The real adapter as outbox_worker; producers write as outbox_producer; time is real."""
+    """The real adapter as outbox_worker; producers write as outbox_producer; time is real,
+    plus what ``advance`` added (the rows' times are moved back by as much)."""
 
-    store: DispatchStore
+    dispatch: DispatchStore = attrs.field(alias="store")
     connect_as: Callable[..., AbstractAsyncContextManager[psycopg.AsyncConnection]]
+    shift: timedelta = timedelta(0)
+
+    @property
+    def store(self) -> DispatchStore:
+        """The worker's store, its times on this harness's clock."""
+        return _Shifted(self.dispatch, self.shift) if self.shift else self.dispatch
 
     async def enqueue(self, message: Message) -> None:
+        message = attrs.evolve(
+            message,
+            expires_at=None if message.expires_at is None else message.expires_at - self.shift,
+        )
         async with self.connect_as("outbox_producer") as conn, conn.transaction():
             await PostgresOutboxWriter(conn).enqueue(message)
 
@@ -150,10 +184,23 @@ class PostgresHarness:
             )
 
     def now(self) -> datetime:
-        return datetime.now(UTC)
+        return datetime.now(UTC) + self.shift
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+    async def advance(self, seconds: float) -> None:
+        """Let ``seconds`` pass at once: the live rows' times move back by as much."""
+        by = timedelta(seconds=seconds)
+        async with self.connect_as() as conn:
+            await conn.execute(SHIFT, {"by": by})
+        self.shift += by
+
+    async def reset(self) -> None:
+        """No message at all, and the clock back to the real one."""
+        async with self.connect_as() as conn:
+            await conn.execute(EMPTY)
+        self.shift = timedelta(0)
 
     async def view(self, message_id: UUID) -> View | None:
         async with self.connect_as() as conn:
@@ -167,7 +214,7 @@ class PostgresHarness:
             attempts=attempts,
             has_envelope=has_envelope,
             reason=FailureClass(reason) if reason else None,
-            available_at=available_at,
+            available_at=available_at + self.shift,
             lease_token=lease_token,
         )
 
@@ -180,3 +227,41 @@ class PostgresHarness:
         async with self.connect_as() as conn:
             cursor = await conn.execute(HISTORY_TOKENS, (message_id,))
             return [row[0] for row in await cursor.fetchall()]
+
+
+@attrs.define
+class _Shifted:
+    """A DispatchStore whose times are ``shift`` ahead of the database's."""
+
+    store: DispatchStore
+    shift: timedelta
+
+    async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedMessage]:
+        claimed = await self.store.claim(owner=owner, limit=limit, lease=lease)
+        return [
+            attrs.evolve(
+                message,
+                expires_at=None if message.expires_at is None else message.expires_at + self.shift,
+                lease_expires_at=message.lease_expires_at + self.shift,
+            )
+            for message in claimed
+        ]
+
+    async def record(self, records: Sequence[AttemptRecord]) -> Sequence[RecordResult]:
+        def back(outcome: Outcome) -> Outcome:
+            if isinstance(outcome, Retry | Release):
+                return attrs.evolve(outcome, available_at=outcome.available_at - self.shift)
+            return outcome
+
+        return await self.store.record(
+            [attrs.evolve(record, outcome=back(record.outcome)) for record in records]
+        )
+
+    async def expire(self, *, limit: int) -> int:
+        return await self.store.expire(limit=limit)
+
+    async def purge(self, *, retention: RetentionPolicy, limit: int) -> int:
+        return await self.store.purge(retention=retention, limit=limit)
+
+    async def wait_for_work(self, within: float) -> None:
+        await self.store.wait_for_work(within)
