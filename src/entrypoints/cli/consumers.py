@@ -12,12 +12,6 @@ import attrs
 import typer
 
 from outbox.application.events.consumer_ports import ConsumerAdmin, ConsumerDeadLetter, ConsumerLag
-from outbox.entrypoints.bootstrap.consumers import (
-    UnknownConsumer,
-    consumer_admin,
-    run_consumers,
-    shipped_consumers,
-)
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, run_guarded
 from outbox.entrypoints.cli.operator_run import operator_guarded
@@ -59,6 +53,14 @@ def consume(
     is due.
     SIGTERM or SIGINT stops claiming; the batch in flight finishes.
     """
+    # The composition root of the consumers (handlers, templates, providers) loads only when
+    # this command runs: every other outboxctl command starts without it.
+    from outbox.entrypoints.bootstrap.consumers import (  # noqa: PLC0415
+        UnknownConsumer,
+        run_consumers,
+        shipped_consumers,
+    )
+
     settings = start()
     registry = shipped_consumers()
     try:
@@ -79,6 +81,8 @@ def consume(
 
 
 def _run(action: Callable[[ConsumerAdmin], Awaitable[_T]]) -> _T:
+    from outbox.entrypoints.bootstrap.consumers import consumer_admin  # noqa: PLC0415 - as above
+
     settings = start()
 
     async def main() -> _T:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from uuid import UUID
 
 import typer
@@ -10,12 +10,14 @@ import typer
 from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
 from outbox.application.operator.reissue_dead_letter import ReissueCommand
 from outbox.application.operator.requeue_dead_letter import RequeueCommand
-from outbox.application.operator.services import OperatorServices
 from outbox.application.operator.views import CopyReceipt
 from outbox.entrypoints.cli.operator_output import dead_letter_table, page_hints
 from outbox.entrypoints.cli.operator_run import run_operator
 from outbox.entrypoints.cli.output import print_json, print_table, short_time
 from outbox.entrypoints.wire.messages import DeadLetterPageView, ReissueView
+
+if TYPE_CHECKING:  # the services' module loads with the command that runs them
+    from outbox.application.operator.services import OperatorServices
 
 dead_letters_app = typer.Typer(
     help="List dead letters; reissue a one-time code or requeue a notification.",

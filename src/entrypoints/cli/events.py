@@ -5,7 +5,7 @@ in development."""
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from uuid import UUID
 
 import typer
@@ -19,7 +19,6 @@ from outbox.application.operator.list_event_dead_letters import (
 from outbox.application.operator.list_parked_aggregates import ParkedQuery
 from outbox.application.operator.release_parked_aggregate import ReleaseCommand
 from outbox.application.operator.republish_dead_event import RepublishCommand
-from outbox.application.operator.services import OperatorServices
 from outbox.application.operator.show_event import EventQuery
 from outbox.application.operator.show_event_backlog import DEFAULT_LIMIT as BACKLOG_LIMIT
 from outbox.application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_MAX
@@ -46,6 +45,9 @@ from outbox.entrypoints.wire.events import (
     ParkedPageView,
     RepairView,
 )
+
+if TYPE_CHECKING:  # the services' module loads with the command that runs them
+    from outbox.application.operator.services import OperatorServices
 
 events_app = typer.Typer(
     help="Operate the tenant events outbox: backlog, dead letters, parked aggregates, repairs.",

@@ -15,7 +15,6 @@ from uuid import UUID
 import typer
 
 from outbox.adapters.postgres.inbox_store import PostgresInboxStore
-from outbox.entrypoints.bootstrap.inbox import inbox_store
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, run_guarded
 from outbox.entrypoints.cli.output import print_json, print_table, short_time, table
@@ -32,6 +31,9 @@ Limit = Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most th
 
 
 def _run(action: Callable[[PostgresInboxStore], Awaitable[_T]]) -> _T:
+    # The inbox's composition root (NATS included) loads only when an inbox command runs.
+    from outbox.entrypoints.bootstrap.inbox import inbox_store  # noqa: PLC0415
+
     settings = start()
     url = settings.database.inbox_url or settings.database.url
     if not url:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from uuid import UUID
 
 import msgspec
@@ -12,7 +12,6 @@ import typer
 from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
 from outbox.application.operator.list_messages import MessageQuery
 from outbox.application.operator.message_filters import MessageFilter
-from outbox.application.operator.services import OperatorServices
 from outbox.application.operator.show_message import MessageQuery as ShowQuery
 from outbox.application.operator.show_receipts import MessageReceipts, ReceiptsQuery
 from outbox.application.operator.views import MessageDetail
@@ -24,6 +23,9 @@ from outbox.entrypoints.cli.operator_run import run_operator
 from outbox.entrypoints.cli.output import print_json, print_table
 from outbox.entrypoints.cli.receipt_output import receipts_json, receipts_table
 from outbox.entrypoints.wire.messages import MessagePageView, MessageView
+
+if TYPE_CHECKING:  # the services' module loads with the command that runs them
+    from outbox.application.operator.services import OperatorServices
 
 messages_app = typer.Typer(
     help="Find and inspect messages (masked; never a secret).", no_args_is_help=True

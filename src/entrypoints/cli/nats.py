@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import nats.js.errors
 import typer
 
-from outbox.adapters.nats.streams import StreamReport
-from outbox.entrypoints.bootstrap.parts import build_process_parts
-from outbox.entrypoints.bootstrap.relay import (
-    BrokerUnreachable,
-    RelayNotConfigured,
-    ensure_relay_stream,
-)
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, run_guarded
 from outbox.entrypoints.cli.output import print_json, print_table, table
 from outbox.entrypoints.cli.startup import start
+
+if TYPE_CHECKING:
+    from outbox.adapters.nats.streams import StreamReport
 
 nats_app = typer.Typer(
     help="Operate the broker relay's NATS JetStream stream.", no_args_is_help=True
@@ -47,6 +42,16 @@ def ensure_stream(
     """Create the stream OUTBOX_NATS_STREAM (subjects OUTBOX_NATS_SUBJECT_PREFIX.>) when it is
     missing, or compare it with the settings: retention, storage, replicas, duplicate window,
     max age. A differing stream exits 6 and lists each difference (--update changes it)."""
+    # The broker's client and the relay's composition root load only when this command runs.
+    import nats.js.errors  # noqa: PLC0415
+
+    from outbox.entrypoints.bootstrap.parts import build_process_parts  # noqa: PLC0415
+    from outbox.entrypoints.bootstrap.relay import (  # noqa: PLC0415
+        BrokerUnreachable,
+        RelayNotConfigured,
+        ensure_relay_stream,
+    )
+
     settings = start()
     parts = build_process_parts(settings, seal_keys=False, process_metrics=False)
     try:

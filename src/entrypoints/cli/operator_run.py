@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from outbox.application.errors import InvalidField, InvalidRequest, PermissionDenied
 from outbox.application.operator.errors import (
@@ -19,11 +19,13 @@ from outbox.application.operator.errors import (
     StaffIdentityNotFound,
     StaffRequired,
 )
-from outbox.application.operator.services import OperatorServices
 from outbox.domain.operator.dead_letters import Refusal
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, guarded
 from outbox.entrypoints.cli.startup import start
+
+if TYPE_CHECKING:  # the services' module loads with the command that runs them
+    from outbox.application.operator.services import OperatorServices
 
 _T = TypeVar("_T")
 

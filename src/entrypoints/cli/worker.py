@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from types import ModuleType
 from typing import Annotated
 
 import attrs
 import typer
 
-from outbox.entrypoints.bootstrap.worker_process import run_sweeps, run_worker
-from outbox.entrypoints.bootstrap.worker_processes import supervise_workers
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, run_guarded
 from outbox.entrypoints.cli.output import print_json
@@ -98,7 +97,9 @@ def worker(
         return
     totals = run_guarded(
         lambda: asyncio.run(
-            run_worker(settings, drain=drain, batch_size=batch_size, concurrency=concurrency)
+            _worker_process().run_worker(
+                settings, drain=drain, batch_size=batch_size, concurrency=concurrency
+            )
         )
     )
     if drain:
@@ -125,6 +126,10 @@ def _child_options(
 
 def _supervise(settings: Settings, *, processes: int, drain: bool, options: list[str]) -> None:
     """Run ``processes`` workers under a supervisor; exit with its code, print drain totals."""
+    from outbox.entrypoints.bootstrap.worker_processes import (  # noqa: PLC0415 - see below
+        supervise_workers,
+    )
+
     returncode, totals = supervise_workers(
         settings, processes=processes, drain=drain, options=options
     )
@@ -146,6 +151,7 @@ def sweep(
     eventsRetention).
     """
     settings = _settings(providers=False)
+    run_sweeps = _worker_process().run_sweeps
     counts = run_guarded(lambda: asyncio.run(run_sweeps(settings, which=kind.value, loop=loop)))
     print_json({_camel(name): count for name, count in counts.items()})
 
@@ -154,3 +160,11 @@ def _camel(name: str) -> str:
     """``dead_lettered`` → ``deadLettered``: the CLI's JSON casing, as the API's."""
     first, *rest = name.split("_")
     return first + "".join(part.title() for part in rest)
+
+
+def _worker_process() -> ModuleType:
+    """The worker's composition root (lanes, providers, templates, NATS), loaded only when a
+    worker or sweep command runs: every other outboxctl command starts without it."""
+    from outbox.entrypoints.bootstrap import worker_process  # noqa: PLC0415
+
+    return worker_process

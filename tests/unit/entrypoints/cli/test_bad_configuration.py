@@ -17,7 +17,7 @@ import attrs
 import pytest
 from typer.testing import CliRunner
 
-from outbox.entrypoints.cli import worker as worker_command
+from outbox.entrypoints.bootstrap import worker_process
 from outbox.entrypoints.cli.app import app
 from outbox.entrypoints.settings.tree import Settings
 from tests.outboxctl import run_outboxctl
@@ -220,7 +220,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
         handed.append(settings)
         return {}
 
-    monkeypatch.setattr(worker_command, "run_worker", run_worker)
+    monkeypatch.setattr(worker_process, "run_worker", run_worker)
     return handed
 
 
