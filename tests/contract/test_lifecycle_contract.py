@@ -12,7 +12,7 @@ the live rows' timestamps back, so minutes pass in a step; the domain-only state
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import timedelta
 from uuid import UUID
 
 import attrs
@@ -33,6 +33,7 @@ from outbox.domain.delivery.outcomes import (
 from outbox.domain.delivery.retry_policy import RetryPolicy
 from outbox.domain.purposes import Purpose
 from tests.contract.harness import Harness, make_message
+from tests.lifecycle_model import Expected, expiry_reason_of
 
 LEASE = timedelta(seconds=60)
 POLICY = RetryPolicy(schedule=[timedelta(seconds=30), timedelta(seconds=120)], max_attempts=3)
@@ -47,50 +48,6 @@ SENDS = [
     FailureClass.REJECTED,  # dead-lettered now
     FailureClass.PROVIDER_SUSPENDED,  # released: no attempt spent
 ]
-
-
-@attrs.define
-class Expected:
-    """What the lifecycle says one message should look like now."""
-
-    purpose: Purpose
-    subject: UUID | None
-    expires_at: datetime | None
-    available_at: datetime
-    has_envelope: bool
-    state: State = State.PENDING
-    attempts: int = 0
-    token: UUID | None = None
-    lease_until: datetime | None = None
-    reason: FailureClass | None = None
-
-    @property
-    def live(self) -> bool:
-        return self.state in (State.PENDING, State.LEASED)
-
-    def expired(self, now: datetime) -> bool:
-        return self.expires_at is not None and self.expires_at <= now
-
-    def lease_live(self, now: datetime) -> bool:
-        return (
-            self.state is State.LEASED and self.lease_until is not None and now < self.lease_until
-        )
-
-    def claimable(self, now: datetime) -> bool:
-        if self.state is State.PENDING:
-            return self.available_at <= now
-        return self.state is State.LEASED and not self.lease_live(now)
-
-    def finish(self, state: State, reason: FailureClass | None = None) -> None:
-        self.state, self.reason = state, reason
-        self.token = self.lease_until = None
-        self.has_envelope = False
-
-
-def _expiry(purpose: Purpose) -> FailureClass:
-    if purpose is Purpose.INVITATION:
-        return FailureClass.INVITATION_EXPIRED
-    return FailureClass.CHALLENGE_EXPIRED
 
 
 @attrs.define
@@ -119,7 +76,7 @@ class Run:
             subject=message.subject_id,
             expires_at=message.expires_at,
             available_at=now,
-            has_envelope=message.sealed_secret is not None,
+            has_secret=message.sealed_secret is not None,
         )
 
     async def cancel(self, subject: UUID, purpose: Purpose) -> None:
@@ -135,7 +92,7 @@ class Run:
         for message_id in due:
             expected = self.model[message_id]
             if expected.expired(now):  # the claim dead-letters it instead
-                expected.finish(State.DEAD_LETTERED, _expiry(expected.purpose))
+                expected.finish(State.DEAD_LETTERED, expiry_reason_of(expected.purpose))
         claimed = await self.harness.store.claim(owner=worker, limit=100, lease=LEASE)
         assert {i for i in due if self.model[i].live} == {c.id for c in claimed}
         for message in claimed:
@@ -168,7 +125,7 @@ class Run:
             outcome=outcome,
             provider="console",
         )
-        holds = expected.token == claimed.lease_token and expected.lease_live(now)
+        holds = expected.holds(claimed.lease_token, now)
         [result] = await self.harness.store.record([record])
         assert (RecordResult.RECORDED if holds else RecordResult.LEASE_LOST) == result
         if not holds:
@@ -177,10 +134,11 @@ class Run:
             case Published():
                 expected.attempts += 1
                 expected.finish(State.PUBLISHED)
-            case Retry(available_at=at) | Release(available_at=at):
-                expected.attempts += 0 if isinstance(outcome, Release) else 1
-                expected.state, expected.available_at = State.PENDING, at
-                expected.token = expected.lease_until = None
+            case Retry(available_at=at):
+                expected.attempts += 1
+                expected.back_to_pending(at)
+            case Release(available_at=at):
+                expected.back_to_pending(at)
             case DeadLetter(reason=reason, attempted=attempted):
                 expected.attempts += 1 if attempted else 0
                 expected.finish(State.DEAD_LETTERED, reason)
@@ -191,7 +149,7 @@ class Run:
             m for m in self.model.values() if m.live and m.expired(now) and not m.lease_live(now)
         ]
         for message in expiring:
-            message.finish(State.DEAD_LETTERED, _expiry(message.purpose))
+            message.finish(State.DEAD_LETTERED, expiry_reason_of(message.purpose))
         assert len(expiring) == await self.harness.store.expire(limit=100)
 
     async def check(self) -> None:
@@ -199,7 +157,7 @@ class Run:
         for message_id, expected in self.model.items():
             view = await self.harness.view(message_id)
             assert view is not None
-            assert (expected.state, expected.attempts, expected.reason, expected.has_envelope) == (
+            assert (expected.state, expected.attempts, expected.reason, expected.has_secret) == (
                 view.state,
                 view.attempts,
                 view.reason,

@@ -72,10 +72,10 @@ class PostgresOutboxWriter:
 
     async def enqueue(self, message: Message) -> None:
         """Insert a pending message and its envelope; supersede older ones of its subject."""
+        # The current trace is read only for a message that names none of its own.
+        traced = message.trace_context or self._current_trace_context()
         with translated_errors():
-            await self._conn.execute(
-                ENQUEUE, enqueue_params(message, self._current_trace_context())
-            )
+            await self._conn.execute(ENQUEUE, enqueue_params(message, traced))
 
     def _current_trace_context(self) -> str | None:
         return self._trace_context() if self._trace_context is not None else None

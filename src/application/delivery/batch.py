@@ -103,14 +103,16 @@ async def record_batch(
     claimed: int,
     unstarted: int,
     record: Callable[[Sequence[_Record]], Awaitable[Sequence[RecordResult]]],
-    report: Callable[[int, RecordResult], str],
+    report: Callable[[int, RecordResult], tuple[str, str]],
     telemetry: Telemetry,
     log: BatchLog,
-) -> tuple[BatchTally, list[str]]:
-    """Record ``records`` in one round trip and tally the batch; each record's kind.
+) -> tuple[BatchTally, list[tuple[str, str]]]:
+    """Record ``records`` in one round trip and tally the batch; each record's kind and
+    failure class.
 
     ``unstarted`` items were never run (their leases run out); ``report(i, result)`` logs the
-    i-th record's result and answers its kind. A failed round trip is logged and leaves every
+    i-th record's result and answers its kind and failure class (as ``describe``; kind
+    ``lease_lost`` when the record was refused). A failed round trip is logged and leaves every
     record to lease expiry: nothing else can know what was committed.
     """
     if not records:
@@ -129,7 +131,7 @@ async def record_batch(
         )
         return BatchTally(claimed=claimed, unrecorded=len(records), lease_lost=unstarted), []
     kinds = [report(index, result) for index, result in enumerate(results)]
-    tally = Counter(kinds)
+    tally = Counter(kind for kind, _ in kinds)
     totals = BatchTally(
         claimed=claimed,
         published=tally["published"],

@@ -442,7 +442,7 @@ class DispatchDueMessages:
     ) -> BatchTally:
         now = self.clock.now()
         pairs = [
-            (message, attrs.evolve(record, outcome=not_in_the_past(record.outcome, now)))
+            (message, _not_in_the_past(record, now))
             for message, record in zip(batch, outcomes, strict=True)
             if record is not None
         ]
@@ -457,8 +457,8 @@ class DispatchDueMessages:
             log=_LOG,
         )
         attempts: Counter[tuple[str, str, str]] = Counter(
-            (record.provider, kind, describe(record.outcome)[1])
-            for record, kind in zip(records, kinds, strict=False)
+            (record.provider, kind, failure_class)
+            for record, (kind, failure_class) in zip(records, kinds, strict=False)
             if kind != "lease_lost"
         )
         # Counters once per label set and batch, not once per message (docs/benchmarks.md).
@@ -472,7 +472,9 @@ class DispatchDueMessages:
             )
         return totals
 
-    def _report(self, message: ClaimedMessage, record: AttemptRecord, result: RecordResult) -> str:
+    def _report(
+        self, message: ClaimedMessage, record: AttemptRecord, result: RecordResult
+    ) -> tuple[str, str]:
         outcome = record.outcome
         if result is RecordResult.LEASE_LOST:
             self.telemetry.event(
@@ -481,7 +483,7 @@ class DispatchDueMessages:
                 message_id=str(message.id),
                 purpose=message.purpose.value,
             )
-            return "lease_lost"
+            return "lease_lost", ""
         kind, failure_class = describe(outcome)
         available_at = None if isinstance(outcome, Published | DeadLetter) else outcome.available_at
         self.telemetry.event(
@@ -495,8 +497,15 @@ class DispatchDueMessages:
             failure_class=failure_class or None,
             available_at=available_at.isoformat() if available_at else None,
         )
-        return kind
+        return kind, failure_class
 
 
 def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+
+
+def _not_in_the_past(record: AttemptRecord, now: datetime) -> AttemptRecord:
+    """``record``, its outcome moved just ahead of ``now`` if its time passed (a new record
+    only then: this runs once per message)."""
+    outcome = not_in_the_past(record.outcome, now)
+    return record if outcome is record.outcome else attrs.evolve(record, outcome=outcome)

@@ -216,7 +216,7 @@ class PublishDueEvents:
             log=_LOG,
         )
         # Counters once per outcome and batch, not once per event.
-        for kind, count in Counter(kinds).items():
+        for kind, count in Counter(kind for kind, _ in kinds).items():
             self.telemetry.count("events_publications_total", count, outcome=kind)
         return totals
 
@@ -232,7 +232,9 @@ class PublishDueEvents:
             target=verdict.target if verdict is not None else "",
         )
 
-    def _report(self, event: ClaimedEvent, record: PublicationRecord, result: RecordResult) -> str:
+    def _report(
+        self, event: ClaimedEvent, record: PublicationRecord, result: RecordResult
+    ) -> tuple[str, str]:
         if result is RecordResult.LEASE_LOST:
             self.telemetry.event(
                 "event.lease_lost",
@@ -241,7 +243,7 @@ class PublishDueEvents:
                 event_id=str(event.event_id),
                 organization_id=str(event.organization_id),
             )
-            return "lease_lost"
+            return "lease_lost", ""
         kind, failure_class = describe(record.outcome)
         self.telemetry.event(
             f"event.{kind}",
@@ -254,7 +256,7 @@ class PublishDueEvents:
             target=record.target or None,
             failure_class=failure_class or None,
         )
-        return kind
+        return kind, failure_class
 
 
 class _AnswerCountMismatch(Exception):

@@ -64,7 +64,7 @@ from outbox.entrypoints.bootstrap.database import (
 from outbox.entrypoints.bootstrap.parts import ProcessParts, build_process_parts, retry_policy
 from outbox.entrypoints.bootstrap.worker import worker_owner
 from outbox.entrypoints.settings.tree import Settings
-from outbox.entrypoints.worker.loop import WorkerLoop
+from outbox.entrypoints.worker.loop import WorkerLoop, add_counts
 from outbox.entrypoints.worker.schedule import Every
 
 DEFAULT_BATCH_SIZE = 50
@@ -218,18 +218,9 @@ class ConsumerTurn:
                         error_class=type(error).__name__,
                     )
                 continue
-            self.totals[consumer] = _sum(self.totals.get(consumer, ProcessingResult()), batch)
-            total = _sum(total, batch)
+            self.totals[consumer] = add_counts(self.totals.get(consumer, ProcessingResult()), batch)
+            total = add_counts(total, batch)
         return total
-
-
-def _sum(total: ProcessingResult, batch: ProcessingResult) -> ProcessingResult:
-    return ProcessingResult(
-        **{
-            field.name: getattr(total, field.name) + getattr(batch, field.name)
-            for field in attrs.fields(ProcessingResult)
-        }
-    )
 
 
 async def run_consumers(

@@ -14,8 +14,6 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
-import attrs
-
 from outbox.adapters.nats.inbox_source import JetStreamInboxSource
 from outbox.adapters.postgres.inbox_store import PostgresInboxStore
 from outbox.adapters.postgres.pool import open_pool
@@ -30,6 +28,7 @@ from outbox.domain.delivery.retry_policy import RetryPolicy
 from outbox.entrypoints.bootstrap.parts import build_process_parts, jittered
 from outbox.entrypoints.bootstrap.relay import RelayNotConfigured, nats_options
 from outbox.entrypoints.settings.tree import Settings
+from outbox.entrypoints.worker.loop import add_counts
 
 INBOX_ROLE = "inbox_consumer"
 CONSUMER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
@@ -45,15 +44,6 @@ async def inbox_store(
         yield PostgresInboxStore(pool)
     finally:
         await pool.close()
-
-
-def _add(total: InboxResult, batch: InboxResult) -> InboxResult:
-    return InboxResult(
-        **{
-            field.name: getattr(total, field.name) + getattr(batch, field.name)
-            for field in attrs.fields(InboxResult)
-        }
-    )
 
 
 async def run_inbox(
@@ -109,7 +99,7 @@ async def run_inbox(
             while stop is None or not stop.is_set():
                 deliveries = await source.fetch(batch_size, 0.5 if drain else 2.0)
                 batch = await receive(deliveries)
-                total = _add(total, batch)
+                total = add_counts(total, batch)
                 if drain and not deliveries and await source.settled():
                     return total
         finally:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from types import ModuleType
 from typing import Annotated
 
 import attrs
@@ -95,11 +94,13 @@ def worker(
             ),
         )
         return
+    # The worker's composition root (lanes, providers, templates, NATS) loads only when a
+    # worker or sweep command runs: every other outboxctl command starts without it.
+    from outbox.entrypoints.bootstrap.worker_process import run_worker  # noqa: PLC0415
+
     totals = run_guarded(
         lambda: asyncio.run(
-            _worker_process().run_worker(
-                settings, drain=drain, batch_size=batch_size, concurrency=concurrency
-            )
+            run_worker(settings, drain=drain, batch_size=batch_size, concurrency=concurrency)
         )
     )
     if drain:
@@ -126,7 +127,7 @@ def _child_options(
 
 def _supervise(settings: Settings, *, processes: int, drain: bool, options: list[str]) -> None:
     """Run ``processes`` workers under a supervisor; exit with its code, print drain totals."""
-    from outbox.entrypoints.bootstrap.worker_processes import (  # noqa: PLC0415 - see below
+    from outbox.entrypoints.bootstrap.worker_processes import (  # noqa: PLC0415 - as above
         supervise_workers,
     )
 
@@ -151,7 +152,8 @@ def sweep(
     eventsRetention).
     """
     settings = _settings(providers=False)
-    run_sweeps = _worker_process().run_sweeps
+    from outbox.entrypoints.bootstrap.worker_process import run_sweeps  # noqa: PLC0415 - as above
+
     counts = run_guarded(lambda: asyncio.run(run_sweeps(settings, which=kind.value, loop=loop)))
     print_json({_camel(name): count for name, count in counts.items()})
 
@@ -160,11 +162,3 @@ def _camel(name: str) -> str:
     """``dead_lettered`` → ``deadLettered``: the CLI's JSON casing, as the API's."""
     first, *rest = name.split("_")
     return first + "".join(part.title() for part in rest)
-
-
-def _worker_process() -> ModuleType:
-    """The worker's composition root (lanes, providers, templates, NATS), loaded only when a
-    worker or sweep command runs: every other outboxctl command starts without it."""
-    from outbox.entrypoints.bootstrap import worker_process  # noqa: PLC0415
-
-    return worker_process

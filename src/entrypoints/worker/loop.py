@@ -103,7 +103,7 @@ class WorkerLoop(Generic[ResultT]):
             if failures:
                 self.telemetry.event("worker.database_recovered", after_failures=failures)
                 failures = 0
-            self.totals = _add(self.totals, result)
+            self.totals = add_counts(self.totals, result)
             if result.claimed:
                 continue
             if self.drain:
@@ -136,7 +136,11 @@ class WorkerLoop(Generic[ResultT]):
             return
 
 
-def _add(total: ResultT, batch: ResultT) -> ResultT:
+_Counts = TypeVar("_Counts", bound=attrs.AttrsInstance)
+
+
+def add_counts(total: _Counts, batch: _Counts) -> _Counts:
+    """``total`` plus ``batch``, field by field (a lane's, a consumer's or an inbox's counts)."""
     return type(total)(
         **{
             field.name: getattr(total, field.name) + getattr(batch, field.name)

@@ -10,7 +10,7 @@ the cap, a stale or expired token never records, no final message keeps a secret
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from uuid import UUID
 
 import attrs
@@ -35,6 +35,7 @@ from outbox.domain.delivery.outcomes import DeadLetter, Outcome, Published, Rele
 from outbox.domain.delivery.retry_policy import RetryPolicy
 from outbox.domain.purposes import Purpose
 from tests.fakes.clock import EPOCH
+from tests.lifecycle_model import Expected, expiry_reason_of
 
 LEASE = timedelta(seconds=60)
 WORKERS = ("worker-1", "worker-2", "worker-3")
@@ -61,62 +62,6 @@ SEND_FAILURES = (
 # Mostly retryable failures, so messages do reach the attempt cap within a run.
 failures = st.one_of(st.none(), st.sampled_from(SEND_FAILURES), st.sampled_from(RETRYABLE))
 retry_afters = st.sampled_from([None, None, None, -60, 0, 30, 600]) | st.integers(-60, 7200)
-
-
-def expiry_reason_of(purpose: Purpose) -> FailureClass:
-    """The expiry wording, written out independently of the domain's helper."""
-    if purpose is Purpose.INVITATION:
-        return FailureClass.INVITATION_EXPIRED
-    return FailureClass.CHALLENGE_EXPIRED
-
-
-@attrs.define
-class Expected:
-    """What the lifecycle says one message should look like now."""
-
-    purpose: Purpose
-    subject: UUID | None
-    expires_at: datetime | None
-    available_at: datetime
-    has_secret: bool
-    state: State = State.PENDING
-    attempts: int = 0
-    token: UUID | None = None
-    lease_until: datetime | None = None
-    reason: FailureClass | None = None
-
-    @property
-    def live(self) -> bool:
-        return self.state in (State.PENDING, State.LEASED)
-
-    def expired(self, now: datetime) -> bool:
-        return self.expires_at is not None and self.expires_at <= now
-
-    def lease_live(self, now: datetime) -> bool:
-        return (
-            self.state is State.LEASED and self.lease_until is not None and now < self.lease_until
-        )
-
-    def claimable(self, now: datetime) -> bool:
-        if self.state is State.PENDING:
-            return self.available_at <= now
-        return self.state is State.LEASED and not self.lease_live(now)
-
-    def holds(self, token: UUID, now: datetime) -> bool:
-        return self.lease_live(now) and self.token == token
-
-    def finish(self, state: State, reason: FailureClass | None = None) -> None:
-        self.state = state
-        self.reason = reason
-        self.token = None
-        self.lease_until = None
-        self.has_secret = False
-
-    def back_to_pending(self, at: datetime) -> None:
-        self.state = State.PENDING
-        self.available_at = at
-        self.token = None
-        self.lease_until = None
 
 
 @attrs.frozen
