@@ -18,16 +18,10 @@ import pytest
 from outbox.adapters.postgres.event_operator_store import PostgresEventOperatorStore
 from outbox.adapters.postgres.pool import open_pool
 from outbox.application.errors import InvalidRequest, PermissionDenied
-from outbox.application.operator.errors import (
-    DeadLetterNotFound,
-    EventRepairRefused,
-    IdempotencyKeyReused,
-    StaffRequired,
-    StepUpRequired,
-)
-from outbox.application.operator.event_ports import EventOperatorStore
-from outbox.application.operator.event_views import EventDeadLetter, RepairAction, Resolution
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.events.errors import DeadLetterNotFound, EventRepairRefused
+from outbox.application.events.operator_ports import EventOperatorStore
+from outbox.application.events.views import EventDeadLetter, RepairAction, Resolution
+from outbox.application.staff import IdempotencyKeyReused, StaffActor, StaffRequired, StepUpRequired
 from tests.events_rows import EventRows
 from tests.fakes.event_operator_store import InMemoryEventOperatorStore
 

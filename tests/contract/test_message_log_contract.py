@@ -12,8 +12,8 @@ from outbox.adapters.postgres.message_log import PostgresMessageLog
 from outbox.application.errors import InvalidRequest, PermissionDenied
 from outbox.application.operator.message_filters import MessageFilter, destination_digest
 from outbox.application.operator.ports import MessageLog
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import RepairAction
+from outbox.application.staff import StaffActor
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State
 from outbox.domain.delivery.outcomes import DeadLetter, Retry

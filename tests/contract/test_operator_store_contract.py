@@ -16,16 +16,10 @@ from psycopg_pool import AsyncConnectionPool
 from outbox.adapters.postgres.pool import open_pool
 from outbox.application.delivery.errors import MessageNotFound
 from outbox.application.errors import InvalidRequest, PermissionDenied
-from outbox.application.operator.errors import (
-    DeadLetterRefused,
-    IdempotencyKeyReused,
-    StaffIdentityNotFound,
-    StaffRequired,
-    StepUpRequired,
-)
+from outbox.application.operator.errors import DeadLetterRefused, StaffIdentityNotFound
 from outbox.application.operator.ports import OperatorStore
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import Backlog, CopyReceipt
+from outbox.application.staff import IdempotencyKeyReused, StaffActor, StaffRequired, StepUpRequired
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import Message, State
 from outbox.domain.delivery.outcomes import DeadLetter, Published, Retry

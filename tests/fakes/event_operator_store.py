@@ -11,14 +11,8 @@ from uuid import UUID
 import attrs
 
 from outbox.application.errors import InvalidRequest, PermissionDenied
-from outbox.application.operator.errors import (
-    DeadLetterNotFound,
-    EventRepairRefused,
-    IdempotencyKeyReused,
-    StaffRequired,
-    StepUpRequired,
-)
-from outbox.application.operator.event_views import (
+from outbox.application.events.errors import DeadLetterNotFound, EventRepairRefused
+from outbox.application.events.views import (
     OTHER,
     EventDeadLetter,
     EventDetail,
@@ -28,7 +22,7 @@ from outbox.application.operator.event_views import (
     RepairReceipt,
     Resolution,
 )
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.staff import IdempotencyKeyReused, StaffActor, StaffRequired, StepUpRequired
 
 TOP = 10  # organizations events.backlog_metrics names before "other"
 

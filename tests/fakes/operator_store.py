@@ -15,16 +15,7 @@ import attrs
 
 from outbox.application.delivery.errors import MessageNotFound
 from outbox.application.errors import InvalidRequest, PermissionDenied
-from outbox.application.operator.errors import (
-    DeadLetterRefused,
-    IdempotencyKeyReused,
-    RequestInProgress,
-    StaffIdentityNotFound,
-    StaffRequired,
-    StepUpRequired,
-)
-from outbox.application.operator.idempotency_keys import MAX_LENGTH
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.errors import DeadLetterRefused, StaffIdentityNotFound
 from outbox.application.operator.views import (
     AttemptView,
     Backlog,
@@ -32,6 +23,14 @@ from outbox.application.operator.views import (
     DeadLetterSummary,
     MessageDetail,
     StaffChange,
+)
+from outbox.application.staff import MAX_KEY as MAX_LENGTH
+from outbox.application.staff import (
+    IdempotencyKeyReused,
+    RequestInProgress,
+    StaffActor,
+    StaffRequired,
+    StepUpRequired,
 )
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import Message, State

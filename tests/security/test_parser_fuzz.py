@@ -41,7 +41,7 @@ from outbox.application.delivery.errors import DeliveryFailed
 from outbox.application.delivery.ports import Delivery, RenderedMessage
 from outbox.application.errors import InvalidField
 from outbox.application.identity.inputs import parse_email, parse_identifier, parse_password
-from outbox.application.operator.idempotency_keys import check_idempotency_key
+from outbox.application.staff import check_idempotency_key
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
 from outbox.domain.destinations import is_e164, is_email, mask

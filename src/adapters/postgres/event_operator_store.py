@@ -17,13 +17,8 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.operator_store import operator_errors
-from outbox.application.operator.errors import (
-    DeadLetterNotFound,
-    EventRepairRefused,
-    IdempotencyKeyReused,
-    RequestInProgress,
-)
-from outbox.application.operator.event_views import (
+from outbox.application.events.errors import DeadLetterNotFound, EventRepairRefused
+from outbox.application.events.views import (
     EventDeadLetter,
     EventDetail,
     EventRecord,
@@ -35,7 +30,7 @@ from outbox.application.operator.event_views import (
     RepairReceipt,
     Resolution,
 )
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.staff import IdempotencyKeyReused, RequestInProgress, StaffActor
 
 BACKLOG_COLUMNS = (
     "SELECT organization_id::text, pending, leased, oldest_due_age_seconds, dead_letters,"

@@ -24,15 +24,7 @@ from psycopg_pool import AsyncConnectionPool
 from outbox.adapters.postgres.error_translation import translate
 from outbox.application.delivery.errors import DuplicateMessage, MessageNotFound
 from outbox.application.errors import PermissionDenied
-from outbox.application.operator.errors import (
-    DeadLetterRefused,
-    IdempotencyKeyReused,
-    RequestInProgress,
-    StaffIdentityNotFound,
-    StaffRequired,
-    StepUpRequired,
-)
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.errors import DeadLetterRefused, StaffIdentityNotFound
 from outbox.application.operator.views import (
     AttemptView,
     Backlog,
@@ -40,6 +32,13 @@ from outbox.application.operator.views import (
     DeadLetterSummary,
     MessageDetail,
     StaffChange,
+)
+from outbox.application.staff import (
+    IdempotencyKeyReused,
+    RequestInProgress,
+    StaffActor,
+    StaffRequired,
+    StepUpRequired,
 )
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.failures import FailureClass

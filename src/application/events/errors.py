@@ -19,3 +19,19 @@ class ContractVersionUnpublished(ApplicationError):
 
 class ConsumerPaused(ApplicationError):
     """The consumer is paused: its deliveries wait and none may complete (SQLSTATE OXE04)."""
+
+
+class EventRepairRefused(ApplicationError):
+    """The dead letter was already resolved; ``resolution`` says how (released, republished)."""
+
+    def __init__(self, resolution: str) -> None:
+        super().__init__(resolution)
+        self.resolution = resolution
+
+
+class DeadLetterNotFound(ApplicationError):
+    """No dead letter of the tenant events outbox has this id."""
+
+
+class EventNotFound(ApplicationError):
+    """No tenant event has this id (or it was deleted by retention)."""

@@ -12,10 +12,10 @@ import enum
 import attrs
 
 from outbox.application.errors import InvalidRequest
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.suppression_ports import SuppressionStore
 from outbox.application.operator.suppression_views import SuppressionChange
 from outbox.application.ports import Telemetry
+from outbox.application.staff import StaffActor
 from outbox.domain.channels import Channel
 from outbox.domain.destinations import channel_of, normalize
 from outbox.domain.errors import InvalidDestination

@@ -18,8 +18,8 @@ from outbox.application.operator.console_views import (
     ProviderPause,
 )
 from outbox.application.operator.message_filters import MessageFilter
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import MessageSummary
+from outbox.application.staff import StaffActor
 
 
 class StaffMessageSearch(Protocol):

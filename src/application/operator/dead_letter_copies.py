@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from uuid import UUID
 
-from outbox.application.operator.errors import DeadLetterRefused, StaffRequired
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.operator.errors import DeadLetterRefused
 from outbox.application.operator.views import CopyReceipt
 from outbox.application.ports import Telemetry
+from outbox.application.staff import StaffActor, StaffRequired
 
 
 async def reported_copy(

@@ -8,8 +8,8 @@ import attrs
 
 from outbox.application.errors import InvalidField
 from outbox.application.operator.ports import MessageLog, OperatorStore
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import DeadLetterPage, DeadLetterSummary, Repair
+from outbox.application.staff import StaffActor
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500

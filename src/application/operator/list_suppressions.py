@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import attrs
 
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.suppression_ports import SuppressionStore
 from outbox.application.operator.suppression_views import SuppressionView
+from outbox.application.staff import StaffActor
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000

@@ -8,9 +8,8 @@ import attrs
 
 from outbox.application.errors import InvalidField
 from outbox.application.operator.console_ports import ProviderPauseStore
-from outbox.application.operator.event_repairs import check_reason
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.ports import Telemetry
+from outbox.application.staff import StaffActor, check_reason
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 

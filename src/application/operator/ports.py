@@ -15,7 +15,6 @@ from typing import Protocol
 from uuid import UUID
 
 from outbox.application.operator.message_filters import MessageFilter
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import (
     AttemptView,
     Backlog,
@@ -26,6 +25,7 @@ from outbox.application.operator.views import (
     Repair,
     StaffChange,
 )
+from outbox.application.staff import StaffActor
 
 
 class OperatorStore(Protocol):

@@ -15,12 +15,10 @@ from outbox.application.delivery.errors import MessageNotFound
 from outbox.application.identity.challenge_issuer import ChallengeIssuer
 from outbox.application.operator.dead_letter_copies import reported_copy
 from outbox.application.operator.errors import DeadLetterRefused
-from outbox.application.operator.event_repairs import check_reason
-from outbox.application.operator.idempotency_keys import check_idempotency_key
 from outbox.application.operator.ports import OperatorStore
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import CopyReceipt, MessageDetail
 from outbox.application.ports import Telemetry
+from outbox.application.staff import StaffActor, check_idempotency_key, check_reason
 from outbox.domain.delivery.messages import State
 from outbox.domain.operator.dead_letters import Refusal, is_delivery_failure
 

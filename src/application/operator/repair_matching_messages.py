@@ -19,15 +19,13 @@ import attrs
 from outbox.application.delivery.errors import MessageNotFound
 from outbox.application.errors import InvalidField
 from outbox.application.operator.errors import DeadLetterRefused
-from outbox.application.operator.event_repairs import check_reason
-from outbox.application.operator.idempotency_keys import check_idempotency_key
 from outbox.application.operator.message_filters import MessageFilter
 from outbox.application.operator.reissue_dead_letter import ReissueCommand, ReissueDeadLetter
 from outbox.application.operator.requeue_dead_letter import RequeueCommand, RequeueDeadLetter
 from outbox.application.operator.search_messages import SearchMessages, StaffSearch
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import CopyReceipt
 from outbox.application.ports import Clock
+from outbox.application.staff import StaffActor, check_idempotency_key, check_reason
 from outbox.domain.delivery.messages import State
 
 MAX_MATCHES = 1000  # one form repairs at most this many; narrow the filter for more

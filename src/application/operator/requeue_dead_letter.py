@@ -7,12 +7,10 @@ from uuid import UUID
 import attrs
 
 from outbox.application.operator.dead_letter_copies import reported_copy
-from outbox.application.operator.event_repairs import check_reason
-from outbox.application.operator.idempotency_keys import check_idempotency_key
 from outbox.application.operator.ports import OperatorStore
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import CopyReceipt
 from outbox.application.ports import Ids, Telemetry
+from outbox.application.staff import StaffActor, check_idempotency_key, check_reason
 
 
 @attrs.frozen(kw_only=True)

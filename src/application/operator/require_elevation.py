@@ -12,9 +12,8 @@ import attrs
 from outbox.application.identity.elevations import is_elevated
 from outbox.application.identity.ports import IdentityTransactions
 from outbox.application.identity.principal import Principal
-from outbox.application.operator.errors import StepUpRequired
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.ports import Clock
+from outbox.application.staff import StaffActor, StepUpRequired
 from outbox.domain.identity.tokens import token_digest
 
 

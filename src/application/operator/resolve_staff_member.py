@@ -7,7 +7,7 @@ import attrs
 from outbox.application.identity.inputs import parse_email
 from outbox.application.operator.errors import StaffIdentityNotFound
 from outbox.application.operator.ports import OperatorStore
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.staff import StaffActor
 
 
 @attrs.frozen(kw_only=True)

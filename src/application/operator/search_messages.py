@@ -10,8 +10,8 @@ from outbox.application.errors import InvalidField
 from outbox.application.operator.console_ports import StaffMessageSearch
 from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
 from outbox.application.operator.message_filters import MessageFilter, digest_of_destination
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import MessagePage
+from outbox.application.staff import StaffActor
 
 
 @attrs.frozen(kw_only=True)

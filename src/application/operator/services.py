@@ -5,43 +5,22 @@ from __future__ import annotations
 import attrs
 
 from outbox.application.delivery.observe_delivery_states import ObserveDeliveryStates
+from outbox.application.events.operations import EventOperations
 from outbox.application.operator.change_suppression import ChangeSuppression
 from outbox.application.operator.grant_staff import GrantStaff
 from outbox.application.operator.list_dead_letters import ListDeadLetters
-from outbox.application.operator.list_event_dead_letters import ListEventDeadLetters
-from outbox.application.operator.list_event_types import ListEventTypes
 from outbox.application.operator.list_messages import ListMessages
-from outbox.application.operator.list_parked_aggregates import ListParkedAggregates
 from outbox.application.operator.list_suppressions import ListSuppressions
 from outbox.application.operator.observe_backlog import ObserveBacklog
-from outbox.application.operator.observe_event_backlog import ObserveEventBacklog
 from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
-from outbox.application.operator.release_parked_aggregate import ReleaseParkedAggregate
-from outbox.application.operator.republish_dead_event import RepublishDeadEvent
 from outbox.application.operator.requeue_dead_letter import RequeueDeadLetter
 from outbox.application.operator.require_elevation import RequireElevation
 from outbox.application.operator.resolve_staff_member import ResolveStaffMember
 from outbox.application.operator.revoke_staff import RevokeStaff
 from outbox.application.operator.show_backlog import ShowBacklog
-from outbox.application.operator.show_event import ShowEvent
-from outbox.application.operator.show_event_backlog import ShowEventBacklog
 from outbox.application.operator.show_message import ShowMessage
 from outbox.application.operator.show_receipts import ShowReceipts
 from outbox.application.ports import Telemetry
-
-
-@attrs.frozen(kw_only=True)
-class EventOperatorServices:
-    """The operator use cases over the tenant events outbox."""
-
-    show_backlog: ShowEventBacklog
-    list_dead_letters: ListEventDeadLetters
-    list_parked: ListParkedAggregates
-    show_event: ShowEvent
-    republish: RepublishDeadEvent
-    release: ReleaseParkedAggregate
-    observe_backlog: ObserveEventBacklog
-    list_types: ListEventTypes
 
 
 @attrs.frozen(kw_only=True)
@@ -59,7 +38,7 @@ class OperatorServices:
     resolve_staff_member: ResolveStaffMember
     require_elevation: RequireElevation
     observe_backlog: ObserveBacklog
-    events: EventOperatorServices
+    events: EventOperations
     telemetry: Telemetry
     # Receipts and suppression.
     show_receipts: ShowReceipts

@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 
 from outbox.application.operator.ports import OperatorStore
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import Backlog
+from outbox.application.staff import StaffActor
 
 
 @attrs.frozen(kw_only=True)

@@ -8,8 +8,8 @@ import attrs
 
 from outbox.application.delivery.errors import MessageNotFound
 from outbox.application.operator.ports import MessageLog, OperatorStore
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.views import MessageDetail
+from outbox.application.staff import StaffActor
 
 
 @attrs.frozen(kw_only=True)

@@ -7,9 +7,9 @@ from uuid import UUID
 
 import attrs
 
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.suppression_ports import SuppressionStore
 from outbox.application.operator.suppression_views import ReceiptView
+from outbox.application.staff import StaffActor
 from outbox.domain.delivery.delivery_states import DeliveryState, advance
 from outbox.domain.delivery.receipts import ReceiptEvent
 

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
-from outbox.application.operator.staff_actor import StaffActor
 from outbox.application.operator.suppression_views import (
     ReceiptView,
     SuppressionChange,
     SuppressionView,
 )
+from outbox.application.staff import StaffActor
 from outbox.domain.channels import Channel
 
 

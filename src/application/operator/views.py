@@ -7,13 +7,12 @@ holds an envelope, a code or a code hash.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Generic, Protocol, TypeVar
 from uuid import UUID
 
 import attrs
 
+from outbox.application.staff import KeysetPage
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State
@@ -69,45 +68,6 @@ class DeadLetterSummary:
     dead_lettered_at: datetime
     expires_at: datetime | None
     repair: Repair | None = None  # read by the database operator only; None for staff reads
-
-
-class _Keyed(Protocol):
-    @property
-    def id(self) -> UUID: ...
-
-
-_Item = TypeVar("_Item", bound=_Keyed)
-
-
-@attrs.frozen(kw_only=True)
-class KeysetPage(Generic[_Item]):
-    """A keyset page, newest first, and whether rows lie on either side of it."""
-
-    items: tuple[_Item, ...]
-    has_older: bool
-    has_newer: bool
-
-    @property
-    def older_cursor(self) -> UUID | None:
-        """The ``after`` cursor of the next (older) page, if there is one."""
-        return self.items[-1].id if self.has_older and self.items else None
-
-    @property
-    def newer_cursor(self) -> UUID | None:
-        """The ``before`` cursor of the previous (newer) page, if there is one."""
-        return self.items[0].id if self.has_newer and self.items else None
-
-    @classmethod
-    def of(
-        cls, rows: Sequence[_Item], *, limit: int, after: UUID | None, before: UUID | None
-    ) -> KeysetPage[_Item]:
-        """The page from up to ``limit + 1`` rows read on one side of the cursor (the extra
-        row, when it came, says the list goes on that way)."""
-        more = len(rows) > limit
-        if before is None:
-            return cls(items=tuple(rows[:limit]), has_older=more, has_newer=after is not None)
-        # Going back, the extra row is the newest one: beyond the page's top edge.
-        return cls(items=tuple(rows[1:] if more else rows), has_older=True, has_newer=more)
 
 
 DeadLetterPage = KeysetPage[DeadLetterSummary]

@@ -19,33 +19,26 @@ from outbox.adapters.postgres.message_log import PostgresMessageLog
 from outbox.adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
 from outbox.adapters.postgres.receipt_store import PostgresReceiptStore, PostgresSuppressionStore
 from outbox.application.delivery.observe_delivery_states import ObserveDeliveryStates
+from outbox.application.events.operations import EventOperations
 from outbox.application.identity.challenge_issuer import ChallengeIssuer
 from outbox.application.operator.change_suppression import ChangeSuppression
 from outbox.application.operator.console_services import ConsoleServices
 from outbox.application.operator.grant_staff import GrantStaff
 from outbox.application.operator.list_dead_letters import ListDeadLetters
-from outbox.application.operator.list_event_dead_letters import ListEventDeadLetters
-from outbox.application.operator.list_event_types import ListEventTypes
 from outbox.application.operator.list_messages import ListMessages
-from outbox.application.operator.list_parked_aggregates import ListParkedAggregates
 from outbox.application.operator.list_suppressions import ListSuppressions
 from outbox.application.operator.observe_backlog import ObserveBacklog
-from outbox.application.operator.observe_event_backlog import ObserveEventBacklog
 from outbox.application.operator.pause_provider import PauseProvider, ResumeProvider
 from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
-from outbox.application.operator.release_parked_aggregate import ReleaseParkedAggregate
 from outbox.application.operator.repair_matching_messages import RepairMatchingMessages
-from outbox.application.operator.republish_dead_event import RepublishDeadEvent
 from outbox.application.operator.requeue_dead_letter import RequeueDeadLetter
 from outbox.application.operator.require_elevation import RequireElevation
 from outbox.application.operator.resolve_staff_member import ResolveStaffMember
 from outbox.application.operator.revoke_staff import RevokeStaff
 from outbox.application.operator.search_messages import SearchMessages
-from outbox.application.operator.services import EventOperatorServices, OperatorServices
+from outbox.application.operator.services import OperatorServices
 from outbox.application.operator.show_backlog import ShowBacklog
 from outbox.application.operator.show_console_overview import ShowConsoleOverview
-from outbox.application.operator.show_event import ShowEvent
-from outbox.application.operator.show_event_backlog import ShowEventBacklog
 from outbox.application.operator.show_message import ShowMessage
 from outbox.application.operator.show_receipts import ShowReceipts
 from outbox.application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
@@ -107,20 +100,14 @@ def build_operator_services(
 
 def build_event_operator_services(
     *, pool: AsyncConnectionPool[AsyncConnection], ids: Ids, telemetry: Telemetry
-) -> EventOperatorServices:
+) -> EventOperations:
     """The operator use cases over the tenant events outbox, over ``pool``."""
-    store = PostgresEventOperatorStore(pool)
-    return EventOperatorServices(
-        show_backlog=ShowEventBacklog(store=store),
-        list_dead_letters=ListEventDeadLetters(store=store),
-        list_parked=ListParkedAggregates(store=store),
-        show_event=ShowEvent(store=store),
-        republish=RepublishDeadEvent(store=store, ids=ids, telemetry=telemetry),
-        release=ReleaseParkedAggregate(store=store, ids=ids, telemetry=telemetry),
-        observe_backlog=ObserveEventBacklog(
-            gauge=PostgresEventBacklogGauge(pool), telemetry=telemetry
-        ),
-        list_types=ListEventTypes(catalog=PostgresEventCatalog(pool)),
+    return EventOperations(
+        store=PostgresEventOperatorStore(pool),
+        gauge=PostgresEventBacklogGauge(pool),
+        catalog=PostgresEventCatalog(pool),
+        ids=ids,
+        telemetry=telemetry,
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from outbox.application.operator.event_views import (
+from outbox.application.events.views import (
     EventDeadLetter,
     EventDetail,
     EventTypeView,

@@ -10,19 +10,18 @@ from uuid import UUID
 
 import typer
 
-from outbox.application.operator.event_views import RepairReceipt
-from outbox.application.operator.list_event_dead_letters import (
-    DEFAULT_LIMIT,
-    MAX_LIMIT,
+from outbox.application.events.operations import (
+    BACKLOG_MAX,
+    EventBacklogQuery,
     EventDeadLetterQuery,
+    EventQuery,
+    ParkedQuery,
+    ReleaseCommand,
+    RepublishCommand,
 )
-from outbox.application.operator.list_parked_aggregates import ParkedQuery
-from outbox.application.operator.release_parked_aggregate import ReleaseCommand
-from outbox.application.operator.republish_dead_event import RepublishCommand
-from outbox.application.operator.show_event import EventQuery
-from outbox.application.operator.show_event_backlog import DEFAULT_LIMIT as BACKLOG_LIMIT
-from outbox.application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_MAX
-from outbox.application.operator.show_event_backlog import EventBacklogQuery
+from outbox.application.events.views import RepairReceipt
+from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT
+from outbox.application.staff import DEFAULT_LIMIT as BACKLOG_LIMIT
 from outbox.entrypoints.bootstrap.events_demo import DemoReceipt, run_events_demo
 from outbox.entrypoints.cli.event_output import (
     backlog_table,

@@ -10,11 +10,11 @@ from rich.table import Table
 from outbox.application.operator.views import (
     Backlog,
     DeadLetterSummary,
-    KeysetPage,
     MessageDetail,
     MessageSummary,
     Repair,
 )
+from outbox.application.staff import KeysetPage
 from outbox.entrypoints.cli.output import lines, short_time, table
 from outbox.entrypoints.wire import fields_of
 from outbox.entrypoints.wire.messages import MessageView

@@ -9,16 +9,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from outbox.application.errors import InvalidField, InvalidRequest, PermissionDenied
-from outbox.application.operator.errors import (
-    DeadLetterNotFound,
-    DeadLetterRefused,
-    EventNotFound,
-    EventRepairRefused,
-    IdempotencyKeyReused,
-    RequestInProgress,
-    StaffIdentityNotFound,
-    StaffRequired,
-)
+from outbox.application.events.errors import DeadLetterNotFound, EventNotFound, EventRepairRefused
+from outbox.application.operator.errors import DeadLetterRefused, StaffIdentityNotFound
+from outbox.application.staff import IdempotencyKeyReused, RequestInProgress, StaffRequired
 from outbox.domain.operator.dead_letters import Refusal
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, guarded

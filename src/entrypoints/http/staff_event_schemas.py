@@ -7,7 +7,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from outbox.application.operator.event_repairs import MAX_REASON
+from outbox.application.staff import MAX_REASON
 from outbox.entrypoints.http.schemas import Body
 
 

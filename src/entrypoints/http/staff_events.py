@@ -16,21 +16,19 @@ from litestar import Controller, Response, get, post
 from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.status_codes import HTTP_201_CREATED
 
-from outbox.application.operator.event_views import RepairReceipt
-from outbox.application.operator.list_event_dead_letters import (
-    DEFAULT_LIMIT,
-    MAX_LIMIT,
+from outbox.application.events.operations import (
+    BACKLOG_MAX,
+    EventBacklogQuery,
     EventDeadLetterQuery,
+    EventQuery,
+    ParkedQuery,
+    ReleaseCommand,
+    RepublishCommand,
 )
-from outbox.application.operator.list_parked_aggregates import ParkedQuery
-from outbox.application.operator.release_parked_aggregate import ReleaseCommand
-from outbox.application.operator.republish_dead_event import RepublishCommand
+from outbox.application.events.views import RepairReceipt
 from outbox.application.operator.require_elevation import ElevationCheck
-from outbox.application.operator.show_event import EventQuery
-from outbox.application.operator.show_event_backlog import DEFAULT_LIMIT as BACKLOG_LIMIT
-from outbox.application.operator.show_event_backlog import MAX_LIMIT as BACKLOG_MAX
-from outbox.application.operator.show_event_backlog import EventBacklogQuery
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT, StaffActor
+from outbox.application.staff import DEFAULT_LIMIT as BACKLOG_LIMIT
 from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
 from outbox.entrypoints.http.staff_event_schemas import RepairRequest
 from outbox.entrypoints.http.staff_outbox import REPLAYED_HEADER, IdempotencyKey, Operator

@@ -93,15 +93,7 @@ class SuppressionOut(Out, frozen=True):
     @classmethod
     def of(cls, item: SuppressionView) -> SuppressionOut:
         """The body for ``item``."""
-        return cls(
-            id=item.id,
-            destination=item.destination,
-            channel=item.channel,
-            cause=item.cause,
-            reason=item.reason,
-            created_at=item.created_at,
-            lifted_at=item.lifted_at,
-        )
+        return cls.built(item)
 
 
 class SuppressionChangeOut(Out, frozen=True):
@@ -114,7 +106,7 @@ class SuppressionChangeOut(Out, frozen=True):
     @classmethod
     def of(cls, change: SuppressionChange) -> SuppressionChangeOut:
         """The body for ``change``."""
-        return cls(id=change.id, destination=change.destination, changed=change.changed)
+        return cls.built(change)
 
 
 class SuppressionRequest(Body, frozen=True):

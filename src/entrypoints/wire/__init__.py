@@ -4,16 +4,29 @@ as strings). Destinations are always masked and no body carries a payload or a s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 from uuid import UUID
 
 import msgspec
 
-from outbox.application.operator.views import KeysetPage
+from outbox.application.staff import KeysetPage
 
 
 class Out(msgspec.Struct, frozen=True, rename="camel"):
     """Base of every response body: camelCase."""
+
+    @classmethod
+    def built(cls, source: object, /, **given: Any) -> Self:
+        """The body whose fields are ``source``'s attributes of the same names, but for those
+        ``given`` (a renamed field, a nested body)."""
+        return cls(
+            **{
+                field.name: given[field.name]
+                if field.name in given
+                else getattr(source, field.name)
+                for field in msgspec.structs.fields(cls)
+            }
+        )
 
 
 class PageInfo(Out, frozen=True):

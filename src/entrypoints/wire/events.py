@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
-from outbox.application.operator.event_views import (
+from outbox.application.events.views import (
     EventDeadLetter,
     EventDetail,
     EventRecord,
@@ -17,7 +17,7 @@ from outbox.application.operator.event_views import (
     PublicationAttempt,
     RepairReceipt,
 )
-from outbox.application.operator.views import KeysetPage
+from outbox.application.staff import KeysetPage
 from outbox.entrypoints.wire import Out, PageInfo
 
 
@@ -35,13 +35,10 @@ class OrganizationBacklogView(Out, frozen=True):
     def of(cls, row: OrganizationBacklog) -> OrganizationBacklogView:
         """The body for ``row``."""
         age = row.oldest_due_age
-        return cls(
+        return cls.built(
+            row,
             organization_id=row.organization,
-            pending=row.pending,
-            leased=row.leased,
             oldest_due_age_seconds=age.total_seconds() if age is not None else None,
-            dead_letters=row.dead_letters,
-            parked_aggregates=row.parked_aggregates,
         )
 
 
@@ -77,21 +74,10 @@ class EventDeadLetterView(Out, frozen=True):
     @classmethod
     def of(cls, item: EventDeadLetter) -> EventDeadLetterView:
         """The body for ``item``."""
-        return cls(
-            id=item.id,
-            event_id=item.event_id,
-            organization_id=item.organization_id,
-            event_type=item.event_type,
-            contract_version=item.contract_version,
-            aggregate_type=item.aggregate_type,
-            aggregate_id=item.aggregate_id,
-            reason=item.reason,
+        return cls.built(
+            item,
             attempt_count=item.attempts,
-            dead_lettered_at=item.dead_lettered_at,
             resolution=item.resolution.value if item.resolution else None,
-            resolved_at=item.resolved_at,
-            resolved_by=item.resolved_by,
-            republished_as=item.republished_as,
         )
 
 
@@ -126,17 +112,7 @@ class ParkedAggregateView(Out, frozen=True):
     @classmethod
     def of(cls, item: ParkedAggregate) -> ParkedAggregateView:
         """The body for ``item``."""
-        return cls(
-            dead_letter_id=item.id,
-            organization_id=item.organization_id,
-            aggregate_type=item.aggregate_type,
-            aggregate_id=item.aggregate_id,
-            event_id=item.event_id,
-            event_type=item.event_type,
-            reason=item.reason,
-            parked_since=item.parked_since,
-            waiting=item.waiting,
-        )
+        return cls.built(item, dead_letter_id=item.id)
 
 
 class ParkedPageView(Out, frozen=True):
@@ -176,22 +152,10 @@ class EventRecordView(Out, frozen=True):
     @classmethod
     def of(cls, record: EventRecord) -> EventRecordView:
         """The body for ``record``."""
-        return cls(
-            id=record.id,
-            state=record.state,
+        return cls.built(
+            record,
             attempt_count=record.attempts,
-            republish_of=record.republish_of,
-            created_at=record.created_at,
-            available_at=record.available_at,
-            lease_owner=record.lease_owner,
-            lease_expires_at=record.lease_expires_at,
-            published_at=record.published_at,
-            dead_lettered_at=record.dead_lettered_at,
-            dead_letter_reason=record.dead_letter_reason,
             resolution=record.resolution.value if record.resolution else None,
-            resolved_at=record.resolved_at,
-            resolved_by=record.resolved_by,
-            republished_as=record.republished_as,
         )
 
 
@@ -211,17 +175,7 @@ class PublicationAttemptView(Out, frozen=True):
     @classmethod
     def of(cls, attempt: PublicationAttempt) -> PublicationAttemptView:
         """The body for ``attempt``."""
-        return cls(
-            record_id=attempt.record_id,
-            attempt=attempt.attempt,
-            counted=attempt.counted,
-            outcome=attempt.outcome,
-            failure_class=attempt.failure_class,
-            code=attempt.code,
-            target=attempt.target,
-            recorded_at=attempt.recorded_at,
-            retry_at=attempt.retry_at,
-        )
+        return cls.built(attempt)
 
 
 class EventDetailView(Out, frozen=True):
@@ -247,21 +201,8 @@ class EventDetailView(Out, frozen=True):
     @classmethod
     def of(cls, detail: EventDetail) -> EventDetailView:
         """The body for ``detail``."""
-        return cls(
-            id=detail.id,
-            organization_id=detail.organization_id,
-            event_type=detail.event_type,
-            contract_version=detail.contract_version,
-            producer_module=detail.producer_module,
-            aggregate_type=detail.aggregate_type,
-            aggregate_id=detail.aggregate_id,
-            append_sequence=detail.append_sequence,
-            occurred_at=detail.occurred_at,
-            appended_at=detail.appended_at,
-            payload_bytes=detail.payload_bytes,
-            trace_context=detail.trace_context,
-            publication_sequence=detail.publication_sequence,
-            published_at=detail.published_at,
+        return cls.built(
+            detail,
             records=[EventRecordView.of(r) for r in detail.records],
             attempts=[PublicationAttemptView.of(a) for a in detail.attempts],
         )
@@ -278,12 +219,7 @@ class RepairView(Out, frozen=True):
     @classmethod
     def of(cls, receipt: RepairReceipt) -> RepairView:
         """The body for ``receipt``."""
-        return cls(
-            action=receipt.action.value,
-            dead_letter_id=receipt.dead_letter_id,
-            record_id=receipt.record_id,
-            replayed=receipt.replayed,
-        )
+        return cls.built(receipt, action=receipt.action.value)
 
 
 class EventTypeOut(Out, frozen=True):

@@ -10,11 +10,11 @@ from outbox.application.operator.views import (
     Backlog,
     CopyReceipt,
     DeadLetterSummary,
-    KeysetPage,
     MessageDetail,
     MessageSummary,
     Repair,
 )
+from outbox.application.staff import KeysetPage
 from outbox.entrypoints.wire import Out, PageInfo
 
 
@@ -61,7 +61,7 @@ class CopyView(Out, frozen=True):
         for a staff read: only the database operator's reads say)."""
         if repair is None:
             return None
-        return cls(action=repair.action.value, message_id=repair.message_id, at=repair.at)
+        return cls.built(repair, action=repair.action.value)
 
 
 class DeadLetterView(Out, frozen=True):
@@ -80,15 +80,12 @@ class DeadLetterView(Out, frozen=True):
     @classmethod
     def of(cls, item: DeadLetterSummary) -> DeadLetterView:
         """The body for ``item``."""
-        return cls(
-            id=item.id,
+        return cls.built(
+            item,
             purpose=item.purpose.value,
             channel=item.channel.value,
-            destination=item.destination,
             attempt_count=item.attempts,
             failure_class=item.failure_class.value,
-            dead_lettered_at=item.dead_lettered_at,
-            expires_at=item.expires_at,
             repair=CopyView.of(item.repair),
         )
 
@@ -122,14 +119,12 @@ class MessageSummaryView(Out, frozen=True):
     @classmethod
     def of(cls, item: MessageSummary) -> MessageSummaryView:
         """The body for ``item``."""
-        return cls(
-            id=item.id,
+        return cls.built(
+            item,
             purpose=item.purpose.value,
             channel=item.channel.value,
-            destination=item.destination,
             state=item.state.value,
             attempt_count=item.attempts,
-            created_at=item.created_at,
             dead_letter_reason=item.dead_letter_reason.value if item.dead_letter_reason else None,
             provider=item.provider or None,
             repair=CopyView.of(item.repair),
@@ -167,17 +162,8 @@ class AttemptOut(Out, frozen=True):
     @classmethod
     def of(cls, attempt: AttemptView) -> AttemptOut:
         """The body for ``attempt``."""
-        return cls(
-            attempt=attempt.attempt,
-            counted=attempt.counted,
-            outcome=attempt.outcome,
-            failure_class=attempt.failure_class.value if attempt.failure_class else None,
-            code=attempt.code,
-            detail=attempt.detail,
-            provider=attempt.provider,
-            provider_message_id=attempt.provider_message_id,
-            recorded_at=attempt.recorded_at,
-            retry_at=attempt.retry_at,
+        return cls.built(
+            attempt, failure_class=attempt.failure_class.value if attempt.failure_class else None
         )
 
 
@@ -208,28 +194,15 @@ class MessageView(Out, frozen=True):
     @classmethod
     def of(cls, detail: MessageDetail) -> MessageView:
         """The body for ``detail``."""
-        return cls(
-            id=detail.id,
+        return cls.built(
+            detail,
             purpose=detail.purpose.value,
             channel=detail.channel.value,
-            destination=detail.destination,
-            subject_id=detail.subject_id,
-            template=detail.template,
-            locale=detail.locale,
             state=detail.state.value,
             attempt_count=detail.attempts,
-            created_at=detail.created_at,
-            available_at=detail.available_at,
-            expires_at=detail.expires_at,
-            lease_owner=detail.lease_owner,
-            lease_expires_at=detail.lease_expires_at,
-            published_at=detail.published_at,
-            dead_lettered_at=detail.dead_lettered_at,
             dead_letter_reason=detail.dead_letter_reason.value
             if detail.dead_letter_reason
             else None,
-            has_secret=detail.has_secret,
-            reissued_as=detail.reissued_as,
             attempts=[AttemptOut.of(a) for a in detail.history],
         )
 
@@ -245,9 +218,4 @@ class ReissueView(Out, frozen=True):
     @classmethod
     def of(cls, receipt: CopyReceipt) -> ReissueView:
         """The body for ``receipt``."""
-        return cls(
-            dead_letter_id=receipt.dead_letter_id,
-            message_id=receipt.message_id,
-            expires_at=receipt.expires_at,
-            replayed=receipt.replayed,
-        )
+        return cls.built(receipt)

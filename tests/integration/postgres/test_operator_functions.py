@@ -21,8 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 from outbox.adapters.postgres.operator_store import PostgresOperatorStore
 from outbox.adapters.postgres.pool import open_pool
 from outbox.application.errors import InvalidRequest, PermissionDenied
-from outbox.application.operator.errors import RequestInProgress, StaffRequired
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.staff import RequestInProgress, StaffActor, StaffRequired
 from outbox.domain.destinations import mask
 from tests.contract.operator_harness import PostgresOperatorHarness, challenge, dead_letter
 

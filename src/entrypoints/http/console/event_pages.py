@@ -13,12 +13,14 @@ from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
 from outbox.application.errors import InvalidField
-from outbox.application.operator.errors import DeadLetterNotFound, EventNotFound, EventRepairRefused
-from outbox.application.operator.list_event_dead_letters import EventDeadLetterQuery
-from outbox.application.operator.list_parked_aggregates import ParkedQuery
-from outbox.application.operator.release_parked_aggregate import ReleaseCommand
-from outbox.application.operator.republish_dead_event import RepublishCommand
-from outbox.application.operator.show_event import EventQuery
+from outbox.application.events.errors import DeadLetterNotFound, EventNotFound, EventRepairRefused
+from outbox.application.events.operations import (
+    EventDeadLetterQuery,
+    EventQuery,
+    ParkedQuery,
+    ReleaseCommand,
+    RepublishCommand,
+)
 from outbox.entrypoints.http.console.context import PREFIX, Console
 from outbox.entrypoints.http.console.guard import CSRF_FIELD, check_form, staff
 from outbox.entrypoints.http.console.rendering import form_key, page

@@ -15,9 +15,8 @@ from litestar.datastructures import State
 
 from outbox.application.identity.errors import Unauthenticated
 from outbox.application.identity.principal import Principal
-from outbox.application.operator.errors import StepUpRequired
 from outbox.application.operator.require_elevation import ElevationCheck
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.staff import StaffActor, StepUpRequired
 from outbox.entrypoints.http.console.context import Console
 from outbox.entrypoints.http.console.sessions import ConsoleSession
 

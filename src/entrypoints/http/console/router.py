@@ -19,7 +19,7 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.status_codes import HTTP_415_UNSUPPORTED_MEDIA_TYPE
 
-from outbox.application.operator.errors import StaffRequired, StepUpRequired
+from outbox.application.staff import StaffRequired, StepUpRequired
 from outbox.entrypoints.http.console.auth_pages import ConsoleAuthController
 from outbox.entrypoints.http.console.context import PREFIX, Console
 from outbox.entrypoints.http.console.event_pages import ConsoleEventsController

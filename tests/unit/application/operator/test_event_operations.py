@@ -4,6 +4,7 @@ per-organization gauges."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
@@ -11,35 +12,27 @@ import attrs
 import pytest
 
 from outbox.application.errors import InvalidField, InvalidRequest
-from outbox.application.operator.errors import (
-    DeadLetterNotFound,
-    EventNotFound,
-    EventRepairRefused,
-    IdempotencyKeyReused,
-    StaffRequired,
-    StepUpRequired,
+from outbox.application.events.errors import DeadLetterNotFound, EventNotFound, EventRepairRefused
+from outbox.application.events.operations import (
+    GAUGES,
+    EventBacklogQuery,
+    EventDeadLetterQuery,
+    EventOperations,
+    EventQuery,
+    ParkedQuery,
+    ReleaseCommand,
+    RepublishCommand,
 )
-from outbox.application.operator.event_views import (
+from outbox.application.events.views import (
     OTHER,
     EventDeadLetter,
+    EventTypeView,
     OrganizationBacklog,
     RepairAction,
+    RepairReceipt,
     Resolution,
 )
-from outbox.application.operator.list_event_dead_letters import (
-    EventDeadLetterQuery,
-    ListEventDeadLetters,
-)
-from outbox.application.operator.list_parked_aggregates import ListParkedAggregates, ParkedQuery
-from outbox.application.operator.observe_event_backlog import GAUGES, ObserveEventBacklog
-from outbox.application.operator.release_parked_aggregate import (
-    ReleaseCommand,
-    ReleaseParkedAggregate,
-)
-from outbox.application.operator.republish_dead_event import RepublishCommand, RepublishDeadEvent
-from outbox.application.operator.show_event import EventQuery, ShowEvent
-from outbox.application.operator.show_event_backlog import EventBacklogQuery, ShowEventBacklog
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.staff import IdempotencyKeyReused, StaffActor, StaffRequired, StepUpRequired
 from tests.fakes.event_operator_store import InMemoryEventBacklogGauge, InMemoryEventOperatorStore
 from tests.fakes.ids import SequentialIds
 from tests.fakes.telemetry import RecordingTelemetry
@@ -75,12 +68,25 @@ class World:
         self.store.staff.add(STAFF_ID)
 
     @property
-    def republish(self) -> RepublishDeadEvent:
-        return RepublishDeadEvent(store=self.store, ids=self.ids, telemetry=self.telemetry)
+    def ops(self) -> EventOperations:
+        return EventOperations(
+            store=self.store,
+            gauge=InMemoryEventBacklogGauge(self.store),
+            catalog=_NoCatalog(),
+            ids=self.ids,
+            telemetry=self.telemetry,
+        )
 
-    @property
-    def release(self) -> ReleaseParkedAggregate:
-        return ReleaseParkedAggregate(store=self.store, ids=self.ids, telemetry=self.telemetry)
+    async def republish(self, command: RepublishCommand) -> RepairReceipt:
+        return await self.ops.republish(command)
+
+    async def release(self, command: ReleaseCommand) -> RepairReceipt:
+        return await self.ops.release(command)
+
+
+class _NoCatalog:
+    async def event_types(self) -> Sequence[EventTypeView]:
+        return ()
 
 
 @pytest.fixture
@@ -93,16 +99,16 @@ async def test_the_backlog_is_largest_first_and_bounded(world: World):
         OrganizationBacklog(organization=f"org-{n}", pending=n) for n in range(5)
     ]
 
-    rows = await ShowEventBacklog(store=world.store)(EventBacklogQuery(limit=2))
+    rows = await world.ops.show_backlog(EventBacklogQuery(limit=2))
 
     assert ["org-4", "org-3"] == [row.organization for row in rows]
     with pytest.raises(InvalidField, match="limit"):
-        await ShowEventBacklog(store=world.store)(EventBacklogQuery(limit=0))
+        await world.ops.show_backlog(EventBacklogQuery(limit=0))
 
 
 async def test_dead_letters_page_newest_first_both_ways(world: World):
     world.store.letters = [_letter(n) for n in range(1, 6)]
-    listing = ListEventDeadLetters(store=world.store)
+    listing = world.ops.list_dead_letters
 
     first = await listing(EventDeadLetterQuery(limit=2))
     second = await listing(EventDeadLetterQuery(after=first.older_cursor, limit=2))
@@ -124,14 +130,14 @@ async def test_parked_aggregates_are_the_unresolved_dead_letters(world: World):
     world.store.waiting[UUID(int=2)] = 3
     await world.release(ReleaseCommand(actor=STAFF, dead_letter_id=UUID(int=1), reason="gone"))
 
-    page = await ListParkedAggregates(store=world.store)(ParkedQuery())
+    page = await world.ops.list_parked(ParkedQuery())
 
     assert [(UUID(int=2), 3)] == [(item.id, item.waiting) for item in page.items]
 
 
 async def test_an_unknown_event_is_not_found(world: World):
     with pytest.raises(EventNotFound):
-        await ShowEvent(store=world.store)(EventQuery(event_id=UUID(int=7)))
+        await world.ops.show_event(EventQuery(event_id=UUID(int=7)))
 
 
 async def test_a_republish_resolves_the_dead_letter_once_and_is_reported(world: World):
@@ -199,11 +205,7 @@ async def test_the_gauges_keep_ten_organizations_and_other_and_forget_the_rest(w
         OrganizationBacklog(organization=f"org-{n:02}", pending=n, dead_letters=1)
         for n in range(1, 13)
     ]
-    observe = ObserveEventBacklog(
-        gauge=InMemoryEventBacklogGauge(world.store), telemetry=world.telemetry
-    )
-
-    rows = await observe()
+    rows = await world.ops.observe_backlog()
 
     assert list(GAUGES) == world.telemetry.forgotten
     assert 11 == len(rows)

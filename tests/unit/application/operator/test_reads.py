@@ -9,10 +9,10 @@ import pytest
 
 from outbox.application.delivery.errors import MessageNotFound
 from outbox.application.errors import InvalidField
-from outbox.application.operator.errors import StaffRequired
 from outbox.application.operator.list_dead_letters import MAX_LIMIT, DeadLetterQuery
 from outbox.application.operator.show_backlog import BacklogQuery
 from outbox.application.operator.show_message import MessageQuery
+from outbox.application.staff import StaffRequired
 
 
 async def test_backlog_names_the_actor_to_the_store(world):

@@ -8,13 +8,9 @@ import pytest
 
 from outbox.application.delivery.errors import MessageNotFound
 from outbox.application.errors import InvalidField
-from outbox.application.operator.errors import (
-    DeadLetterRefused,
-    IdempotencyKeyReused,
-    RequestInProgress,
-    StaffRequired,
-)
+from outbox.application.operator.errors import DeadLetterRefused
 from outbox.application.operator.reissue_dead_letter import ReissueCommand
+from outbox.application.staff import IdempotencyKeyReused, RequestInProgress, StaffRequired
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State
 from outbox.domain.operator.dead_letters import Refusal

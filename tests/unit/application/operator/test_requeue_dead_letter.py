@@ -6,8 +6,9 @@ import uuid
 
 import pytest
 
-from outbox.application.operator.errors import DeadLetterRefused, StaffRequired
+from outbox.application.operator.errors import DeadLetterRefused
 from outbox.application.operator.requeue_dead_letter import RequeueCommand
+from outbox.application.staff import StaffRequired
 from outbox.domain.delivery.messages import State
 from outbox.domain.operator.dead_letters import Refusal
 from outbox.domain.purposes import Purpose

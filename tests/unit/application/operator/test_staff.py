@@ -8,11 +8,11 @@ import pytest
 
 from outbox.application.errors import InvalidField
 from outbox.application.identity.principal import Principal
-from outbox.application.operator.errors import StaffIdentityNotFound, StepUpRequired
+from outbox.application.operator.errors import StaffIdentityNotFound
 from outbox.application.operator.grant_staff import GrantStaffCommand
 from outbox.application.operator.require_elevation import ElevationCheck
 from outbox.application.operator.revoke_staff import RevokeStaffCommand
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.staff import StaffActor, StepUpRequired
 from outbox.domain.identity.sessions import Elevation
 from outbox.domain.identity.tokens import token_digest
 from tests.unit.application.operator.world import STAFF, OperatorWorld

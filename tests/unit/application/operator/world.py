@@ -21,7 +21,7 @@ from outbox.application.operator.resolve_staff_member import ResolveStaffMember
 from outbox.application.operator.revoke_staff import RevokeStaff
 from outbox.application.operator.show_backlog import ShowBacklog
 from outbox.application.operator.show_message import ShowMessage
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.staff import StaffActor
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import Message
 from outbox.domain.identity.challenges import Challenge

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol
 from uuid import UUID
 
-from outbox.application.operator.event_views import (
+from outbox.application.events.views import (
     EventDeadLetter,
     EventDetail,
     EventTypeView,
@@ -21,7 +21,7 @@ from outbox.application.operator.event_views import (
     ParkedAggregate,
     RepairReceipt,
 )
-from outbox.application.operator.staff_actor import StaffActor
+from outbox.application.staff import StaffActor
 
 
 class EventOperatorStore(Protocol):
