@@ -20,7 +20,8 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
-from outbox.application.operator.ports import BacklogGauge, OperatorStore
+from outbox.application.delivery.operator_ports import BacklogGauge
+from outbox.application.operator.ports import OperatorStore
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import Message

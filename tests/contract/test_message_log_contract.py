@@ -9,10 +9,10 @@ from datetime import timedelta
 import pytest
 
 from outbox.adapters.postgres.message_log import PostgresMessageLog
+from outbox.application.delivery.message_filters import MessageFilter, destination_digest
+from outbox.application.delivery.operator_ports import MessageLog
+from outbox.application.delivery.views import RepairAction
 from outbox.application.errors import InvalidRequest, PermissionDenied
-from outbox.application.operator.message_filters import MessageFilter, destination_digest
-from outbox.application.operator.ports import MessageLog
-from outbox.application.operator.views import RepairAction
 from outbox.application.staff import StaffActor
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State

@@ -14,17 +14,17 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.pool import open_pool
-from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
+from outbox.application.delivery.views import Backlog, CopyReceipt
 from outbox.application.errors import InvalidRequest, PermissionDenied
-from outbox.application.operator.errors import DeadLetterRefused, StaffIdentityNotFound
+from outbox.application.operator.errors import StaffIdentityNotFound
 from outbox.application.operator.ports import OperatorStore
-from outbox.application.operator.views import Backlog, CopyReceipt
 from outbox.application.staff import IdempotencyKeyReused, StaffActor, StaffRequired, StepUpRequired
+from outbox.domain.delivery.dead_letters import Refusal
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import Message, State
 from outbox.domain.delivery.outcomes import DeadLetter, Published, Retry
 from outbox.domain.identity.challenges import ChallengeState
-from outbox.domain.operator.dead_letters import Refusal
 from outbox.domain.purposes import Purpose
 from tests.contract.operator_harness import (
     ENVELOPE,

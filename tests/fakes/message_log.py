@@ -8,9 +8,9 @@ from uuid import UUID
 
 import attrs
 
+from outbox.application.delivery.message_filters import MessageFilter, destination_digest
+from outbox.application.delivery.views import AttemptView, MessageSummary, Repair, RepairAction
 from outbox.application.errors import InvalidRequest, PermissionDenied
-from outbox.application.operator.message_filters import MessageFilter, destination_digest
-from outbox.application.operator.views import AttemptView, MessageSummary, Repair, RepairAction
 from outbox.domain.delivery.failures import MAX_DETAIL, FailureClass
 from outbox.domain.delivery.messages import Message
 from outbox.domain.destinations import mask

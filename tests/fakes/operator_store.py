@@ -13,17 +13,17 @@ from uuid import UUID
 
 import attrs
 
-from outbox.application.delivery.errors import MessageNotFound
-from outbox.application.errors import InvalidRequest, PermissionDenied
-from outbox.application.operator.errors import DeadLetterRefused, StaffIdentityNotFound
-from outbox.application.operator.views import (
+from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
+from outbox.application.delivery.views import (
     AttemptView,
     Backlog,
     CopyReceipt,
     DeadLetterSummary,
     MessageDetail,
-    StaffChange,
 )
+from outbox.application.errors import InvalidRequest, PermissionDenied
+from outbox.application.operator.errors import StaffIdentityNotFound
+from outbox.application.operator.views import StaffChange
 from outbox.application.staff import MAX_KEY as MAX_LENGTH
 from outbox.application.staff import (
     IdempotencyKeyReused,
@@ -32,12 +32,13 @@ from outbox.application.staff import (
     StaffRequired,
     StepUpRequired,
 )
+from outbox.domain.delivery.dead_letters import Refusal, is_delivery_failure
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import Message, State
 from outbox.domain.delivery.outcomes import DeadLetter, Outcome, Published, Release, Retry
 from outbox.domain.destinations import mask
 from outbox.domain.identity.challenges import Challenge
-from outbox.domain.operator.dead_letters import Refusal, challenge_refusal, is_delivery_failure
+from outbox.domain.operator.dead_letters import challenge_refusal
 from outbox.domain.purposes import Purpose
 from tests.fakes.outbox_store import InMemoryOutboxStore, RecordedAttempt
 

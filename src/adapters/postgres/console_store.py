@@ -18,14 +18,14 @@ from psycopg_pool import AsyncConnectionPool
 from outbox.adapters.postgres.error_translation import translated_errors
 from outbox.adapters.postgres.message_log import message_summary
 from outbox.adapters.postgres.operator_store import operator_errors
+from outbox.application.delivery.message_filters import MessageFilter
+from outbox.application.delivery.views import MessageSummary
 from outbox.application.operator.console_views import (
     ActivityMinute,
     AuditEntry,
     ConsumerLag,
     ProviderPause,
 )
-from outbox.application.operator.message_filters import MessageFilter
-from outbox.application.operator.views import MessageSummary
 from outbox.application.staff import StaffActor
 
 FIND = """

@@ -15,8 +15,8 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.operator_store import attempt_view, operator_errors
-from outbox.application.operator.message_filters import MessageFilter
-from outbox.application.operator.views import AttemptView, MessageSummary, Repair, RepairAction
+from outbox.application.delivery.message_filters import MessageFilter
+from outbox.application.delivery.views import AttemptView, MessageSummary, Repair, RepairAction
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State

@@ -22,17 +22,17 @@ from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.error_translation import translate
-from outbox.application.delivery.errors import DuplicateMessage, MessageNotFound
-from outbox.application.errors import PermissionDenied
-from outbox.application.operator.errors import DeadLetterRefused, StaffIdentityNotFound
-from outbox.application.operator.views import (
+from outbox.application.delivery.errors import DeadLetterRefused, DuplicateMessage, MessageNotFound
+from outbox.application.delivery.views import (
     AttemptView,
     Backlog,
     CopyReceipt,
     DeadLetterSummary,
     MessageDetail,
-    StaffChange,
 )
+from outbox.application.errors import PermissionDenied
+from outbox.application.operator.errors import StaffIdentityNotFound
+from outbox.application.operator.views import StaffChange
 from outbox.application.staff import (
     IdempotencyKeyReused,
     RequestInProgress,
@@ -41,9 +41,9 @@ from outbox.application.staff import (
     StepUpRequired,
 )
 from outbox.domain.channels import Channel
+from outbox.domain.delivery.dead_letters import Refusal
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State
-from outbox.domain.operator.dead_letters import Refusal
 from outbox.domain.purposes import Purpose
 
 BACKLOG_COLUMNS = "pending, leased, published, dead_lettered, oldest_due_age_seconds"

@@ -17,11 +17,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.error_translation import translate
 from outbox.adapters.postgres.operator_store import operator_errors
-from outbox.application.operator.suppression_views import (
-    ReceiptView,
-    SuppressionChange,
-    SuppressionView,
-)
+from outbox.application.delivery.views import ReceiptView, SuppressionChange, SuppressionView
 from outbox.application.staff import StaffActor
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.receipts import Receipt, RecordedReceipt

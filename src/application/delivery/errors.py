@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from outbox.application.errors import ApplicationError
+from outbox.domain.delivery.dead_letters import Refusal
 from outbox.domain.delivery.failures import DeliveryFailure
 
 
@@ -28,3 +29,11 @@ class TemplateNotFound(ApplicationError):
 
 class TemplateRenderFailed(ApplicationError):
     """A template exists but cannot render: a missing parameter, bad syntax or an unsafe call."""
+
+
+class DeadLetterRefused(ApplicationError):
+    """The dead letter may not be reissued or requeued; ``refusal`` says why."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.value)
+        self.refusal = refusal

@@ -17,29 +17,7 @@ from outbox.application.operator.console_views import (
     ConsumerLag,
     ProviderPause,
 )
-from outbox.application.operator.message_filters import MessageFilter
-from outbox.application.operator.views import MessageSummary
 from outbox.application.staff import StaffActor
-
-
-class StaffMessageSearch(Protocol):
-    """The messages a staff member may search, destinations masked."""
-
-    async def messages(
-        self,
-        *,
-        actor: StaffActor,
-        where: MessageFilter,
-        after: UUID | None,
-        before: UUID | None,
-        limit: int,
-    ) -> Sequence[MessageSummary]:
-        """Up to ``limit`` messages matching ``where``, newest first, older than ``after`` or
-        newer than ``before`` (at most one cursor).
-
-        Raises InvalidRequest when the cursor names no message.
-        """
-        ...
 
 
 class ConsoleReads(Protocol):

@@ -7,15 +7,13 @@ import attrs
 from outbox.application.operator.console_ports import ConsoleReads, ProviderPauseStore
 from outbox.application.operator.pause_provider import PauseProvider, ResumeProvider
 from outbox.application.operator.repair_matching_messages import RepairMatchingMessages
-from outbox.application.operator.search_messages import SearchMessages
 from outbox.application.operator.show_console_overview import ShowConsoleOverview
 
 
 @attrs.frozen(kw_only=True)
 class ConsoleServices:
-    """What the console adds to the operator services: search, overview, bulk, pauses."""
+    """What the console adds to the operator services: overview, bulk repairs, pauses."""
 
-    search_messages: SearchMessages
     overview: ShowConsoleOverview
     repair_matching: RepairMatchingMessages
     pause_provider: PauseProvider

@@ -11,16 +11,15 @@ from uuid import UUID
 
 import attrs
 
-from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
+from outbox.application.delivery.operations import reported_dead_letter_copy
+from outbox.application.delivery.views import CopyReceipt, MessageDetail
 from outbox.application.identity.challenge_issuer import ChallengeIssuer
-from outbox.application.operator.dead_letter_copies import reported_copy
-from outbox.application.operator.errors import DeadLetterRefused
 from outbox.application.operator.ports import OperatorStore
-from outbox.application.operator.views import CopyReceipt, MessageDetail
 from outbox.application.ports import Telemetry
 from outbox.application.staff import StaffActor, check_idempotency_key, check_reason
+from outbox.domain.delivery.dead_letters import Refusal, is_delivery_failure
 from outbox.domain.delivery.messages import State
-from outbox.domain.operator.dead_letters import Refusal, is_delivery_failure
 
 
 @attrs.frozen(kw_only=True)
@@ -63,12 +62,12 @@ class ReissueDeadLetter:
         key = check_idempotency_key(command.idempotency_key)
         if command.reason is not None:
             command = attrs.evolve(command, reason=check_reason(command.reason))
-        return await reported_copy(
+        return await reported_dead_letter_copy(
             self._reissue(command, key),
-            telemetry=self.telemetry,
-            action="reissue",
-            actor=command.actor,
-            dead_letter_id=command.message_id,
+            "reissue",
+            command.actor,
+            command.message_id,
+            self.telemetry,
         )
 
     async def _reissue(self, command: ReissueCommand, key: str | None) -> CopyReceipt:

@@ -16,14 +16,15 @@ from uuid import UUID
 
 import attrs
 
-from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
+from outbox.application.delivery.message_filters import MessageFilter
+from outbox.application.delivery.operations import (
+    RequeueCommand,
+    StaffSearch,
+)
+from outbox.application.delivery.views import CopyReceipt, MessagePage
 from outbox.application.errors import InvalidField
-from outbox.application.operator.errors import DeadLetterRefused
-from outbox.application.operator.message_filters import MessageFilter
 from outbox.application.operator.reissue_dead_letter import ReissueCommand, ReissueDeadLetter
-from outbox.application.operator.requeue_dead_letter import RequeueCommand, RequeueDeadLetter
-from outbox.application.operator.search_messages import SearchMessages, StaffSearch
-from outbox.application.operator.views import CopyReceipt
 from outbox.application.ports import Clock
 from outbox.application.staff import StaffActor, check_idempotency_key, check_reason
 from outbox.domain.delivery.messages import State
@@ -111,9 +112,9 @@ class BulkResult:
 class RepairMatchingMessages:
     """Lists the matches page by page, then repairs each through the one-item use case."""
 
-    search: SearchMessages
+    search: Callable[[StaffSearch], Awaitable[MessagePage]]
     reissue: ReissueDeadLetter
-    requeue: RequeueDeadLetter
+    requeue: Callable[[RequeueCommand], Awaitable[CopyReceipt]]
     clock: Clock
 
     async def preview(self, query: MatchQuery) -> MatchPreview:

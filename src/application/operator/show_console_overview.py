@@ -8,12 +8,12 @@ from collections.abc import Mapping
 import attrs
 
 from outbox.application.delivery.observe_delivery_states import DeliveryStateGauge
+from outbox.application.delivery.views import Backlog
 from outbox.application.events.operator_ports import EventOperatorStore
 from outbox.application.events.views import OrganizationBacklog
 from outbox.application.operator.console_ports import ConsoleReads, ProviderPauseStore
 from outbox.application.operator.console_views import ActivityMinute, ConsumerLag, ProviderPause
 from outbox.application.operator.ports import OperatorStore
-from outbox.application.operator.views import Backlog
 from outbox.application.staff import StaffActor
 
 HOUR = 60

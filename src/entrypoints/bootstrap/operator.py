@@ -19,28 +19,19 @@ from outbox.adapters.postgres.message_log import PostgresMessageLog
 from outbox.adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
 from outbox.adapters.postgres.receipt_store import PostgresReceiptStore, PostgresSuppressionStore
 from outbox.application.delivery.observe_delivery_states import ObserveDeliveryStates
+from outbox.application.delivery.operations import MessageOperations
 from outbox.application.events.operations import EventOperations
 from outbox.application.identity.challenge_issuer import ChallengeIssuer
-from outbox.application.operator.change_suppression import ChangeSuppression
 from outbox.application.operator.console_services import ConsoleServices
 from outbox.application.operator.grant_staff import GrantStaff
-from outbox.application.operator.list_dead_letters import ListDeadLetters
-from outbox.application.operator.list_messages import ListMessages
-from outbox.application.operator.list_suppressions import ListSuppressions
-from outbox.application.operator.observe_backlog import ObserveBacklog
 from outbox.application.operator.pause_provider import PauseProvider, ResumeProvider
 from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
 from outbox.application.operator.repair_matching_messages import RepairMatchingMessages
-from outbox.application.operator.requeue_dead_letter import RequeueDeadLetter
 from outbox.application.operator.require_elevation import RequireElevation
 from outbox.application.operator.resolve_staff_member import ResolveStaffMember
 from outbox.application.operator.revoke_staff import RevokeStaff
-from outbox.application.operator.search_messages import SearchMessages
 from outbox.application.operator.services import OperatorServices
-from outbox.application.operator.show_backlog import ShowBacklog
 from outbox.application.operator.show_console_overview import ShowConsoleOverview
-from outbox.application.operator.show_message import ShowMessage
-from outbox.application.operator.show_receipts import ShowReceipts
 from outbox.application.ports import Clock, Ids, Sealer, SecretHasher, SecretSource, Telemetry
 from outbox.domain.identity.challenges import ChallengePolicy
 from outbox.entrypoints.bootstrap.database import DatabaseAccess, database_pool
@@ -68,17 +59,19 @@ def build_operator_services(
 ) -> OperatorServices:
     """Every operator use case over ``pool``; reissued codes follow ``challenges``."""
     store = PostgresOperatorStore(pool)
-    log = PostgresMessageLog(pool)  # the database operator's reads; the API never calls them
-    suppressions = PostgresSuppressionStore(pool)
     issuer = ChallengeIssuer(
         secrets=secret_source, hasher=hasher, sealer=sealer, ids=ids, policy=challenges
     )
     return OperatorServices(
-        show_backlog=ShowBacklog(store=store),
-        list_dead_letters=ListDeadLetters(store=store, log=log),
-        list_messages=ListMessages(log=log),
-        show_message=ShowMessage(store=store, log=log),
-        requeue_dead_letter=RequeueDeadLetter(store=store, ids=ids, telemetry=telemetry),
+        messages=MessageOperations(
+            store=store,
+            log=PostgresMessageLog(pool),  # the database operator's reads; the API never calls them
+            search=PostgresConsoleStore(pool),
+            suppressions=PostgresSuppressionStore(pool),
+            gauge=PostgresBacklogGauge(pool),
+            ids=ids,
+            telemetry=telemetry,
+        ),
         reissue_dead_letter=ReissueDeadLetter(store=store, issuer=issuer, telemetry=telemetry),
         grant_staff=GrantStaff(store=store, telemetry=telemetry),
         revoke_staff=RevokeStaff(store=store, telemetry=telemetry),
@@ -86,12 +79,8 @@ def build_operator_services(
         require_elevation=RequireElevation(
             transactions=PostgresIdentityTransactions(pool), clock=clock
         ),
-        observe_backlog=ObserveBacklog(gauge=PostgresBacklogGauge(pool), telemetry=telemetry),
         events=build_event_operator_services(pool=pool, ids=ids, telemetry=telemetry),
         telemetry=telemetry,
-        show_receipts=ShowReceipts(store=suppressions),
-        list_suppressions=ListSuppressions(store=suppressions),
-        change_suppression=ChangeSuppression(store=suppressions, telemetry=telemetry),
         observe_delivery_states=ObserveDeliveryStates(
             gauge=PostgresReceiptStore(pool), telemetry=telemetry
         ),
@@ -157,9 +146,7 @@ def build_console_services(
     """The operator console's use cases over the API pool (role ``identity_service``)."""
     console = PostgresConsoleStore(pool)
     store = PostgresOperatorStore(pool)
-    search = SearchMessages(search=console)
     return ConsoleServices(
-        search_messages=search,
         overview=ShowConsoleOverview(
             store=store,
             events=PostgresEventOperatorStore(pool),
@@ -168,9 +155,9 @@ def build_console_services(
             delivery=PostgresReceiptStore(pool),
         ),
         repair_matching=RepairMatchingMessages(
-            search=search,
+            search=operator.messages.list_messages,
             reissue=operator.reissue_dead_letter,
-            requeue=operator.requeue_dead_letter,
+            requeue=operator.messages.requeue_dead_letter,
             clock=clock,
         ),
         pause_provider=PauseProvider(store=console, telemetry=telemetry),

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from outbox.application.operator.show_backlog import BacklogQuery
+from outbox.application.delivery.operations import BacklogQuery
 from outbox.entrypoints.cli.operator_output import backlog_table
 from outbox.entrypoints.cli.operator_run import run_operator
 from outbox.entrypoints.cli.output import print_json, print_table
@@ -20,7 +20,7 @@ def backlog(
 
     Reads as the database operator: the configured login must be a member of outbox_owner.
     """
-    result = run_operator(lambda services: services.show_backlog(BacklogQuery()))
+    result = run_operator(lambda services: services.messages.show_backlog(BacklogQuery()))
     if as_json:
         print_json(BacklogView.of(result))
     else:

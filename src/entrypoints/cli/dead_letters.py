@@ -7,10 +7,13 @@ from uuid import UUID
 
 import typer
 
-from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
+from outbox.application.delivery.operations import (
+    DeadLetterQuery,
+    RequeueCommand,
+)
+from outbox.application.delivery.views import CopyReceipt
 from outbox.application.operator.reissue_dead_letter import ReissueCommand
-from outbox.application.operator.requeue_dead_letter import RequeueCommand
-from outbox.application.operator.views import CopyReceipt
+from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT
 from outbox.entrypoints.cli.operator_output import dead_letter_table, page_hints
 from outbox.entrypoints.cli.operator_run import run_operator
 from outbox.entrypoints.cli.output import print_json, print_table, short_time
@@ -63,7 +66,7 @@ def list_(
     pageInfo.endCursor as --after for the next page.
     """
     page = run_operator(
-        lambda services: services.list_dead_letters(
+        lambda services: services.messages.list_dead_letters(
             DeadLetterQuery(after=after, before=before, limit=limit)
         )
     )
@@ -121,7 +124,7 @@ def requeue(
 
     async def act(services: OperatorServices) -> CopyReceipt:
         actor = await services.resolve_staff_member(staff)
-        return await services.requeue_dead_letter(
+        return await services.messages.requeue_dead_letter(
             RequeueCommand(actor=actor, message_id=message_id, idempotency_key=idempotency_key)
         )
 

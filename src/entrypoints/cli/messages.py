@@ -9,12 +9,15 @@ from uuid import UUID
 import msgspec
 import typer
 
-from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT
-from outbox.application.operator.list_messages import MessageQuery
-from outbox.application.operator.message_filters import MessageFilter
-from outbox.application.operator.show_message import MessageQuery as ShowQuery
-from outbox.application.operator.show_receipts import MessageReceipts, ReceiptsQuery
-from outbox.application.operator.views import MessageDetail
+from outbox.application.delivery.message_filters import MessageFilter
+from outbox.application.delivery.operations import MessageListQuery as MessageQuery
+from outbox.application.delivery.operations import MessageQuery as ShowQuery
+from outbox.application.delivery.operations import (
+    MessageReceipts,
+    ReceiptsQuery,
+)
+from outbox.application.delivery.views import MessageDetail
+from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State
 from outbox.domain.purposes import Purpose
@@ -110,7 +113,7 @@ def list_(
         before=before,
         limit=limit,
     )
-    page = run_operator(lambda services: services.list_messages(query))
+    page = run_operator(lambda services: services.messages.list_messages(query))
     if as_json:
         print_json(MessagePageView.of(page))
         return
@@ -132,8 +135,8 @@ def show(
     provider sent back and the delivery state they add up to."""
 
     async def read(services: OperatorServices) -> tuple[MessageDetail, MessageReceipts]:
-        detail = await services.show_message(ShowQuery(message_id=message_id))
-        return detail, await services.show_receipts(ReceiptsQuery(message_id=message_id))
+        detail = await services.messages.show_message(ShowQuery(message_id=message_id))
+        return detail, await services.messages.show_receipts(ReceiptsQuery(message_id=message_id))
 
     detail, receipts = run_operator(read)
     if as_json:

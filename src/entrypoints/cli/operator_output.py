@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from outbox.application.operator.views import (
+from outbox.application.delivery.views import (
     Backlog,
     DeadLetterSummary,
     MessageDetail,

@@ -8,11 +8,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
+from outbox.application.delivery.errors import DeadLetterRefused
 from outbox.application.errors import InvalidField, InvalidRequest, PermissionDenied
 from outbox.application.events.errors import DeadLetterNotFound, EventNotFound, EventRepairRefused
-from outbox.application.operator.errors import DeadLetterRefused, StaffIdentityNotFound
+from outbox.application.operator.errors import StaffIdentityNotFound
 from outbox.application.staff import IdempotencyKeyReused, RequestInProgress, StaffRequired
-from outbox.domain.operator.dead_letters import Refusal
+from outbox.domain.delivery.dead_letters import Refusal
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, guarded
 from outbox.entrypoints.cli.startup import start

@@ -6,12 +6,8 @@ from typing import Any
 
 from rich.table import Table
 
-from outbox.application.operator.show_receipts import MessageReceipts
-from outbox.application.operator.suppression_views import (
-    ReceiptView,
-    SuppressionChange,
-    SuppressionView,
-)
+from outbox.application.delivery.operations import MessageReceipts
+from outbox.application.delivery.views import ReceiptView, SuppressionChange, SuppressionView
 from outbox.entrypoints.cli.output import lines, short_time, table
 
 

@@ -6,8 +6,13 @@ from typing import Annotated
 
 import typer
 
-from outbox.application.operator.change_suppression import SuppressionAction, SuppressionCommand
-from outbox.application.operator.list_suppressions import DEFAULT_LIMIT, MAX_LIMIT, SuppressionQuery
+from outbox.application.delivery.operations import SUPPRESSIONS_MAX as MAX_LIMIT
+from outbox.application.delivery.operations import (
+    SuppressionAction,
+    SuppressionCommand,
+    SuppressionQuery,
+)
+from outbox.application.staff import DEFAULT_LIMIT
 from outbox.domain.channels import Channel
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail
@@ -40,7 +45,7 @@ def list_(
 ) -> None:
     """List suppressed destinations, newest first, masked, with their cause and reason."""
     items = run_operator(
-        lambda services: services.list_suppressions(
+        lambda services: services.messages.list_suppressions(
             SuppressionQuery(include_lifted=include_lifted, limit=limit)
         )
     )
@@ -68,7 +73,7 @@ def add(
     command = SuppressionCommand(
         action=SuppressionAction.ADD, destination=destination, reason=reason, channel=channel
     )
-    change = run_operator(lambda services: services.change_suppression(command))
+    change = run_operator(lambda services: services.messages.change_suppression(command))
     if as_json:
         print_json(change_json(change))
         return
@@ -84,7 +89,7 @@ def lift(destination: Destination, reason: Reason, as_json: AsJson = False) -> N
     command = SuppressionCommand(
         action=SuppressionAction.LIFT, destination=destination, reason=reason
     )
-    change = run_operator(lambda services: services.change_suppression(command))
+    change = run_operator(lambda services: services.messages.change_suppression(command))
     if as_json:
         print_json(change_json(change))
         if change is None:

@@ -106,7 +106,7 @@ def create_admin_app(
     """
 
     async def refresh() -> None:
-        await operator.observe_backlog()
+        await operator.messages.observe_backlog()
         await operator.events.observe_backlog()
         await operator.observe_delivery_states()
 

@@ -15,11 +15,14 @@ from litestar.di import NamedDependency
 from litestar.params import HeaderParameter, Parameter
 from litestar.status_codes import HTTP_201_CREATED
 
-from outbox.application.operator.list_dead_letters import DEFAULT_LIMIT, MAX_LIMIT, DeadLetterQuery
+from outbox.application.delivery.operations import (
+    BacklogQuery,
+    DeadLetterQuery,
+)
 from outbox.application.operator.reissue_dead_letter import ReissueCommand
 from outbox.application.operator.require_elevation import ElevationCheck
 from outbox.application.operator.services import OperatorServices
-from outbox.application.operator.show_backlog import BacklogQuery
+from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT
 from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
 from outbox.entrypoints.http.staff_problems import staff_responses
 from outbox.entrypoints.wire.messages import BacklogView, DeadLetterPageView, ReissueView
@@ -68,7 +71,7 @@ class StaffOutboxController(Controller):
         actor = await operator.require_elevation(
             ElevationCheck(principal=principal, elevation_token=elevation_token)
         )
-        return BacklogView.of(await operator.show_backlog(BacklogQuery(actor=actor)))
+        return BacklogView.of(await operator.messages.show_backlog(BacklogQuery(actor=actor)))
 
     @get(
         "/dead-letters",
@@ -99,7 +102,7 @@ class StaffOutboxController(Controller):
         actor = await operator.require_elevation(
             ElevationCheck(principal=principal, elevation_token=elevation_token)
         )
-        page = await operator.list_dead_letters(
+        page = await operator.messages.list_dead_letters(
             DeadLetterQuery(actor=actor, after=after, before=before, limit=limit)
         )
         return DeadLetterPageView.of(page)

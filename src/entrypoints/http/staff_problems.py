@@ -8,9 +8,8 @@ from typing import Any
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.plugins.problem_details import ProblemDetailsException
 
-from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
 from outbox.application.events.errors import DeadLetterNotFound, EventNotFound, EventRepairRefused
-from outbox.application.operator.errors import DeadLetterRefused
 from outbox.application.staff import (
     IdempotencyKeyReused,
     RequestInProgress,

@@ -18,12 +18,18 @@ from litestar.exceptions import NotFoundException
 from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
-from outbox.application.operator.change_suppression import SuppressionAction, SuppressionCommand
-from outbox.application.operator.list_suppressions import DEFAULT_LIMIT, MAX_LIMIT, SuppressionQuery
+from outbox.application.delivery.operations import SUPPRESSIONS_MAX as MAX_LIMIT
+from outbox.application.delivery.operations import (
+    MessageReceipts,
+    ReceiptsQuery,
+    SuppressionAction,
+    SuppressionCommand,
+    SuppressionQuery,
+)
+from outbox.application.delivery.views import SuppressionChange, SuppressionView
 from outbox.application.operator.require_elevation import ElevationCheck
 from outbox.application.operator.services import OperatorServices
-from outbox.application.operator.show_receipts import MessageReceipts, ReceiptsQuery
-from outbox.application.operator.suppression_views import SuppressionChange, SuppressionView
+from outbox.application.staff import DEFAULT_LIMIT
 from outbox.domain.channels import Channel
 from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
 from outbox.entrypoints.http.schemas import Body
@@ -140,7 +146,9 @@ class StaffSuppressionsController(Controller):
         actor = await operator.require_elevation(
             ElevationCheck(principal=principal, elevation_token=elevation_token)
         )
-        found = await operator.show_receipts(ReceiptsQuery(message_id=message_id, actor=actor))
+        found = await operator.messages.show_receipts(
+            ReceiptsQuery(message_id=message_id, actor=actor)
+        )
         return MessageReceiptsOut.of(found)
 
     @get(
@@ -163,7 +171,7 @@ class StaffSuppressionsController(Controller):
         actor = await operator.require_elevation(
             ElevationCheck(principal=principal, elevation_token=elevation_token)
         )
-        items = await operator.list_suppressions(
+        items = await operator.messages.list_suppressions(
             SuppressionQuery(include_lifted=include_lifted, limit=limit, actor=actor)
         )
         return [SuppressionOut.of(item) for item in items]
@@ -185,7 +193,7 @@ class StaffSuppressionsController(Controller):
         actor = await operator.require_elevation(
             ElevationCheck(principal=principal, elevation_token=elevation_token)
         )
-        change = await operator.change_suppression(
+        change = await operator.messages.change_suppression(
             SuppressionCommand(
                 action=SuppressionAction.ADD,
                 destination=data.destination,
@@ -215,7 +223,7 @@ class StaffSuppressionsController(Controller):
         actor = await operator.require_elevation(
             ElevationCheck(principal=principal, elevation_token=elevation_token)
         )
-        change = await operator.change_suppression(
+        change = await operator.messages.change_suppression(
             SuppressionCommand(
                 action=SuppressionAction.LIFT,
                 destination=data.destination,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from outbox.application.operator.views import (
+from outbox.application.delivery.views import (
     AttemptView,
     Backlog,
     CopyReceipt,

@@ -8,7 +8,7 @@ from uuid import UUID
 
 import pytest
 
-from outbox.application.operator.message_filters import destination_digest
+from outbox.application.delivery.message_filters import destination_digest
 from outbox.domain.delivery.failures import FailureClass
 from tests.events_rows import EventRows
 from tests.integration.console.world import ConsoleWorld, csrf_of, form_key_of

@@ -6,9 +6,13 @@ import json
 
 import pytest
 
-from outbox.adapters.postgres.operator_store import PostgresBacklogGauge
+from outbox.adapters.postgres.console_store import PostgresConsoleStore
+from outbox.adapters.postgres.message_log import PostgresMessageLog
+from outbox.adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
 from outbox.adapters.postgres.pool import open_pool
-from outbox.application.operator.observe_backlog import ObserveBacklog
+from outbox.adapters.postgres.receipt_store import PostgresSuppressionStore
+from outbox.adapters.system.ids import Uuid7Ids
+from outbox.application.delivery.operations import MessageOperations
 from outbox.entrypoints.observability import build_telemetry, new_registry, render_metrics
 from tests.integration.operator.staff_world import StaffWorld
 
@@ -147,10 +151,16 @@ async def test_observing_the_backlog_sets_the_prometheus_gauges(world: StaffWorl
     registry = new_registry(process_metrics=False)
     pool = await open_pool(world.api.database_url, min_size=1, role="identity_service")
     try:
-        observe = ObserveBacklog(
-            gauge=PostgresBacklogGauge(pool), telemetry=build_telemetry(registry)
+        operations = MessageOperations(
+            store=PostgresOperatorStore(pool),
+            log=PostgresMessageLog(pool),
+            search=PostgresConsoleStore(pool),
+            suppressions=PostgresSuppressionStore(pool),
+            gauge=PostgresBacklogGauge(pool),
+            ids=Uuid7Ids(),
+            telemetry=build_telemetry(registry),
         )
-        await observe()
+        await operations.observe_backlog()
     finally:
         await pool.close()
 

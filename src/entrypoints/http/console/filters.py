@@ -14,8 +14,8 @@ from uuid import UUID
 
 import attrs
 
+from outbox.application.delivery.message_filters import MessageFilter, digest_of_destination
 from outbox.application.errors import InvalidField
-from outbox.application.operator.message_filters import MessageFilter, digest_of_destination
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State
 from outbox.domain.purposes import Purpose

@@ -12,9 +12,14 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
+from outbox.application.delivery.operations import (
+    MessageQuery,
+    ReceiptsQuery,
+    RequeueCommand,
+    StaffSearch,
+)
 from outbox.application.errors import InvalidField
-from outbox.application.operator.errors import DeadLetterRefused
 from outbox.application.operator.reissue_dead_letter import ReissueCommand
 from outbox.application.operator.repair_matching_messages import (
     MAX_MATCHES,
@@ -22,10 +27,6 @@ from outbox.application.operator.repair_matching_messages import (
     BulkRepairCommand,
     MatchQuery,
 )
-from outbox.application.operator.requeue_dead_letter import RequeueCommand
-from outbox.application.operator.search_messages import StaffSearch
-from outbox.application.operator.show_message import MessageQuery
-from outbox.application.operator.show_receipts import ReceiptsQuery
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State as MessageState
 from outbox.domain.purposes import Purpose
@@ -71,7 +72,7 @@ class ConsoleMessagesController(Controller):
         params = request.query_params
         try:
             where = parse_filter({name: params.get(name) for name in FIELDS})
-            result = await console.services.search_messages(
+            result = await console.operator.messages.list_messages(
                 StaffSearch(
                     actor=caller.actor,
                     where=where.where(),
@@ -119,7 +120,7 @@ class ConsoleMessagesController(Controller):
         try:
             where = parse_filter(values)
             # One row, read as this staff member: the gate answers before the redirect does.
-            await console.services.search_messages(
+            await console.operator.messages.list_messages(
                 StaffSearch(actor=caller.actor, where=where.where(), limit=1)
             )
         except InvalidField as bad:
@@ -136,7 +137,7 @@ class ConsoleMessagesController(Controller):
         """One message with its attempts and audit."""
         caller = await staff(request, console)
         try:
-            detail = await console.operator.show_message(
+            detail = await console.operator.messages.show_message(
                 MessageQuery(message_id=message_id, actor=caller.actor)
             )
         except MessageNotFound:
@@ -152,7 +153,7 @@ class ConsoleMessagesController(Controller):
         audit = await console.services.reads.message_audit(
             actor=caller.actor, message_id=message_id
         )
-        receipts = await console.operator.show_receipts(
+        receipts = await console.operator.messages.show_receipts(
             ReceiptsQuery(message_id=message_id, actor=caller.actor)
         )
         return page(
@@ -189,7 +190,7 @@ class ConsoleMessagesController(Controller):
                     )
                 )
             elif action == "requeue":
-                receipt = await console.operator.requeue_dead_letter(
+                receipt = await console.operator.messages.requeue_dead_letter(
                     RequeueCommand(
                         actor=caller.actor,
                         message_id=message_id,

@@ -14,9 +14,12 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.response import Redirect, Template
 
+from outbox.application.delivery.operations import (
+    SuppressionAction,
+    SuppressionCommand,
+    SuppressionQuery,
+)
 from outbox.application.errors import InvalidRequest
-from outbox.application.operator.change_suppression import SuppressionAction, SuppressionCommand
-from outbox.application.operator.list_suppressions import SuppressionQuery
 from outbox.domain.channels import Channel
 from outbox.entrypoints.http.console.context import PREFIX, Console
 from outbox.entrypoints.http.console.guard import CSRF_FIELD, Staff, check_form, staff
@@ -75,7 +78,7 @@ async def _change(
     check_form(request, caller.session.csrf, form.get(CSRF_FIELD), origin=console.origin)
     channel = Channel.WHATSAPP if form.get("channel") == Channel.WHATSAPP.value else None
     try:
-        change = await console.operator.change_suppression(
+        change = await console.operator.messages.change_suppression(
             SuppressionCommand(
                 action=action,
                 destination=str(form.get("destination", "")),
@@ -102,7 +105,7 @@ async def _page(
     error: str | None = None,
     status: int = 200,
 ) -> Template:
-    rows = await console.operator.list_suppressions(
+    rows = await console.operator.messages.list_suppressions(
         SuppressionQuery(include_lifted=lifted, limit=PAGE_SIZE, actor=caller.actor)
     )
     return page(

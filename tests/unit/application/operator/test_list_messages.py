@@ -1,21 +1,24 @@
-"""ListMessages on the fakes: what a query may ask, and a destination searched by its digest."""
+"""The database operator's message list on the fakes: what a query may ask, and a destination
+searched by its digest."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import pytest
 
+from outbox.application.delivery.message_filters import MessageFilter, destination_digest
+from outbox.application.delivery.operations import MessageListQuery as MessageQuery
+from outbox.application.delivery.views import MessagePage
 from outbox.application.errors import InvalidField, InvalidRequest
-from outbox.application.operator.list_messages import ListMessages, MessageQuery
-from outbox.application.operator.message_filters import MessageFilter, destination_digest
 from outbox.domain.purposes import Purpose
 from tests.contract.operator_harness import MemoryOperatorHarness, code_message
-from tests.fakes.message_log import InMemoryMessageLog
+from tests.unit.application.operator.world import messages_over
 
 
-def _use_case(harness: MemoryOperatorHarness) -> ListMessages:
-    return ListMessages(log=InMemoryMessageLog(harness.admin))
+def _use_case(harness: MemoryOperatorHarness) -> Callable[[MessageQuery], Awaitable[MessagePage]]:
+    return messages_over(harness.admin).list_messages
 
 
 @pytest.mark.parametrize(

@@ -6,14 +6,13 @@ import uuid
 
 import pytest
 
-from outbox.application.delivery.errors import MessageNotFound
+from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
 from outbox.application.errors import InvalidField
-from outbox.application.operator.errors import DeadLetterRefused
 from outbox.application.operator.reissue_dead_letter import ReissueCommand
 from outbox.application.staff import IdempotencyKeyReused, RequestInProgress, StaffRequired
+from outbox.domain.delivery.dead_letters import Refusal
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State
-from outbox.domain.operator.dead_letters import Refusal
 from outbox.domain.purposes import Purpose
 from tests.unit.application.operator.world import SEALER, OperatorWorld
 

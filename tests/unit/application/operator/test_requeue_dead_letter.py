@@ -6,11 +6,11 @@ import uuid
 
 import pytest
 
-from outbox.application.operator.errors import DeadLetterRefused
-from outbox.application.operator.requeue_dead_letter import RequeueCommand
+from outbox.application.delivery.errors import DeadLetterRefused
+from outbox.application.delivery.operations import RequeueCommand
 from outbox.application.staff import StaffRequired
+from outbox.domain.delivery.dead_letters import Refusal
 from outbox.domain.delivery.messages import State
-from outbox.domain.operator.dead_letters import Refusal
 from outbox.domain.purposes import Purpose
 from tests.unit.application.operator.world import PERSON, OperatorWorld
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
@@ -10,17 +11,20 @@ import attrs
 from outbox.adapters.crypto.envelope import EnvelopeSealer
 from outbox.adapters.crypto.hashing import Argon2idHasher, Argon2Parameters
 from outbox.adapters.crypto.keyring import Keyring, SealKey
+from outbox.application.delivery.operations import MessageOperations, RequeueCommand
+from outbox.application.delivery.views import (
+    CopyReceipt,
+    MessageSummary,
+    ReceiptView,
+    SuppressionChange,
+    SuppressionView,
+)
 from outbox.application.identity.challenge_issuer import ChallengeIssuer
 from outbox.application.operator.grant_staff import GrantStaff
-from outbox.application.operator.list_dead_letters import ListDeadLetters
-from outbox.application.operator.observe_backlog import ObserveBacklog
 from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
-from outbox.application.operator.requeue_dead_letter import RequeueDeadLetter
 from outbox.application.operator.require_elevation import RequireElevation
 from outbox.application.operator.resolve_staff_member import ResolveStaffMember
 from outbox.application.operator.revoke_staff import RevokeStaff
-from outbox.application.operator.show_backlog import ShowBacklog
-from outbox.application.operator.show_message import ShowMessage
 from outbox.application.staff import StaffActor
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import Message
@@ -69,20 +73,12 @@ class OperatorWorld:
         return ReissueDeadLetter(store=self.store, issuer=self.issuer, telemetry=self.telemetry)
 
     @property
-    def requeue(self) -> RequeueDeadLetter:
-        return RequeueDeadLetter(store=self.store, ids=self.ids, telemetry=self.telemetry)
+    def messages(self) -> MessageOperations:
+        return messages_over(self.store, ids=self.ids, telemetry=self.telemetry)
 
     @property
-    def list_dead_letters(self) -> ListDeadLetters:
-        return ListDeadLetters(store=self.store, log=InMemoryMessageLog(self.store))
-
-    @property
-    def show_backlog(self) -> ShowBacklog:
-        return ShowBacklog(store=self.store)
-
-    @property
-    def show_message(self) -> ShowMessage:
-        return ShowMessage(store=self.store, log=InMemoryMessageLog(self.store))
+    def requeue(self) -> Callable[[RequeueCommand], Awaitable[CopyReceipt]]:
+        return self.messages.requeue_dead_letter
 
     @property
     def grant_staff(self) -> GrantStaff:
@@ -99,10 +95,6 @@ class OperatorWorld:
     @property
     def require_elevation(self) -> RequireElevation:
         return RequireElevation(transactions=self.identity, clock=self.store.outbox.clock)
-
-    @property
-    def observe_backlog(self) -> ObserveBacklog:
-        return ObserveBacklog(gauge=InMemoryBacklogGauge(self.store), telemetry=self.telemetry)
 
     def staff(self, email: str = STAFF) -> StaffActor:
         """A staff member, stepped up: their identity and a fresh elevation's digest."""
@@ -145,3 +137,44 @@ class OperatorWorld:
         )
         self.store.outbox.messages[letter.id] = letter
         return letter
+
+
+def messages_over(
+    store: InMemoryOperatorStore,
+    *,
+    ids: SequentialIds | None = None,
+    telemetry: RecordingTelemetry | None = None,
+) -> MessageOperations:
+    """The queue's operator use cases over the in-memory store and its message log."""
+    return MessageOperations(
+        store=store,
+        log=InMemoryMessageLog(store),
+        search=_NoSearch(),
+        suppressions=_NoSuppressions(),
+        gauge=InMemoryBacklogGauge(store),
+        ids=ids or SequentialIds(),
+        telemetry=telemetry or RecordingTelemetry(),
+    )
+
+
+class _NoSearch:
+    """The staff search; the unit tests of the search use the contract harness instead."""
+
+    async def messages(self, **_: object) -> Sequence[MessageSummary]:
+        return ()
+
+
+class _NoSuppressions:
+    """No receipts and no suppressions (their use cases are tested on PostgreSQL)."""
+
+    async def suppressions(self, **_: object) -> Sequence[SuppressionView]:
+        return ()
+
+    async def add(self, **_: object) -> SuppressionChange:
+        raise NotImplementedError
+
+    async def lift(self, **_: object) -> SuppressionChange | None:
+        return None
+
+    async def receipts(self, **_: object) -> Sequence[ReceiptView]:
+        return ()

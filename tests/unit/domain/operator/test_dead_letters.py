@@ -8,9 +8,10 @@ import attrs
 import pytest
 
 from outbox.domain.channels import Channel
+from outbox.domain.delivery.dead_letters import Refusal, is_delivery_failure
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.identity.challenges import Challenge, ChallengePolicy, ChallengeState
-from outbox.domain.operator.dead_letters import Refusal, challenge_refusal, is_delivery_failure
+from outbox.domain.operator.dead_letters import challenge_refusal
 from outbox.domain.purposes import Purpose
 from tests.fakes.clock import EPOCH
 
