@@ -9,14 +9,15 @@ can call. This adapter picks the function, maps rows to views and outcome words 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
-from typing import Any, LiteralString
+from typing import Any, LiteralString, TypeVar
 from uuid import UUID
 
+import attrs
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.operator_store import operator_errors
+from outbox.adapters.postgres.views import OLDEST_DUE_AGE, fetch_views, gated, read_views
 from outbox.application.events.errors import DeadLetterNotFound, EventRepairRefused
 from outbox.application.events.views import (
     EventDeadLetter,
@@ -28,24 +29,23 @@ from outbox.application.events.views import (
     PublicationAttempt,
     RepairAction,
     RepairReceipt,
-    Resolution,
 )
 from outbox.application.staff import IdempotencyKeyReused, RequestInProgress, StaffActor
 
 BACKLOG_COLUMNS = (
-    "SELECT organization_id::text, pending, leased, oldest_due_age_seconds, dead_letters,"
-    " parked_aggregates "
+    "SELECT organization_id::text AS organization, pending, leased, " + OLDEST_DUE_AGE + ","
+    " dead_letters, parked_aggregates "
 )
 BACKLOG = BACKLOG_COLUMNS + "FROM events.backlog(%s::uuid, %s::integer)"
 STAFF_BACKLOG = BACKLOG_COLUMNS + "FROM events.staff_backlog(%s::uuid, %s::text, %s::integer)"
 METRICS = (
-    "SELECT organization, pending, leased, oldest_due_age_seconds, dead_letters,"
-    " parked_aggregates FROM events.backlog_metrics()"
+    "SELECT organization, pending, leased, " + OLDEST_DUE_AGE + ", dead_letters, parked_aggregates"
+    " FROM events.backlog_metrics()"
 )
 DEAD_LETTER_COLUMNS = """
-SELECT dead_letter_id, domain_event_id, organization_id, event_type, contract_version,
-       aggregate_type, aggregate_id, reason, attempt_count, dead_lettered_at, resolution,
-       resolved_at, resolved_by, republished_as
+SELECT dead_letter_id AS id, domain_event_id AS event_id, organization_id, event_type,
+       contract_version, aggregate_type, aggregate_id, reason, attempt_count AS attempts,
+       dead_lettered_at, resolution, resolved_at, resolved_by, republished_as
 """
 DEAD_LETTERS = (
     DEAD_LETTER_COLUMNS + "FROM events.list_dead_letters(%s::uuid, %s::uuid, %s::boolean,"
@@ -56,8 +56,8 @@ STAFF_DEAD_LETTERS = (
     " %s::boolean, %s::uuid, %s::uuid, %s::integer)"
 )
 PARKED_COLUMNS = """
-SELECT dead_letter_id, organization_id, aggregate_type, aggregate_id, domain_event_id,
-       event_type, reason, parked_since, waiting
+SELECT dead_letter_id AS id, organization_id, aggregate_type, aggregate_id,
+       domain_event_id AS event_id, event_type, reason, parked_since, waiting
 """
 PARKED = (
     PARKED_COLUMNS
@@ -75,15 +75,15 @@ SELECT id, organization_id, event_type, contract_version, producer_module, aggre
 DETAIL = DETAIL_COLUMNS + "FROM events.event_detail(%s::uuid, %s::uuid)"
 STAFF_DETAIL = DETAIL_COLUMNS + "FROM events.staff_event_detail(%s::uuid, %s::text, %s::uuid)"
 RECORD_COLUMNS = """
-SELECT id, state, attempt_count, republish_of, created_at, available_at, lease_owner,
+SELECT id, state, attempt_count AS attempts, republish_of, created_at, available_at, lease_owner,
        lease_expires_at, published_at, dead_lettered_at, dead_letter_reason, resolution,
        resolved_at, resolved_by, republished_as
 """
 RECORDS = RECORD_COLUMNS + "FROM events.event_records(%s::uuid, %s::uuid)"
 STAFF_RECORDS = RECORD_COLUMNS + "FROM events.staff_event_records(%s::uuid, %s::text, %s::uuid)"
 ATTEMPT_COLUMNS = """
-SELECT outbox_record_id, attempt, counted, outcome, failure_class, code, target, recorded_at,
-       retry_at
+SELECT outbox_record_id AS record_id, attempt, counted, outcome, failure_class, code, target,
+       recorded_at, retry_at
 """
 ATTEMPTS = ATTEMPT_COLUMNS + "FROM events.event_attempts(%s::uuid, %s::uuid)"
 STAFF_ATTEMPTS = ATTEMPT_COLUMNS + "FROM events.staff_event_attempts(%s::uuid, %s::text, %s::uuid)"
@@ -117,125 +117,7 @@ ORDER BY t.code
 DONE = frozenset({"republished", "released"})
 
 Row = tuple[Any, ...]
-
-
-def _gated(
-    actor: StaffActor | None,
-    staff_query: LiteralString,
-    operator_query: LiteralString,
-    params: tuple[Any, ...],
-) -> tuple[LiteralString, tuple[Any, ...]]:
-    """The staff function when the actor presents an elevation, else the database operator's."""
-    if actor is not None and actor.elevation_digest is not None:
-        return staff_query, (actor.identity_id, actor.elevation_digest, *params)
-    return operator_query, (None if actor is None else actor.identity_id, *params)
-
-
-def _age(seconds: float | None) -> timedelta | None:
-    return None if seconds is None else timedelta(seconds=max(0.0, float(seconds)))
-
-
-def _backlog(row: Row) -> OrganizationBacklog:
-    return OrganizationBacklog(
-        organization=row[0],
-        pending=row[1],
-        leased=row[2],
-        oldest_due_age=_age(row[3]),
-        dead_letters=row[4],
-        parked_aggregates=row[5],
-    )
-
-
-def _resolution(value: str | None) -> Resolution | None:
-    return Resolution(value) if value else None
-
-
-def _dead_letter(row: Row) -> EventDeadLetter:
-    return EventDeadLetter(
-        id=row[0],
-        event_id=row[1],
-        organization_id=row[2],
-        event_type=row[3],
-        contract_version=row[4],
-        aggregate_type=row[5],
-        aggregate_id=row[6],
-        reason=row[7],
-        attempts=row[8],
-        dead_lettered_at=row[9],
-        resolution=_resolution(row[10]),
-        resolved_at=row[11],
-        resolved_by=row[12],
-        republished_as=row[13],
-    )
-
-
-def _parked(row: Row) -> ParkedAggregate:
-    return ParkedAggregate(
-        id=row[0],
-        organization_id=row[1],
-        aggregate_type=row[2],
-        aggregate_id=row[3],
-        event_id=row[4],
-        event_type=row[5],
-        reason=row[6],
-        parked_since=row[7],
-        waiting=row[8],
-    )
-
-
-def _record(row: Row) -> EventRecord:
-    return EventRecord(
-        id=row[0],
-        state=row[1],
-        attempts=row[2],
-        republish_of=row[3],
-        created_at=row[4],
-        available_at=row[5],
-        lease_owner=row[6],
-        lease_expires_at=row[7],
-        published_at=row[8],
-        dead_lettered_at=row[9],
-        dead_letter_reason=row[10],
-        resolution=_resolution(row[11]),
-        resolved_at=row[12],
-        resolved_by=row[13],
-        republished_as=row[14],
-    )
-
-
-def _attempt(row: Row) -> PublicationAttempt:
-    return PublicationAttempt(
-        record_id=row[0],
-        attempt=row[1],
-        counted=row[2],
-        outcome=row[3],
-        failure_class=row[4],
-        code=row[5],
-        target=row[6],
-        recorded_at=row[7],
-        retry_at=row[8],
-    )
-
-
-def _detail(row: Row, records: Sequence[Row], attempts: Sequence[Row]) -> EventDetail:
-    return EventDetail(
-        id=row[0],
-        organization_id=row[1],
-        event_type=row[2],
-        contract_version=row[3],
-        producer_module=row[4],
-        aggregate_type=row[5],
-        aggregate_id=row[6],
-        append_sequence=row[7],
-        occurred_at=row[8],
-        appended_at=row[9],
-        payload_bytes=row[10],
-        trace_context=row[11],
-        publication_sequence=row[12],
-        published_at=row[13],
-        records=tuple(_record(r) for r in records),
-        attempts=tuple(_attempt(a) for a in attempts),
-    )
+_View = TypeVar("_View")
 
 
 def _receipt(row: Row | None, action: RepairAction, dead_letter_id: UUID) -> RepairReceipt:
@@ -274,8 +156,9 @@ class PostgresEventOperatorStore:
         self, *, actor: StaffActor | None, limit: int
     ) -> Sequence[OrganizationBacklog]:
         """Up to ``limit`` organizations, the largest backlog first."""
-        rows = await self._all(*_gated(actor, STAFF_BACKLOG, BACKLOG, (limit,)))
-        return [_backlog(row) for row in rows]
+        return await self._views(
+            OrganizationBacklog, *gated(actor, STAFF_BACKLOG, BACKLOG, (limit,))
+        )
 
     async def dead_letters(
         self,
@@ -289,8 +172,9 @@ class PostgresEventOperatorStore:
     ) -> Sequence[EventDeadLetter]:
         """Up to ``limit`` dead letters, newest first, on one side of the cursor."""
         params = (organization_id, unresolved_only, after, before, limit)
-        rows = await self._all(*_gated(actor, STAFF_DEAD_LETTERS, DEAD_LETTERS, params))
-        return [_dead_letter(row) for row in rows]
+        return await self._views(
+            EventDeadLetter, *gated(actor, STAFF_DEAD_LETTERS, DEAD_LETTERS, params)
+        )
 
     async def parked(
         self,
@@ -303,23 +187,23 @@ class PostgresEventOperatorStore:
     ) -> Sequence[ParkedAggregate]:
         """Up to ``limit`` parked aggregates, newest dead letter first."""
         params = (organization_id, after, before, limit)
-        rows = await self._all(*_gated(actor, STAFF_PARKED, PARKED, params))
-        return [_parked(row) for row in rows]
+        return await self._views(ParkedAggregate, *gated(actor, STAFF_PARKED, PARKED, params))
 
     async def event(self, *, actor: StaffActor | None, event_id: UUID) -> EventDetail | None:
         """The event, its records and attempts, read in one transaction."""
-        detail, params = _gated(actor, STAFF_DETAIL, DETAIL, (event_id,))
-        records, _ = _gated(actor, STAFF_RECORDS, RECORDS, ())
-        attempts, _ = _gated(actor, STAFF_ATTEMPTS, ATTEMPTS, ())
+        detail, params = gated(actor, STAFF_DETAIL, DETAIL, (event_id,))
+        records, _ = gated(actor, STAFF_RECORDS, RECORDS, ())
+        attempts, _ = gated(actor, STAFF_ATTEMPTS, ATTEMPTS, ())
         with operator_errors():
             async with self._pool.connection() as conn, conn.transaction():
-                cursor = await conn.execute(detail, params)
-                row = await cursor.fetchone()
-                if row is None:
+                found = await fetch_views(conn, EventDetail, detail, params)
+                if not found:
                     return None
-                record_rows = await (await conn.execute(records, params)).fetchall()
-                attempt_rows = await (await conn.execute(attempts, params)).fetchall()
-                return _detail(row, record_rows, attempt_rows)
+                return attrs.evolve(
+                    found[0],
+                    records=tuple(await fetch_views(conn, EventRecord, records, params)),
+                    attempts=tuple(await fetch_views(conn, PublicationAttempt, attempts, params)),
+                )
 
     async def republish(
         self,
@@ -332,7 +216,7 @@ class PostgresEventOperatorStore:
     ) -> RepairReceipt:
         """A new record of the dead letter's event, audited, in one call."""
         params = (dead_letter_id, new_record_id, reason, idempotency_key)
-        rows = await self._all(*_gated(actor, STAFF_REPUBLISH, REPUBLISH, params))
+        rows = await self._all(*gated(actor, STAFF_REPUBLISH, REPUBLISH, params))
         return _receipt(rows[0] if rows else None, RepairAction.REPUBLISH, dead_letter_id)
 
     async def release(
@@ -340,8 +224,14 @@ class PostgresEventOperatorStore:
     ) -> RepairReceipt:
         """Resolve the dead letter 'released', audited, in one call."""
         params = (dead_letter_id, reason, idempotency_key)
-        rows = await self._all(*_gated(actor, STAFF_RELEASE, RELEASE, params))
+        rows = await self._all(*gated(actor, STAFF_RELEASE, RELEASE, params))
         return _receipt(rows[0] if rows else None, RepairAction.RELEASE, dead_letter_id)
+
+    async def _views(
+        self, cls: type[_View], query: LiteralString, params: tuple[Any, ...]
+    ) -> list[_View]:
+        with operator_errors():
+            return await read_views(self._pool, cls, query, params)
 
     async def _all(self, query: LiteralString, params: tuple[Any, ...]) -> list[Row]:
         with operator_errors():
@@ -359,9 +249,7 @@ class PostgresEventBacklogGauge:
     async def metrics(self) -> Sequence[OrganizationBacklog]:
         """The top organizations and the OTHER row."""
         with operator_errors():
-            async with self._pool.connection() as conn:
-                cursor = await conn.execute(METRICS)
-                return [_backlog(row) for row in await cursor.fetchall()]
+            return await read_views(self._pool, OrganizationBacklog, METRICS)
 
 
 class PostgresEventCatalog:

@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, LiteralString
 from uuid import UUID
 
-import attrs
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from outbox.adapters.postgres.operator_store import attempt_view, operator_errors
+from outbox.adapters.postgres.operator_store import operator_errors
+from outbox.adapters.postgres.views import read_views
 from outbox.application.delivery.message_filters import MessageFilter
 from outbox.application.delivery.views import AttemptView, MessageSummary, Repair, RepairAction
 from outbox.domain.channels import Channel
@@ -62,11 +62,6 @@ def message_summary(row: Row) -> MessageSummary:
     )
 
 
-def _attempt(row: Row) -> AttemptView:
-    """The attempt columns the staff reads have, then the detail."""
-    return attrs.evolve(attempt_view(row[:9]), detail=row[9])
-
-
 class PostgresMessageLog:
     """MessageLog on the database operator's pool; each call is its own transaction."""
 
@@ -102,7 +97,8 @@ class PostgresMessageLog:
 
     async def history(self, message_id: UUID) -> Sequence[AttemptView]:
         """The message's attempts, oldest first, with each provider's detail."""
-        return [_attempt(row) for row in await self._all(HISTORY, (message_id,))]
+        with operator_errors():
+            return await read_views(self._pool, AttemptView, HISTORY, (message_id,))
 
     async def _all(self, query: LiteralString, params: tuple[Any, ...]) -> list[Row]:
         with operator_errors():

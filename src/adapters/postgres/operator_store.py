@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
 from typing import Any, LiteralString
 from uuid import UUID
 
+import attrs
 import psycopg
 from psycopg import AsyncConnection
 from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.error_translation import translate
+from outbox.adapters.postgres.views import OLDEST_DUE_AGE, fetch_views, gated, read_views
 from outbox.application.delivery.errors import DeadLetterRefused, DuplicateMessage, MessageNotFound
 from outbox.application.delivery.views import (
     AttemptView,
@@ -40,19 +41,15 @@ from outbox.application.staff import (
     StaffRequired,
     StepUpRequired,
 )
-from outbox.domain.channels import Channel
 from outbox.domain.delivery.dead_letters import Refusal
-from outbox.domain.delivery.failures import FailureClass
-from outbox.domain.delivery.messages import State
-from outbox.domain.purposes import Purpose
 
-BACKLOG_COLUMNS = "pending, leased, published, dead_lettered, oldest_due_age_seconds"
-BACKLOG = f"SELECT {BACKLOG_COLUMNS} FROM outbox.backlog(%s::uuid)"
-STAFF_BACKLOG = f"SELECT {BACKLOG_COLUMNS} FROM outbox.staff_backlog(%s::uuid, %s::text)"
-BACKLOG_METRICS = f"SELECT {BACKLOG_COLUMNS} FROM outbox.backlog_metrics()"
+BACKLOG_COLUMNS = "pending, leased, published, dead_lettered, " + OLDEST_DUE_AGE
+BACKLOG = "SELECT " + BACKLOG_COLUMNS + " FROM outbox.backlog(%s::uuid)"
+STAFF_BACKLOG = "SELECT " + BACKLOG_COLUMNS + " FROM outbox.staff_backlog(%s::uuid, %s::text)"
+BACKLOG_METRICS = "SELECT " + BACKLOG_COLUMNS + " FROM outbox.backlog_metrics()"
 DEAD_LETTER_COLUMNS = """
-SELECT id, purpose, channel, destination, attempt_count, failure_class, dead_lettered_at,
-       expires_at
+SELECT id, purpose, channel, destination, attempt_count AS attempts, failure_class,
+       dead_lettered_at, expires_at
 """
 DEAD_LETTERS = (
     DEAD_LETTER_COLUMNS + "FROM outbox.dead_letters(%s::uuid, %s::uuid, %s::uuid, %s::integer)"
@@ -62,9 +59,9 @@ STAFF_DEAD_LETTERS = (
     + "FROM outbox.staff_dead_letters(%s::uuid, %s::text, %s::uuid, %s::uuid, %s::integer)"
 )
 MESSAGE_COLUMNS = """
-SELECT id, purpose, channel, destination, subject_id, template, locale, state, attempt_count,
-       created_at, available_at, expires_at, lease_owner, lease_expires_at, published_at,
-       dead_lettered_at, dead_letter_reason, has_secret, reissued_as
+SELECT id, purpose, channel, destination, subject_id, template, locale, state,
+       attempt_count AS attempts, created_at, available_at, expires_at, lease_owner,
+       lease_expires_at, published_at, dead_lettered_at, dead_letter_reason, has_secret, reissued_as
 """
 MESSAGE = MESSAGE_COLUMNS + "FROM outbox.message_detail(%s::uuid, %s::uuid)"
 STAFF_MESSAGE = MESSAGE_COLUMNS + "FROM outbox.staff_message_detail(%s::uuid, %s::text, %s::uuid)"
@@ -146,72 +143,6 @@ def operator_errors() -> Iterator[None]:
         raise translated from error
 
 
-def _backlog(row: Row | None) -> Backlog:
-    if row is None:
-        return Backlog()
-    pending, leased, published, dead_lettered, age = row
-    return Backlog(
-        pending=pending,
-        leased=leased,
-        published=published,
-        dead_lettered=dead_lettered,
-        oldest_due_age=None if age is None else timedelta(seconds=max(0.0, float(age))),
-    )
-
-
-def _dead_letter(row: Row) -> DeadLetterSummary:
-    return DeadLetterSummary(
-        id=row[0],
-        purpose=Purpose(row[1]),
-        channel=Channel(row[2]),
-        destination=row[3],
-        attempts=row[4],
-        failure_class=FailureClass(row[5]),
-        dead_lettered_at=row[6],
-        expires_at=row[7],
-    )
-
-
-def attempt_view(row: Row) -> AttemptView:
-    """One row of the attempt columns (attempt through retry_at) as a view."""
-    return AttemptView(
-        attempt=row[0],
-        counted=row[1],
-        outcome=row[2],
-        failure_class=FailureClass(row[3]) if row[3] else None,
-        code=row[4],
-        provider=row[5],
-        provider_message_id=row[6],
-        recorded_at=row[7],
-        retry_at=row[8],
-    )
-
-
-def _detail(row: Row, history: Sequence[Row]) -> MessageDetail:
-    return MessageDetail(
-        id=row[0],
-        purpose=Purpose(row[1]),
-        channel=Channel(row[2]),
-        destination=row[3],
-        subject_id=row[4],
-        template=row[5],
-        locale=row[6],
-        state=State(row[7]),
-        attempts=row[8],
-        created_at=row[9],
-        available_at=row[10],
-        expires_at=row[11],
-        lease_owner=row[12],
-        lease_expires_at=row[13],
-        published_at=row[14],
-        dead_lettered_at=row[15],
-        dead_letter_reason=FailureClass(row[16]) if row[16] else None,
-        has_secret=row[17],
-        reissued_as=row[18],
-        history=tuple(attempt_view(a) for a in history),
-    )
-
-
 def _receipt(row: Row | None, dead_letter_id: UUID) -> CopyReceipt:
     """The receipt an outcome row stands for, or the error it names."""
     if row is None:  # the functions always answer one row
@@ -231,19 +162,6 @@ def _receipt(row: Row | None, dead_letter_id: UUID) -> CopyReceipt:
     if outcome == "not_found":
         raise MessageNotFound(str(dead_letter_id))
     raise DeadLetterRefused(Refusal(outcome))
-
-
-def _gated(
-    actor: StaffActor | None,
-    staff_query: LiteralString,
-    operator_query: LiteralString,
-    params: tuple[Any, ...],
-) -> tuple[LiteralString, tuple[Any, ...]]:
-    """The query and parameters for ``actor``: the elevation-checked staff function when the
-    actor presents an elevation, else the database operator's."""
-    if actor is not None and actor.elevation_digest is not None:
-        return staff_query, (actor.identity_id, actor.elevation_digest, *params)
-    return operator_query, (None if actor is None else actor.identity_id, *params)
 
 
 def _staff_change(row: Row | None) -> StaffChange:
@@ -267,30 +185,29 @@ class PostgresOperatorStore:
 
     async def backlog(self, *, actor: StaffActor | None) -> Backlog:
         """Messages per state and the age of the oldest due pending message."""
-        return _backlog(await self._one(*_gated(actor, STAFF_BACKLOG, BACKLOG, ())))
+        with operator_errors():
+            found = await read_views(self._pool, Backlog, *gated(actor, STAFF_BACKLOG, BACKLOG, ()))
+        return found[0] if found else Backlog()
 
     async def dead_letters(
         self, *, actor: StaffActor | None, after: UUID | None, before: UUID | None, limit: int
     ) -> Sequence[DeadLetterSummary]:
         """Up to ``limit`` dead letters, newest first, on one side of the cursor."""
-        query, params = _gated(actor, STAFF_DEAD_LETTERS, DEAD_LETTERS, (after, before, limit))
+        query, params = gated(actor, STAFF_DEAD_LETTERS, DEAD_LETTERS, (after, before, limit))
         with operator_errors():
-            async with self._pool.connection() as conn:
-                cursor = await conn.execute(query, params)
-                return [_dead_letter(row) for row in await cursor.fetchall()]
+            return await read_views(self._pool, DeadLetterSummary, query, params)
 
     async def message(self, *, actor: StaffActor | None, message_id: UUID) -> MessageDetail | None:
         """The message with its attempt history, read in one transaction."""
-        detail, params = _gated(actor, STAFF_MESSAGE, MESSAGE, (message_id,))
-        history, _ = _gated(actor, STAFF_ATTEMPTS, ATTEMPTS, ())
+        detail, params = gated(actor, STAFF_MESSAGE, MESSAGE, (message_id,))
+        history, _ = gated(actor, STAFF_ATTEMPTS, ATTEMPTS, ())
         with operator_errors():
             async with self._pool.connection() as conn, conn.transaction():
-                cursor = await conn.execute(detail, params)
-                row = await cursor.fetchone()
-                if row is None:
+                found = await fetch_views(conn, MessageDetail, detail, params)
+                if not found:
                     return None
-                cursor = await conn.execute(history, params)
-                return _detail(row, await cursor.fetchall())
+                attempts = await fetch_views(conn, AttemptView, history, params)
+                return attrs.evolve(found[0], history=tuple(attempts))
 
     async def requeue(
         self,
@@ -308,7 +225,7 @@ class PostgresOperatorStore:
                 STAFF_REQUEUE_FOR, (actor.identity_id, actor.elevation_digest, *params, reason)
             )
         else:
-            row = await self._one(*_gated(actor, STAFF_REQUEUE, REQUEUE, params))
+            row = await self._one(*gated(actor, STAFF_REQUEUE, REQUEUE, params))
         return _receipt(row, message_id)
 
     async def reissue(
@@ -329,7 +246,7 @@ class PostgresOperatorStore:
                 STAFF_REISSUE_FOR, (actor.identity_id, actor.elevation_digest, *params, reason)
             )
         else:
-            row = await self._one(*_gated(actor, STAFF_REISSUE, REISSUE, params))
+            row = await self._one(*gated(actor, STAFF_REISSUE, REISSUE, params))
         return _receipt(row, message_id)
 
     async def staff_identity(self, email: str) -> UUID | None:
@@ -361,6 +278,5 @@ class PostgresBacklogGauge:
     async def backlog(self) -> Backlog:
         """Messages per state and the age of the oldest due pending message."""
         with operator_errors():
-            async with self._pool.connection() as conn:
-                cursor = await conn.execute(BACKLOG_METRICS)
-                return _backlog(await cursor.fetchone())
+            found = await read_views(self._pool, Backlog, BACKLOG_METRICS)
+        return found[0] if found else Backlog()

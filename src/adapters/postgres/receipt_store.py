@@ -17,6 +17,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.error_translation import translate
 from outbox.adapters.postgres.operator_store import operator_errors
+from outbox.adapters.postgres.views import gated, read_views
 from outbox.application.delivery.views import ReceiptView, SuppressionChange, SuppressionView
 from outbox.application.staff import StaffActor
 from outbox.domain.channels import Channel
@@ -28,7 +29,9 @@ FROM outbox.record_receipt(%s::text, %s::text, %s::text, %s::text, %s::text,
                            %s::timestamptz, %s::jsonb)
 """
 DELIVERY_STATE_COUNTS = "SELECT state, messages FROM outbox.delivery_state_counts()"
-SUPPRESSION_COLUMNS = "SELECT id, destination, channel, cause, reason, created_at, lifted_at "
+SUPPRESSION_COLUMNS = (
+    "SELECT id, destination, channel, cause, coalesce(reason, '') AS reason, created_at, lifted_at "
+)
 SUPPRESSIONS = (
     SUPPRESSION_COLUMNS + "FROM outbox.list_suppressions(%s::uuid, %s::boolean, %s::integer)"
 )
@@ -109,29 +112,6 @@ class PostgresReceiptStore:
             raise translated from error
 
 
-def _gated(
-    actor: StaffActor | None,
-    staff_query: LiteralString,
-    operator_query: LiteralString,
-    params: tuple[Any, ...],
-) -> tuple[LiteralString, tuple[Any, ...]]:
-    if actor is not None and actor.elevation_digest is not None:
-        return staff_query, (actor.identity_id, actor.elevation_digest, *params)
-    return operator_query, (None if actor is None else actor.identity_id, *params)
-
-
-def _suppression(row: Row) -> SuppressionView:
-    return SuppressionView(
-        id=row[0],
-        destination=row[1],
-        channel=row[2],
-        cause=row[3],
-        reason=row[4] or "",
-        created_at=row[5],
-        lifted_at=row[6],
-    )
-
-
 class PostgresSuppressionStore:
     """SuppressionStore on a pool: the API's (staff with an elevation) or the operator's."""
 
@@ -142,14 +122,15 @@ class PostgresSuppressionStore:
         self, *, actor: StaffActor | None, include_lifted: bool, limit: int
     ) -> Sequence[SuppressionView]:
         """Up to ``limit`` suppressions, newest first."""
-        query, params = _gated(actor, STAFF_SUPPRESSIONS, SUPPRESSIONS, (include_lifted, limit))
-        return [_suppression(row) for row in await self._all(query, params)]
+        query, params = gated(actor, STAFF_SUPPRESSIONS, SUPPRESSIONS, (include_lifted, limit))
+        with operator_errors():
+            return await read_views(self._pool, SuppressionView, query, params)
 
     async def add(
         self, *, actor: StaffActor | None, destination: str, channel: Channel, reason: str
     ) -> SuppressionChange:
         """Suppress ``destination``, audited."""
-        query, params = _gated(actor, STAFF_ADD, ADD, (destination, channel.value, reason))
+        query, params = gated(actor, STAFF_ADD, ADD, (destination, channel.value, reason))
         rows = await self._all(query, params, write=True)
         return SuppressionChange(id=rows[0][0], destination=rows[0][1], changed=rows[0][2])
 
@@ -157,7 +138,7 @@ class PostgresSuppressionStore:
         self, *, actor: StaffActor | None, destination: str, reason: str
     ) -> SuppressionChange | None:
         """Lift the active suppression of ``destination``, audited."""
-        query, params = _gated(actor, STAFF_LIFT, LIFT, (destination, reason))
+        query, params = gated(actor, STAFF_LIFT, LIFT, (destination, reason))
         rows = await self._all(query, params, write=True)
         if not rows:
             return None
@@ -167,18 +148,9 @@ class PostgresSuppressionStore:
         self, *, actor: StaffActor | None, message_id: UUID
     ) -> Sequence[ReceiptView]:
         """The receipts of one message, oldest first."""
-        query, params = _gated(actor, STAFF_RECEIPTS, RECEIPTS, (message_id,))
-        return [
-            ReceiptView(
-                id=row[0],
-                provider=row[1],
-                event=row[2],
-                detail=row[3],
-                occurred_at=row[4],
-                received_at=row[5],
-            )
-            for row in await self._all(query, params)
-        ]
+        query, params = gated(actor, STAFF_RECEIPTS, RECEIPTS, (message_id,))
+        with operator_errors():
+            return await read_views(self._pool, ReceiptView, query, params)
 
     async def _all(
         self, query: LiteralString, params: tuple[Any, ...], *, write: bool = False

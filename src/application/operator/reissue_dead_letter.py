@@ -7,33 +7,19 @@ when the new one is on its way. The plaintext code never leaves this call.
 
 from __future__ import annotations
 
-from uuid import UUID
-
 import attrs
 
 from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
-from outbox.application.delivery.operations import reported_dead_letter_copy
+from outbox.application.delivery.operations import RequeueCommand, reported_dead_letter_copy
 from outbox.application.delivery.views import CopyReceipt, MessageDetail
 from outbox.application.identity.challenge_issuer import ChallengeIssuer
 from outbox.application.operator.ports import OperatorStore
 from outbox.application.ports import Telemetry
-from outbox.application.staff import StaffActor, check_idempotency_key, check_reason
+from outbox.application.staff import check_idempotency_key, check_reason
 from outbox.domain.delivery.dead_letters import Refusal, is_delivery_failure
 from outbox.domain.delivery.messages import State
 
-
-@attrs.frozen(kw_only=True)
-class ReissueCommand:
-    """The acting staff member, the dead letter, and the request's idempotency key.
-
-    Without a key the request is not idempotent (each call is a new request). ``reason`` (the
-    console asks for one) is kept in the audit row.
-    """
-
-    actor: StaffActor
-    message_id: UUID
-    idempotency_key: str | None = None
-    reason: str | None = None
+ReissueCommand = RequeueCommand  # the same request: a new message for a dead letter
 
 
 def _early_refusal(detail: MessageDetail) -> Refusal | None:
