@@ -1,7 +1,7 @@
 """The console's suppressions: the list, and lifting or adding one with a reason.
 
 The page holds no rule: the destination is normalised, the reason checked and the change
-audited by ChangeSuppression; the database checks the staff member's step-up on every call.
+audited by MessageOperations.change_suppression; the database checks the staff member's step-up on every call.
 A destination is typed, never shown: the list carries only the masked form.
 """
 
