@@ -4,19 +4,20 @@ run the consumers of tenant events, and operate them as the database operator.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 import attrs
 import typer
 
-from outbox.application.events.consumer_ports import ConsumerAdmin, ConsumerDeadLetter, ConsumerLag
+from outbox.application.events.consumer_ports import ConsumerAdmin, ConsumerLag
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, run_guarded
 from outbox.entrypoints.cli.operator_run import operator_guarded
 from outbox.entrypoints.cli.output import lines, print_json, print_table, short_time, table
 from outbox.entrypoints.cli.startup import start
+from outbox.entrypoints.wire.consumers import ConsumerDeadLetterPageView, ConsumerLagsView
 
 _T = TypeVar("_T")
 
@@ -97,27 +98,12 @@ def _age(row: ConsumerLag) -> float | None:
     return row.oldest_undelivered.total_seconds() if row.oldest_undelivered else None
 
 
-def _lag_json(row: ConsumerLag) -> dict[str, Any]:
-    return {
-        "consumer": row.consumer,
-        "ownerModule": row.owner_module,
-        "active": row.active,
-        "ordered": row.ordered,
-        "maxAttempts": row.max_attempts,
-        "replayRound": row.replay_round,
-        "subscriptions": list(row.subscriptions),
-        "eventsBehind": row.events_behind,
-        "oldestUndeliveredAgeSeconds": _age(row),
-        "deadLetters": row.dead_letters,
-    }
-
-
 @consumers_app.command("list")
 def list_consumers(as_json: AsJson = False) -> None:
     """Every consumer: its module, whether it runs, its ordering, attempts and subscriptions."""
     rows = _run(lambda admin: admin.lag())
     if as_json:
-        print_json({"items": [_lag_json(row) for row in rows]})
+        print_json(ConsumerLagsView.of(rows))
         return
     if not rows:
         typer.echo("no consumer is registered")
@@ -138,7 +124,7 @@ def lag(as_json: AsJson = False) -> None:
     """Per consumer: deliveries not yet done, the age of the oldest, and dead letters."""
     rows = _run(lambda admin: admin.lag())
     if as_json:
-        print_json({"items": [_lag_json(row) for row in rows]})
+        print_json(ConsumerLagsView.of(rows))
         return
     if not rows:
         typer.echo("no consumer is registered")
@@ -154,28 +140,6 @@ def lag(as_json: AsJson = False) -> None:
             lines("active" if row.active else "paused"),
         )
     print_table(built)
-
-
-def _dead_letter_json(item: ConsumerDeadLetter) -> dict[str, Any]:
-    return {
-        "deliveryId": str(item.delivery_id),
-        "sequence": item.sequence,
-        "eventId": str(item.event_id),
-        "organizationId": str(item.organization_id),
-        "eventType": item.event_type,
-        "contractVersion": item.contract_version,
-        "publicationSequence": item.publication_sequence,
-        "replayRound": item.replay_round,
-        "attemptCount": item.attempts,
-        "reason": item.reason,
-        "code": item.code,
-        "deadLetteredAt": item.dead_lettered_at.isoformat(),
-    }
-
-
-def _page_info(items: Sequence[ConsumerDeadLetter], limit: int) -> dict[str, Any]:
-    end = str(items[-1].sequence) if items else None
-    return {"hasNextPage": len(items) == limit, "endCursor": end}
 
 
 @consumers_app.command("dead-letters")
@@ -196,9 +160,7 @@ def dead_letters(
     """
     items = _run(lambda admin: admin.dead_letters(consumer, before=before, limit=limit))
     if as_json:
-        print_json(
-            {"items": [_dead_letter_json(i) for i in items], "pageInfo": _page_info(items, limit)}
-        )
+        print_json(ConsumerDeadLetterPageView.of(items, limit=limit))
         return
     if not items:
         typer.echo("no dead letters")

@@ -5,22 +5,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 from uuid import UUID
 
 import typer
 
 from outbox.application.notifications.errors import UnknownRecipient
-from outbox.application.notifications.ports import OptOut
 from outbox.domain.channels import Channel
 from outbox.domain.notifications.catalogue import CATALOGUE, UnknownCategory
-from outbox.domain.notifications.snapshots import Intent, IntentSource, InvalidIntent, Snapshot
+from outbox.domain.notifications.snapshots import Intent, IntentSource, InvalidIntent
 from outbox.entrypoints.bootstrap.notifications import NotificationsAdmin, notifications_admin
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail
 from outbox.entrypoints.cli.operator_run import operator_guarded
 from outbox.entrypoints.cli.output import lines, print_json, print_table, short_time, table
 from outbox.entrypoints.cli.startup import start
+from outbox.entrypoints.wire.notifications import (
+    CategoriesView,
+    CategoryView,
+    IntentView,
+    OptOutsView,
+    TakenListView,
+)
 
 _T = TypeVar("_T")
 
@@ -64,44 +70,19 @@ def _run(action: Callable[[NotificationsAdmin], Awaitable[_T]]) -> _T:
 @notifications_app.command("categories")
 def categories(as_json: AsJson = False) -> None:
     """Every category of the catalogue: its channels, template and locales."""
-    items: list[dict[str, Any]] = [
-        {
-            "code": c.code,
-            "channels": [channel.value for channel in c.channels],
-            "template": c.template,
-            "locales": sorted(c.locales),
-            "fallbackLocale": c.fallback_locale,
-            "description": c.description,
-        }
-        for c in CATALOGUE
-    ]
+    items = [CategoryView.of(c) for c in CATALOGUE]
     if as_json:
-        print_json({"items": items})
+        print_json(CategoriesView(items=items))
         return
     built = table("Category\nTemplate", "Channels", "Locales\nFallback", "Description")
     for item in items:
         built.add_row(
-            lines(item["code"], item["template"]),
-            lines(*item["channels"]),
-            lines(", ".join(item["locales"]), item["fallbackLocale"]),
-            lines(item["description"]),
+            lines(item.code, item.template),
+            lines(*item.channels),
+            lines(", ".join(item.locales), item.fallback_locale),
+            lines(item.description),
         )
     print_table(built)
-
-
-def _snapshot_json(snapshot: Snapshot, state: str | None) -> dict[str, Any]:
-    return {
-        "id": snapshot.id,
-        "channel": snapshot.channel.value,
-        "destination": snapshot.masked_destination,
-        "template": snapshot.template,
-        "locale": snapshot.locale,
-        "variables": dict(snapshot.variables),
-        "decision": snapshot.decision.value,
-        "messageId": snapshot.message_id,
-        "messageState": state,
-        "createdAt": snapshot.created_at,
-    }
 
 
 @notifications_app.command("show")
@@ -117,19 +98,8 @@ def show(
     if view is None:
         raise fail("not found: no notification intent or delivery has this id", ExitCode.NOT_FOUND)
     first = view.snapshots[0]
-    document = {
-        "intentId": first.intent_id,
-        "intentKey": first.intent_key,
-        "category": first.category,
-        "recipientId": first.recipient_id,
-        "source": first.source.value,
-        "deliveries": [
-            _snapshot_json(s, state)
-            for s, state in zip(view.snapshots, view.message_states, strict=True)
-        ],
-    }
     if as_json:
-        print_json(document)
+        print_json(IntentView.of(view.snapshots, view.message_states))
         return
     typer.echo(f"intent {first.intent_id} ({first.source.value}, {first.intent_key})")
     typer.echo(f"category {first.category}, recipient {first.recipient_id}")
@@ -183,30 +153,15 @@ def request(
     except InvalidIntent as error:
         raise fail(str(error), ExitCode.USAGE) from None
     taken = _run(lambda admin: admin.request(intent))
-    items: list[dict[str, Any]] = [
-        {
-            "id": t.snapshot_id,
-            "intentId": t.intent_id,
-            "channel": t.channel.value,
-            "decision": t.decision.value,
-            "messageId": t.message_id,
-            "created": t.created,
-        }
-        for t in taken
-    ]
     if as_json:
-        print_json({"items": items})
+        print_json(TakenListView.of(taken))
         return
-    if not items:
+    if not taken:
         typer.echo("nothing to send: the recipient has no address on the category's channels")
         return
-    for item in items:
-        state = "new" if item["created"] else "asked before"
-        typer.echo(f"{item['id']}  {item['channel']}  {item['decision']}  ({state})")
-
-
-def _opt_out_json(row: OptOut) -> dict[str, Any]:
-    return {"category": row.category, "channel": row.channel.value, "optedOutAt": row.opted_out_at}
+    for t in taken:
+        state = "new" if t.created else "asked before"
+        typer.echo(f"{t.snapshot_id}  {t.channel.value}  {t.decision.value}  ({state})")
 
 
 @consent_app.command("list")
@@ -214,7 +169,7 @@ def list_opt_outs(recipient: Recipient, as_json: AsJson = False) -> None:
     """The recipient's opt-outs."""
     rows = _run(lambda admin: admin.consent.opt_outs(recipient))
     if as_json:
-        print_json({"recipientId": recipient, "items": [_opt_out_json(r) for r in rows]})
+        print_json(OptOutsView.of(recipient, rows))
         return
     if not rows:
         typer.echo("no opt-out: every category is sent")

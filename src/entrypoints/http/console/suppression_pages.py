@@ -1,8 +1,9 @@
 """The console's suppressions: the list, and lifting or adding one with a reason.
 
 The page holds no rule: the destination is normalised, the reason checked and the change
-audited by MessageOperations.change_suppression; the database checks the staff member's step-up on every call.
-A destination is typed, never shown: the list carries only the masked form.
+audited by MessageOperations.change_suppression; the database checks the staff member's
+step-up on every call. A destination is typed, never shown: the list carries only the
+masked form.
 """
 
 from __future__ import annotations
