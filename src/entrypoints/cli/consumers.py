@@ -15,7 +15,8 @@ from outbox.application.events.consumer_ports import ConsumerAdmin, ConsumerLag
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, run_guarded
 from outbox.entrypoints.cli.operator_run import operator_guarded
-from outbox.entrypoints.cli.output import lines, print_json, print_table, short_time, table
+from outbox.entrypoints.cli.options import AsJson
+from outbox.entrypoints.cli.output import camel, lines, print_json, print_table, short_time, table
 from outbox.entrypoints.cli.startup import start
 from outbox.entrypoints.wire.consumers import ConsumerDeadLetterPageView, ConsumerLagsView
 
@@ -26,15 +27,9 @@ consumers_app = typer.Typer(
     no_args_is_help=True,
 )
 
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 Consumer = Annotated[str, typer.Argument(help="The consumer's code (module.name).")]
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def consume(
@@ -75,7 +70,7 @@ def consume(
     if drain:
         print_json(
             {
-                name: {_camel(field): value for field, value in attrs.asdict(result).items()}
+                name: {camel(field): value for field, value in attrs.asdict(result).items()}
                 for name, result in totals.items()
             }
         )

@@ -22,6 +22,7 @@ from outbox.adapters.postgres.migrator import (
 from outbox.adapters.postgres.schema_dump import current_schema
 from outbox.entrypoints.bootstrap.database import resolve_database_url
 from outbox.entrypoints.cli.guard import guarded
+from outbox.entrypoints.cli.options import AsJson
 from outbox.entrypoints.cli.output import lines, print_json, print_table, short_time, table
 from outbox.entrypoints.cli.startup import start
 
@@ -39,7 +40,6 @@ def _with_database(action: Callable[[str], _T]) -> _T:
         return action(resolve_database_url(settings))
 
 
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 LEGACY_REWRITE = (
     "the ledger of the per-context files (0100-0300) to the one sequence 0001-0007 (same"
     " schema; see docs/operations.md)"

@@ -16,6 +16,7 @@ from outbox.application.operator.reissue_dead_letter import ReissueCommand
 from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT
 from outbox.entrypoints.cli.operator_output import dead_letter_table, page_hints
 from outbox.entrypoints.cli.operator_run import run_operator
+from outbox.entrypoints.cli.options import AsJson, IdempotencyKey, StaffEmail
 from outbox.entrypoints.cli.output import print_json, print_table, short_time
 from outbox.entrypoints.wire.messages import DeadLetterPageView, ReissueView
 
@@ -27,23 +28,7 @@ dead_letters_app = typer.Typer(
     no_args_is_help=True,
 )
 
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 MessageId = Annotated[UUID, typer.Argument(help="The dead letter's id.")]
-StaffEmail = Annotated[
-    str,
-    typer.Option(
-        "--staff",
-        help="The acting staff member's e-mail (recorded in the audit).",
-        show_default=False,
-    ),
-]
-IdempotencyKey = Annotated[
-    str | None,
-    typer.Option(
-        "--idempotency-key",
-        help="Makes a retry safe: the same key answers the first result and does nothing more.",
-    ),
-]
 
 
 @dead_letters_app.command("list")

@@ -34,6 +34,7 @@ from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail
 from outbox.entrypoints.cli.operator_output import page_hints
 from outbox.entrypoints.cli.operator_run import operator_guarded, run_operator
+from outbox.entrypoints.cli.options import AsJson, IdempotencyKey, Reason, StaffEmail
 from outbox.entrypoints.cli.output import print_json, print_table
 from outbox.entrypoints.cli.startup import start
 from outbox.entrypoints.wire.events import (
@@ -53,7 +54,6 @@ events_app = typer.Typer(
     no_args_is_help=True,
 )
 
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 Organization = Annotated[
     UUID | None, typer.Option("--organization", help="Only this organization's.")
 ]
@@ -65,29 +65,6 @@ Before = Annotated[
 ]
 Limit = Annotated[int, typer.Option(min=1, max=MAX_LIMIT, help="Rows per page.")]
 DeadLetterId = Annotated[UUID, typer.Argument(help="The dead letter's id (its record's).")]
-StaffEmail = Annotated[
-    str,
-    typer.Option(
-        "--staff",
-        help="The acting staff member's e-mail (recorded in the audit).",
-        show_default=False,
-    ),
-]
-Reason = Annotated[
-    str,
-    typer.Option(
-        "--reason",
-        help="Why (a ticket, a sentence; kept in the audit: never personal data).",
-        show_default=False,
-    ),
-]
-IdempotencyKey = Annotated[
-    str | None,
-    typer.Option(
-        "--idempotency-key",
-        help="Makes a retry safe: the same key answers the first result and does nothing more.",
-    ),
-]
 
 
 @events_app.command("backlog")

@@ -17,6 +17,7 @@ import typer
 from outbox.adapters.postgres.inbox_store import PostgresInboxStore
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, run_guarded
+from outbox.entrypoints.cli.options import AsJson
 from outbox.entrypoints.cli.output import print_json, print_table, short_time, table
 from outbox.entrypoints.cli.startup import start
 
@@ -25,7 +26,6 @@ inbox_app = typer.Typer(
     help="See a service's inbox of the relay's stream: receipts, dead letters, replays.",
     no_args_is_help=True,
 )
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 Consumer = Annotated[str, typer.Argument(help="The inbox consumer (its durable's name).")]
 Limit = Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many.")]
 

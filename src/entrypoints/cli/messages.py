@@ -23,6 +23,7 @@ from outbox.domain.delivery.messages import State
 from outbox.domain.purposes import Purpose
 from outbox.entrypoints.cli.operator_output import message_list_table, message_tables, page_hints
 from outbox.entrypoints.cli.operator_run import run_operator
+from outbox.entrypoints.cli.options import AsJson
 from outbox.entrypoints.cli.output import print_json, print_table
 from outbox.entrypoints.cli.receipt_output import receipts_json, receipts_table
 from outbox.entrypoints.wire.messages import MessagePageView, MessageView
@@ -33,8 +34,6 @@ if TYPE_CHECKING:  # the services' module loads with the command that runs them
 messages_app = typer.Typer(
     help="Find and inspect messages (masked; never a secret).", no_args_is_help=True
 )
-
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 
 def _moment(value: str) -> datetime:

@@ -18,6 +18,7 @@ from outbox.entrypoints.bootstrap.notifications import NotificationsAdmin, notif
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail
 from outbox.entrypoints.cli.operator_run import operator_guarded
+from outbox.entrypoints.cli.options import AsJson
 from outbox.entrypoints.cli.output import lines, print_json, print_table, short_time, table
 from outbox.entrypoints.cli.startup import start
 from outbox.entrypoints.wire.notifications import (
@@ -39,7 +40,6 @@ consent_app = typer.Typer(
 )
 notifications_app.add_typer(consent_app, name="consent")
 
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 Recipient = Annotated[UUID, typer.Argument(help="The recipient's id (an account's id).")]
 Category = Annotated[str, typer.Argument(help="The category's code, e.g. account.welcome.")]
 Channels = Annotated[

@@ -22,6 +22,12 @@ def print_json(value: Any) -> None:
     typer.echo(msgspec.json.encode(value).decode("utf-8"))
 
 
+def camel(name: str) -> str:
+    """``dead_lettered`` → ``deadLettered``: the CLI's JSON casing, as the API's."""
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)
+
+
 def short_time(value: datetime | None) -> str:
     """A timestamp for a table cell: UTC, to the second."""
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value is not None else ""

@@ -17,6 +17,7 @@ from outbox.domain.channels import Channel
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail
 from outbox.entrypoints.cli.operator_run import run_operator
+from outbox.entrypoints.cli.options import AsJson, Reason
 from outbox.entrypoints.cli.output import print_json, print_table
 from outbox.entrypoints.cli.receipt_output import change_json, suppression_json, suppressions_table
 
@@ -25,13 +26,8 @@ suppressions_app = typer.Typer(
     no_args_is_help=True,
 )
 
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 Destination = Annotated[
     str, typer.Argument(help="The e-mail address or E.164 number (stored as a digest).")
-]
-Reason = Annotated[
-    str,
-    typer.Option("--reason", help="Why (required; kept in the audit).", show_default=False),
 ]
 
 

@@ -11,7 +11,7 @@ import typer
 
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, run_guarded
-from outbox.entrypoints.cli.output import print_json
+from outbox.entrypoints.cli.output import camel, print_json
 from outbox.entrypoints.cli.startup import start
 from outbox.entrypoints.settings.lanes import LANES, SECURITY, parse_lanes
 from outbox.entrypoints.settings.tree import Settings
@@ -106,7 +106,7 @@ def worker(
     if drain:
         print_json(
             {
-                lane: {_camel(name): value for name, value in attrs.asdict(result).items()}
+                lane: {camel(name): value for name, value in attrs.asdict(result).items()}
                 for lane, result in totals.items()
             }
         )
@@ -155,10 +155,4 @@ def sweep(
     from outbox.entrypoints.bootstrap.worker_process import run_sweeps  # noqa: PLC0415 - as above
 
     counts = run_guarded(lambda: asyncio.run(run_sweeps(settings, which=kind.value, loop=loop)))
-    print_json({_camel(name): count for name, count in counts.items()})
-
-
-def _camel(name: str) -> str:
-    """``dead_lettered`` → ``deadLettered``: the CLI's JSON casing, as the API's."""
-    first, *rest = name.split("_")
-    return first + "".join(part.title() for part in rest)
+    print_json({camel(name): count for name, count in counts.items()})
