@@ -20,11 +20,11 @@ from outbox.adapters.postgres.readiness import PostgresReadinessProbe
 from outbox.adapters.postgres.work_listener import CONSUMERS_CHANNEL, EVENTS_CHANNEL, WorkListener
 from outbox.application.delivery.batch import BatchTally
 from outbox.application.delivery.ports import DeliveryProvider
+from outbox.application.delivery.sweeps import retention_sweep
 from outbox.application.events.consumer_handlers import ConsumerRegistry
 from outbox.application.events.ports import PublicationTarget
 from outbox.application.events.process_deliveries import ProcessingResult
 from outbox.application.events.publish_due_events import PublishDueEvents
-from outbox.application.events.purge_retained_events import PurgeRetainedEvents
 from outbox.application.ports import ReadinessProbe, ReadinessReport
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.retention import RetentionPolicy
@@ -153,9 +153,10 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                 lease=worker.lease,
                 target_timeout=worker.provider_timeout,
             )
-            purge = PurgeRetainedEvents(
-                store=store,
-                telemetry=telemetry,
+            purge = retention_sweep(
+                store,
+                telemetry,
+                name="events_retention",
                 retention=RetentionPolicy(
                     published=sweeps.published_retention,
                     dead_lettered=sweeps.dead_lettered_retention,

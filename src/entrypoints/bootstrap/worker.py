@@ -21,8 +21,7 @@ from outbox.application.delivery.links import LinkBases
 from outbox.application.delivery.ports import DeliveryProvider, DispatchStore
 from outbox.application.delivery.provider_breaker import ProviderBreaker
 from outbox.application.delivery.provider_pauses import ProviderPauseBoard
-from outbox.application.delivery.purge_retained_messages import PurgeRetainedMessages
-from outbox.application.delivery.sweep_expired_messages import SweepExpiredMessages
+from outbox.application.delivery.sweeps import Sweep, expiry_sweep, retention_sweep
 from outbox.application.ports import ReadinessProbe, Telemetry
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.retention import RetentionPolicy
@@ -53,8 +52,8 @@ class WorkerServices:
     """Everything a worker process runs: dispatch, sweeps, and the wake-up source."""
 
     dispatch: DispatchDueMessages
-    expire: SweepExpiredMessages
-    purge: PurgeRetainedMessages
+    expire: Sweep
+    purge: Sweep
     store: DispatchStore
     telemetry: Telemetry
     registry: CollectorRegistry
@@ -136,12 +135,10 @@ async def worker_services(
                 rate_limits=build_rate_limits(settings),
                 pauses=ProviderPauseBoard(PostgresPausedProviders(pool)),
             ),
-            expire=SweepExpiredMessages(
-                store=store, telemetry=telemetry, batch_size=sweeps.batch_size
-            ),
-            purge=PurgeRetainedMessages(
-                store=store,
-                telemetry=telemetry,
+            expire=expiry_sweep(store, telemetry, sweeps.batch_size),
+            purge=retention_sweep(
+                store,
+                telemetry,
                 retention=RetentionPolicy(
                     published=sweeps.published_retention,
                     dead_lettered=sweeps.dead_lettered_retention,

@@ -18,7 +18,7 @@ import attrs
 import pytest
 
 from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
-from outbox.application.delivery.purge_retained_messages import PurgeRetainedMessages
+from outbox.application.delivery.sweeps import retention_sweep
 from outbox.domain.delivery.retention import RetentionPolicy
 from tests.fakes.telemetry import RecordingTelemetry
 from tests.outboxctl import run_outboxctl
@@ -127,7 +127,7 @@ async def test_the_default_windows_are_30_days_published_and_90_days_dead_letter
 
 async def test_the_sweep_yields_while_another_holds_its_lock(connect_as, dispatch_store):
     rows = await _rows_around_the_edges(connect_as)
-    purge = PurgeRetainedMessages(store=dispatch_store, telemetry=RecordingTelemetry())
+    purge = retention_sweep(dispatch_store, RecordingTelemetry())
 
     async with connect_as(autocommit=False) as other:
         await other.execute(PURGE_LOCK)

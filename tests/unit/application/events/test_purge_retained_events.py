@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+from outbox.application.delivery.sweeps import retention_sweep
 from outbox.application.events.publish_due_events import PublishDueEvents
-from outbox.application.events.purge_retained_events import PurgeRetainedEvents
 from outbox.domain.delivery.retry_policy import RetryPolicy
 from tests.contract.event_outbox_harness import new_event
 from tests.fakes.event_outbox import InMemoryEventOutbox
@@ -31,7 +31,7 @@ async def test_published_events_past_30_days_are_purged_in_batches_and_live_ones
     outbox.clock.advance(timedelta(days=30))
     telemetry = RecordingTelemetry()
 
-    purged = await PurgeRetainedEvents(store=outbox, telemetry=telemetry, batch_size=2)()
+    purged = await retention_sweep(outbox, telemetry, name="events_retention", batch_size=2)()
 
     assert 5 == purged
     assert [live] == list(outbox.events)
