@@ -178,7 +178,7 @@ class PostgresHarness:
             await PostgresOutboxWriter(conn).enqueue(message)
 
     async def cancel(self, subject_id: UUID, reason: FailureClass) -> int:
-        async with self.connect_as("outbox_producer") as conn, conn.transaction():
+        async with self.connect_as("identity_service") as conn, conn.transaction():
             return await PostgresOutboxWriter(conn).cancel_by_subject(
                 subject_id=subject_id, reason=reason
             )

@@ -113,11 +113,12 @@ class InMemoryOutbox:
         self.tables.messages[message.id] = message
 
     async def cancel_by_subject(self, *, subject_id: UUID, reason: FailureClass) -> int:
-        """Withdraw every live message of ``subject_id``."""
+        """Withdraw every live message of ``subject_id`` that carries a secret (never a
+        notice or a notification)."""
         self.faults.check("cancel_by_subject")
         cancelled = 0
         for other in list(self.tables.messages.values()):
-            if other.subject_id == subject_id and other.is_live:
+            if other.subject_id == subject_id and other.is_live and other.purpose.carries_secret:
                 self.tables.messages[other.id] = other.cancel(reason, self.clock.now())
                 cancelled += 1
         return cancelled

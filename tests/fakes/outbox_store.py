@@ -125,11 +125,14 @@ class InMemoryOutboxStore:
         self._signal().set()
 
     async def cancel_by_subject(self, *, subject_id: UUID, reason: FailureClass) -> int:
-        """Withdraw every live message of ``subject_id`` with ``reason``; return how many."""
+        """Withdraw every live message of ``subject_id`` that carries a secret (never a
+        notice or a notification) with ``reason``; return how many."""
         if reason not in CANCEL_REASONS:
             raise InvalidRequest(f"p_reason: {reason} is not a cancellation reason")
         now = self.clock.now()
-        cancelled = [m for m in self._live() if m.subject_id == subject_id]
+        cancelled = [
+            m for m in self._live() if m.subject_id == subject_id and m.purpose.carries_secret
+        ]
         for message in cancelled:
             self.messages[message.id] = message.cancel(reason, now)
         return len(cancelled)

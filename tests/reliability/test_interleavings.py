@@ -90,7 +90,7 @@ async def _enqueue(url: str, message: Message) -> None:
 
 async def _cancel(url: str, subject: uuid.UUID) -> int:
     async with await psycopg.AsyncConnection.connect(url) as conn:
-        await conn.execute("SET ROLE outbox_producer")
+        await conn.execute("SET ROLE identity_service")  # the identity module's alone
         cancelled = await PostgresOutboxWriter(conn).cancel_by_subject(
             subject_id=subject, reason=FailureClass.CHALLENGE_CONSUMED
         )

@@ -3466,7 +3466,10 @@ BEGIN
             lease_expires_at = NULL,
             dead_lettered_at = v_now,
             dead_letter_reason = p_reason
-        WHERE m.subject_id = p_subject_id AND m.state IN ('pending', 'leased')
+        WHERE m.subject_id = p_subject_id
+          AND m.state IN ('pending', 'leased')
+          AND m.purpose IN ('sign_up', 'add_sign_in_method', 'password_recovery', 'step_up',
+                            'invitation', 'magic_link')
         RETURNING m.id
     ), dropped AS (
         DELETE FROM outbox.envelopes AS e USING cancelled AS c WHERE e.message_id = c.id
@@ -8021,7 +8024,7 @@ GRANT ALL ON FUNCTION outbox.backlog_metrics() TO identity_service;
 --
 
 REVOKE ALL ON FUNCTION outbox.cancel_by_subject(p_subject_id uuid, p_reason text) FROM PUBLIC;
-GRANT ALL ON FUNCTION outbox.cancel_by_subject(p_subject_id uuid, p_reason text) TO outbox_producer;
+GRANT ALL ON FUNCTION outbox.cancel_by_subject(p_subject_id uuid, p_reason text) TO identity_service;
 
 --
 -- Name: FUNCTION claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision); Type: ACL; Schema: outbox; Owner: -

@@ -41,7 +41,9 @@ MEMBERSHIPS = {
 FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.enqueue_message(uuid,text,text,text,uuid,text,jsonb,text,text,"
     "timestamp with time zone,integer,timestamp with time zone,text)": EXECUTE_BY_PRODUCER,
-    "outbox.cancel_by_subject(uuid,text)": EXECUTE_BY_PRODUCER,
+    # Withdrawing a subject's secrets is the identity module's alone
+    # (0034_cancel_only_own_secrets.sql): a producer could silence security notices.
+    "outbox.cancel_by_subject(uuid,text)": EXECUTE_BY_IDENTITY,
     "outbox.claim_messages(text,integer,double precision)": EXECUTE_BY_WORKER,
     "outbox.record_outcomes(uuid[],uuid[],integer[],text[],text[],text[],text[],text[],"
     "timestamp with time zone[],boolean[])": EXECUTE_BY_WORKER,

@@ -71,6 +71,8 @@ async def test_look_alike_operators_and_functions_in_the_callers_path_are_never_
         await conn.execute("SET search_path = trap, pg_catalog, pg_temp")
         await conn.execute(ENQUEUE, (uuid.uuid4(), subject_id))
         await conn.execute(ENQUEUE, (uuid.uuid4(), subject_id))  # supersedes: compares uuids
+    async with connect_as("identity_service") as conn:
+        await conn.execute("SET search_path = trap, pg_catalog, pg_temp")
         await conn.execute(
             "SELECT outbox.cancel_by_subject(%s, 'challenge_consumed')", (subject_id,)
         )
