@@ -9,7 +9,11 @@ import asyncio
 import attrs
 
 from outbox.application.identity.challenge_answers import ChallengeAnswers
-from outbox.application.identity.inputs import parse_identifier, parse_password
+from outbox.application.identity.inputs import (
+    check_strength,
+    parse_identifier,
+    parse_password,
+)
 from outbox.application.identity.ports import IdentityTransactions
 from outbox.application.identity.request_limits import RequestLimits
 from outbox.application.ports import Clock, SecretHasher, Telemetry
@@ -49,6 +53,7 @@ class ConfirmPasswordRecovery:
         new_password = parse_password(command.new_password, "newPassword")
         now = self.clock.now()
         await self.limits.client(ROUTE, command.client_address, now)
+        await check_strength(new_password, "newPassword", hints=(identifier.value,))
         password_hash = await asyncio.to_thread(self.hasher.hash, new_password)
         async with self.transactions.begin() as uow:
             challenge = await uow.identity.find_challenge(

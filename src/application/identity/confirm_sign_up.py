@@ -14,7 +14,11 @@ import attrs
 
 from outbox.application.identity.challenge_answers import ChallengeAnswers
 from outbox.application.identity.errors import IdentifierTaken
-from outbox.application.identity.inputs import parse_identifier, parse_password
+from outbox.application.identity.inputs import (
+    check_strength,
+    parse_identifier,
+    parse_password,
+)
 from outbox.application.identity.ports import IdentityTransactions
 from outbox.application.identity.request_limits import RequestLimits
 from outbox.application.ports import Clock, SecretHasher, Telemetry
@@ -53,6 +57,7 @@ class ConfirmSignUp:
         password = parse_password(command.password)
         now = self.clock.now()
         await self.limits.client(ROUTE, command.client_address, now)
+        await check_strength(password, "password", hints=(identifier.value,))
         # Hashed before the transaction, so no row lock is held through the Argon2id work.
         password_hash = await asyncio.to_thread(self.hasher.hash, password)
         async with self.transactions.begin() as uow:

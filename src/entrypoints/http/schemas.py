@@ -22,7 +22,13 @@ Identifier = Annotated[
 ]
 Email = Annotated[str, Meta(min_length=1, max_length=320, examples=["bob@example.com"])]
 Password = Annotated[
-    str, Meta(min_length=8, max_length=256, description="8 to 256 characters, not only spaces.")
+    str,
+    Meta(
+        min_length=8,
+        max_length=256,
+        description="8 to 256 characters, not only spaces, and not easy to guess (a common"
+        " word, a keyboard run, the address itself: 400 naming the field).",
+    ),
 ]
 Code = Annotated[
     str, Meta(min_length=1, max_length=32, description="The one-time code that was sent.")
