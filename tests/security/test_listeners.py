@@ -137,6 +137,42 @@ async def test_a_trusted_proxy_names_the_client(database_url: str, tmp_path: Pat
     assert [201, 201, 429] == statuses
 
 
+async def test_addresses_of_one_ipv6_64_share_one_client_limit(
+    database_url: str, tmp_path: Path
+) -> None:
+    """The attack (issue 28, finding 4): a guesser holding one IPv6 /64 (the smallest block a
+    subscriber gets) rotated through 80 of its addresses and had every sign-in evaluated."""
+    environment = serve_environment(
+        database_url,
+        tmp_path,
+        OUTBOX_RATE_LIMIT_CLIENT="3",
+        OUTBOX_RATE_LIMIT_CLIENT_WINDOW_SECONDS="600",
+        OUTBOX_TRUSTED_PROXIES="127.0.0.1/32, ::1",
+    )
+    with running_serve(environment) as served:
+        await wait_until_ready(served.public)
+        async with httpx.AsyncClient(base_url=served.public, timeout=10) as public:
+
+            async def guess(client: str) -> int:
+                response = await public.post(
+                    "/sessions",
+                    json={"identifier": "someone@example.com", "password": "a guess"},
+                    headers={"X-Forwarded-For": client},
+                )
+                return response.status_code
+
+            rotating = [await guess(f"2001:db8:1:2::{n:x}") for n in range(1, 7)]
+            elsewhere = await guess("2001:db8:1:3::1")
+            mapped = [
+                await guess(client)
+                for client in ("198.51.100.7", "198.51.100.7", "::ffff:198.51.100.7") * 2
+            ]
+
+    assert [401, 401, 401, 429, 429, 429] == rotating
+    assert 401 == elsewhere
+    assert [401, 401, 401, 429, 429, 429] == mapped  # an IPv4 client and its mapped form
+
+
 async def test_a_client_that_sends_its_headers_too_slowly_is_disconnected(
     database_url: str, tmp_path: Path
 ) -> None:

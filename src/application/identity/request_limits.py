@@ -14,7 +14,7 @@ from outbox.application.identity.phone_numbers import country_of
 from outbox.application.identity.ports import RateLimiter
 from outbox.domain.channels import Channel
 from outbox.domain.identity.identifiers import Identifier
-from outbox.domain.identity.rate_limits import Backoff, RateLimit
+from outbox.domain.identity.rate_limits import Backoff, RateLimit, client_block
 from outbox.domain.identity.tokens import token_digest
 
 
@@ -66,8 +66,9 @@ class RequestLimits:
             raise RateLimited(wait)
 
     async def client(self, route: str, address: str, now: datetime) -> None:
-        """Enforce the per-client-address limit of ``route``; raises RateLimited."""
-        await self.enforce(self.policy.per_client, f"client|{route}|{address}", now)
+        """Enforce the per-client limit of ``route`` (an IPv6 client is its /64); raises
+        RateLimited."""
+        await self.enforce(self.policy.per_client, f"client|{route}|{client_block(address)}", now)
 
     async def destination(self, identifier: Identifier, now: datetime) -> timedelta | None:
         """Count one send to ``identifier``; None if it may go now, else the wait.

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import UTC, datetime, timedelta
 
 import attrs
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The smallest IPv6 block a subscriber is given: one client for the limits, whichever of its
+# 2^64 addresses it sends from.
+CLIENT_PREFIX_V6 = 64
+
+
+def client_block(address: str) -> str:
+    """The client a limit counts: an IPv4 address (an IPv4-mapped IPv6 one as IPv4), the /64
+    of an IPv6 address, or the text as given when it is no address (a socket path, unknown)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, CLIENT_PREFIX_V6), strict=False))
+    return str(ip)
 
 
 @attrs.frozen(kw_only=True)
