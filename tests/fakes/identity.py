@@ -559,6 +559,13 @@ class InMemoryRateLimiter:
         )
         return None
 
+    async def pace_wait(self, *, key: str, now: datetime) -> timedelta | None:
+        """How long until the key's next send is due; None when it is."""
+        if self.failure is not None:
+            raise self.failure
+        current = self.paces.get(key)
+        return current.next_send_at - now if current and now < current.next_send_at else None
+
     async def hit(self, *, key: str, window_start: datetime, window_end: datetime) -> int:
         """Count one hit and return the window's total."""
         if self.failure is not None:

@@ -152,11 +152,13 @@ async def test_addresses_of_one_ipv6_64_share_one_client_limit(
     with running_serve(environment) as served:
         await wait_until_ready(served.public)
         async with httpx.AsyncClient(base_url=served.public, timeout=10) as public:
+            guesses = iter(range(100))
 
             async def guess(client: str) -> int:
+                # Another account each time: only the client limit may refuse.
                 response = await public.post(
                     "/sessions",
-                    json={"identifier": "someone@example.com", "password": "a guess"},
+                    json={"identifier": f"someone{next(guesses)}@example.com", "password": "x"},
                     headers={"X-Forwarded-For": client},
                 )
                 return response.status_code

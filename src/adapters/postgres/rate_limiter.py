@@ -1,5 +1,5 @@
-"""RateLimiter over identity.hit_rate_limit and identity.pace_destination, one autocommit
-statement per call."""
+"""RateLimiter over identity.hit_rate_limit, identity.pace_destination and
+identity.pace_wait, one autocommit statement per call."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from outbox.domain.identity.rate_limits import Backoff
 
 HIT = "SELECT identity.hit_rate_limit(%s, %s, %s)"
 PACE = "SELECT identity.pace_destination(%s, %s, %s, %s, %s)"
+PACE_WAIT = "SELECT identity.pace_wait(%s, %s)"
 
 
 class PostgresRateLimiter:
@@ -41,3 +42,11 @@ class PostgresRateLimiter:
                 cursor = await conn.execute(PACE, params)
                 row = await cursor.fetchone()
         return None if row is None or row[0] is None else max(row[0], timedelta(0))
+
+    async def pace_wait(self, *, key: str, now: datetime) -> timedelta | None:
+        """How long until ``key``'s pace allows its next send; None when it does now."""
+        with identity_errors():
+            async with self._pool.connection() as conn:
+                cursor = await conn.execute(PACE_WAIT, (key, now))
+                row = await cursor.fetchone()
+        return None if row is None or row[0] is None else row[0]

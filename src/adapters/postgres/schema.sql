@@ -2845,6 +2845,19 @@ END
 $$;
 
 --
+-- Name: pace_wait(text, timestamp with time zone); Type: FUNCTION; Schema: identity; Owner: -
+--
+
+CREATE FUNCTION identity.pace_wait(p_key text, p_now timestamp with time zone) RETURNS interval
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT p.next_send_at - p_now
+    FROM identity.destination_paces AS p
+    WHERE p.key = p_key AND p.next_send_at > p_now
+$$;
+
+--
 -- Name: preferred_locale(uuid); Type: FUNCTION; Schema: identity; Owner: -
 --
 
@@ -7833,6 +7846,13 @@ GRANT ALL ON FUNCTION identity.open_recovery_if_known(p_identity_id uuid, p_chal
 
 REVOKE ALL ON FUNCTION identity.pace_destination(p_key text, p_now timestamp with time zone, p_first_wait interval, p_max_wait interval, p_quiet interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION identity.pace_destination(p_key text, p_now timestamp with time zone, p_first_wait interval, p_max_wait interval, p_quiet interval) TO identity_service;
+
+--
+-- Name: FUNCTION pace_wait(p_key text, p_now timestamp with time zone); Type: ACL; Schema: identity; Owner: -
+--
+
+REVOKE ALL ON FUNCTION identity.pace_wait(p_key text, p_now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION identity.pace_wait(p_key text, p_now timestamp with time zone) TO identity_service;
 
 --
 -- Name: FUNCTION preferred_locale(p_identity_id uuid); Type: ACL; Schema: identity; Owner: -

@@ -256,3 +256,8 @@ class RateLimiter(Protocol):
         ``key`` is a digest, never a raw address. Raises StoreUnavailable.
         """
         ...
+
+    async def pace_wait(self, *, key: str, now: datetime) -> timedelta | None:
+        """How long until ``key``'s pace allows its next send; None when it allows one at
+        ``now``. Counts nothing. Raises StoreUnavailable."""
+        ...

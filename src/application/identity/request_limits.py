@@ -29,6 +29,15 @@ class RateLimitPolicy:
         factory=lambda: RateLimit(limit=20, window=timedelta(minutes=1))
     )
     per_destination: Backoff = attrs.field(factory=Backoff)
+    # After the n-th failed sign-in of a streak, the identifier's next one waits 2**(n-1)
+    # seconds, at most a minute: a typo costs a second, a guesser gets about one try a minute.
+    sign_in_failures: Backoff = attrs.field(
+        factory=lambda: Backoff(
+            first_wait=timedelta(seconds=1),
+            max_wait=timedelta(minutes=1),
+            quiet=timedelta(minutes=15),
+        )
+    )
     sms_countries: frozenset[str] | None = None
     sms_per_country_prefix: RateLimit = attrs.field(
         factory=lambda: RateLimit(limit=100, window=timedelta(hours=1))
@@ -88,6 +97,23 @@ class RequestLimits:
             return wait
         return await self.retry_after(
             self.policy.sms_per_country_prefix, f"sms|{country.prefix}", now
+        )
+
+    async def sign_in_wait(self, identifier: Identifier, now: datetime) -> timedelta | None:
+        """How long until ``identifier`` may be signed in to again (None: now); counts nothing.
+
+        The pace is the identifier's, whether an account has it or not, so it tells nobody
+        which exist."""
+        return await self.limiter.pace_wait(
+            key=token_digest(f"sign_in|{identifier.value}"), now=now
+        )
+
+    async def sign_in_failed(self, identifier: Identifier, now: datetime) -> None:
+        """Count a failed sign-in of ``identifier``: its next one waits longer."""
+        await self.limiter.pace(
+            key=token_digest(f"sign_in|{identifier.value}"),
+            now=now,
+            backoff=self.policy.sign_in_failures,
         )
 
     async def account(self, identity_id: UUID, now: datetime) -> timedelta | None:

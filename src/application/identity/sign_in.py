@@ -9,11 +9,12 @@ from uuid import UUID
 import attrs
 
 from outbox.application.errors import InvalidField
-from outbox.application.identity.errors import InvalidCredentials
+from outbox.application.identity.errors import InvalidCredentials, RateLimited
 from outbox.application.identity.inputs import parse_identifier
 from outbox.application.identity.ports import IdentityTransactions, IdentityUnitOfWork
 from outbox.application.identity.request_limits import RequestLimits
 from outbox.application.ports import Clock, Ids, SecretHasher, SecretSource, Telemetry
+from outbox.domain.identity.identifiers import Identifier
 from outbox.domain.identity.sessions import Session
 from outbox.domain.identity.tokens import token_digest
 
@@ -67,7 +68,8 @@ class SignIn:
     """Checks the password of a verified identifier and starts a session.
 
     Unknown identifiers, unverified ones and wrong passwords get one answer after the
-    same Argon2id work.
+    same Argon2id work, and each of them paces the identifier's next sign-in
+    (RequestLimits.sign_in_failed); a paced sign-in is refused before any password work.
     """
 
     transactions: IdentityTransactions
@@ -85,18 +87,29 @@ class SignIn:
             identifier = parse_identifier(command.identifier)
         except InvalidField:
             raise InvalidCredentials from None
+        wait = await self.limits.sign_in_wait(identifier, now)
+        if wait is not None:
+            self.telemetry.event("identity.sign_in.paced", level="warning")
+            raise RateLimited(wait)
+        try:
+            return await self._sign_in(identifier, command.password, now)
+        except InvalidCredentials:
+            await self.limits.sign_in_failed(identifier, now)
+            raise
+
+    async def _sign_in(self, identifier: Identifier, password: str, now: datetime) -> SessionGrant:
         # The password is checked outside any transaction: no row lock or pooled connection is
         # held through the Argon2id work.
         async with self.transactions.begin() as uow:
             account = await uow.identity.find_account(identifier.value)
         if account is None or not account.identifier.is_verified or account.password_hash is None:
-            await asyncio.to_thread(self.hasher.hash, command.password)
+            await asyncio.to_thread(self.hasher.hash, password)
             # The same event as a wrong password: counters must not tell who has an account.
             self.telemetry.event(
                 "identity.sign_in.refused", level="warning", known=False, identity_id=None
             )
             raise InvalidCredentials
-        if not await asyncio.to_thread(self.hasher.verify, command.password, account.password_hash):
+        if not await asyncio.to_thread(self.hasher.verify, password, account.password_hash):
             self.telemetry.event(
                 "identity.sign_in.refused",
                 level="warning",

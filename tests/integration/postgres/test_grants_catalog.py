@@ -116,6 +116,8 @@ FUNCTION_GRANTS.update(
         "identity.pace_destination(text,timestamp with time zone,interval,interval,interval)": (
             EXECUTE_BY_IDENTITY
         ),
+        # The wait a failed sign-in set, read without counting (0035_sign_in_pace.sql).
+        "identity.pace_wait(text,timestamp with time zone)": EXECUTE_BY_IDENTITY,
         "identity.enqueue_invitation_message(uuid,uuid,uuid,text,text,timestamp with time zone,"
         "timestamp with time zone,integer,integer,interval,integer,interval,uuid,text,jsonb,"
         "text,text)": EXECUTE_BY_IDENTITY,
