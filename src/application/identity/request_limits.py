@@ -17,6 +17,10 @@ from outbox.domain.identity.identifiers import Identifier
 from outbox.domain.identity.rate_limits import Backoff, RateLimit, client_block
 from outbox.domain.identity.tokens import token_digest
 
+HOURLY = Backoff(
+    first_wait=timedelta(hours=1), max_wait=timedelta(hours=1), quiet=timedelta(hours=1)
+)
+
 
 @attrs.frozen(kw_only=True)
 class RateLimitPolicy:
@@ -115,6 +119,13 @@ class RequestLimits:
             now=now,
             backoff=self.policy.sign_in_failures,
         )
+
+    async def sign_in_notice_due(self, identity_id: UUID, now: datetime) -> bool:
+        """Whether the owner may be told of failed sign-ins now (at most once an hour)."""
+        wait = await self.limiter.pace(
+            key=token_digest(f"sign_in_notice|{identity_id}"), now=now, backoff=HOURLY
+        )
+        return wait is None
 
     async def account(self, identity_id: UUID, now: datetime) -> timedelta | None:
         """Count one code sent to the account's own identifiers (step-up); None or the wait."""

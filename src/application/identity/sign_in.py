@@ -13,12 +13,25 @@ from outbox.application.identity.errors import InvalidCredentials, RateLimited
 from outbox.application.identity.inputs import parse_identifier
 from outbox.application.identity.ports import IdentityTransactions, IdentityUnitOfWork
 from outbox.application.identity.request_limits import RequestLimits
+from outbox.application.identity.security_notices import SecurityNotices
 from outbox.application.ports import Clock, Ids, SecretHasher, SecretSource, Telemetry
 from outbox.domain.identity.identifiers import Identifier
+from outbox.domain.identity.security_changes import SecurityChange
 from outbox.domain.identity.sessions import Session
 from outbox.domain.identity.tokens import token_digest
 
 ROUTE = "sessions"
+# When a streak of failed sign-ins has made the next one wait this long (the sixth failure
+# in a row), the account's owner is told, at most once an hour.
+NOTICE_AFTER = timedelta(seconds=30)
+
+
+class _WrongPassword(InvalidCredentials):
+    """The identifier is an account's and the password was wrong (answered as any refusal)."""
+
+    def __init__(self, identity_id: UUID) -> None:
+        super().__init__()
+        self.identity_id = identity_id
 
 
 @attrs.frozen(kw_only=True)
@@ -76,6 +89,7 @@ class SignIn:
     sessions: SessionStarter
     hasher: SecretHasher
     limits: RequestLimits
+    notices: SecurityNotices
     clock: Clock
     telemetry: Telemetry
 
@@ -93,9 +107,25 @@ class SignIn:
             raise RateLimited(wait)
         try:
             return await self._sign_in(identifier, command.password, now)
-        except InvalidCredentials:
+        except InvalidCredentials as refused:
             await self.limits.sign_in_failed(identifier, now)
-            raise
+            if isinstance(refused, _WrongPassword):
+                await self._warn_owner(refused.identity_id, identifier, now)
+            raise InvalidCredentials from None
+
+    async def _warn_owner(self, identity_id: UUID, identifier: Identifier, now: datetime) -> None:
+        """Tell the owner once a streak of failures grows long (at most once an hour)."""
+        wait = await self.limits.sign_in_wait(identifier, now)
+        if wait is None or wait < NOTICE_AFTER:
+            return
+        if not await self.limits.sign_in_notice_due(identity_id, now):
+            return
+        async with self.transactions.begin() as uow:
+            await self.notices.send(
+                uow, identity_id=identity_id, change=SecurityChange.SIGN_IN_FAILURES, now=now
+            )
+            await uow.commit()
+        self.telemetry.event("identity.sign_in.owner_warned", identity_id=str(identity_id))
 
     async def _sign_in(self, identifier: Identifier, password: str, now: datetime) -> SessionGrant:
         # The password is checked outside any transaction: no row lock or pooled connection is
@@ -116,7 +146,7 @@ class SignIn:
                 known=True,
                 identity_id=str(account.identity_id),
             )
-            raise InvalidCredentials
+            raise _WrongPassword(account.identity_id)
         async with self.transactions.begin() as uow:
             # A password changed meanwhile (a recovery ending every session) wins the race.
             again = await uow.identity.find_account(identifier.value)

@@ -92,7 +92,7 @@ def build_identity_services(
     return IdentityServices(
         request_sign_up=RequestSignUp(issuer=issuer, limits=limits, ids=ids, **common),
         confirm_sign_up=ConfirmSignUp(answers=answers, hasher=hasher, limits=limits, **common),
-        sign_in=SignIn(sessions=sessions, hasher=hasher, limits=limits, **common),
+        sign_in=SignIn(sessions=sessions, hasher=hasher, limits=limits, notices=notices, **common),
         authenticate=AuthenticateBearer(transactions=transactions, clock=clock),
         sign_out=SignOut(**common),
         revoke_sessions=RevokeSessions(ids=ids, **common),

@@ -70,3 +70,32 @@ async def test_a_paced_owner_still_signs_in_by_magic_link(api: Api) -> None:
 
     assert 201 == asked.status_code
     assert 201 == redeemed.status_code, problem_type(redeemed)
+
+
+async def _fail_in_a_row(api: Api, identifier: str, times: int) -> None:
+    """``times`` wrong passwords, each as soon as the pace allows it."""
+    for n in range(times):
+        status, retry = await _guess(api, identifier, f"wrong {n}")
+        if status == 429:
+            api.clock.advance(timedelta(seconds=int(retry or 0)))
+            status, _ = await _guess(api, identifier, f"wrong {n}")
+        assert 401 == status
+
+
+async def test_the_owner_is_told_of_a_long_streak_once_an_hour(api: Api) -> None:
+    await api.signed_up(ALICE)
+    await api.deliver()
+
+    await _fail_in_a_row(api, ALICE, 5)
+    assert [] == await api.deliver()
+    await _fail_in_a_row(api, ALICE, 1)
+    [notice] = await api.deliver()
+    await _fail_in_a_row(api, ALICE, 3)
+    later = await api.deliver()
+    await _fail_in_a_row(api, "nobody@example.com", 8)
+    unknown = await api.deliver()
+
+    assert ALICE == notice.destination
+    assert "change=sign_in_failures" in notice.content.text
+    assert [] == later
+    assert [] == unknown

@@ -149,6 +149,7 @@ class World:
             sessions=self.sessions,
             hasher=self.hasher,
             limits=self.limits,
+            notices=self.notices,
             **self._common(),
         )
 
