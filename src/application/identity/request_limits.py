@@ -14,7 +14,7 @@ from outbox.application.identity.phone_numbers import country_of
 from outbox.application.identity.ports import RateLimiter
 from outbox.domain.channels import Channel
 from outbox.domain.identity.identifiers import Identifier
-from outbox.domain.identity.rate_limits import Backoff, RateLimit, client_block
+from outbox.domain.identity.rate_limits import Backoff, RateLimit, client_block, inbox_of
 from outbox.domain.identity.tokens import token_digest
 
 HOURLY = Backoff(
@@ -87,7 +87,8 @@ class RequestLimits:
         """Count one send to ``identifier``; None if it may go now, else the wait.
 
         The pace is shared by every route, so one mailbox or phone gets a few codes per
-        window however it is asked for. An SMS also spends its country prefix's hourly
+        window however it is asked for, and by every spelling that reaches one inbox
+        (``inbox_of``: plus-tags, Gmail's dots). An SMS also spends its country prefix's hourly
         budget, and goes only to the configured countries: raises InvalidField (the
         ``identifier`` field) for a number of another country.
         """
@@ -96,7 +97,8 @@ class RequestLimits:
         allowed = self.policy.sms_countries
         if country is not None and allowed is not None and country.region not in allowed:
             raise InvalidField("identifier", "text messages are not sent to this country")
-        wait = await self.pace(f"destination|{identifier.value}", now)
+        inbox = identifier.value if sms else inbox_of(identifier.value)
+        wait = await self.pace(f"destination|{inbox}", now)
         if wait is not None or country is None:
             return wait
         return await self.retry_after(

@@ -13,6 +13,23 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CLIENT_PREFIX_V6 = 64
 
 
+# Providers known to ignore dots in the local part, and the domain each delivers as.
+_DOTLESS = {"gmail.com": "gmail.com", "googlemail.com": "gmail.com"}
+
+
+def inbox_of(address: str) -> str:
+    """The inbox an e-mail address reaches, for pacing: without a ``+tag``, and without dots
+    for providers known to ignore them. A message still goes to the address as given."""
+    local, at, domain = address.rpartition("@")
+    if not at:
+        return address
+    local = local.split("+", 1)[0] or local
+    if domain in _DOTLESS:
+        domain = _DOTLESS[domain]
+        local = local.replace(".", "") or local
+    return f"{local}@{domain}"
+
+
 def client_block(address: str) -> str:
     """The client a limit counts: an IPv4 address (an IPv4-mapped IPv6 one as IPv4), the /64
     of an IPv6 address, or the text as given when it is no address (a socket path, unknown)."""

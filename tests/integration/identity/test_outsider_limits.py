@@ -74,6 +74,30 @@ async def test_case_variants_of_one_mailbox_share_one_limit_and_one_account(api:
     assert [(1,)] == await api.rows("SELECT count(*) FROM identity.login_identifiers")
 
 
+@pytest.mark.parametrize(
+    "variants",
+    [
+        [f"alice+{n}@example.com" for n in range(20)],
+        ["a.lice@gmail.com", "al.ice@gmail.com", "ali.ce@gmail.com", "alic.e@gmail.com"]
+        + [f"a.l.i.c.e+{n}@googlemail.com" for n in range(16)],
+    ],
+    ids=["plus-tags", "gmail-dots"],
+)
+async def test_spellings_that_reach_one_inbox_share_its_pace(api: Api, variants: list[str]) -> None:
+    """The attack (issue 28, low): twenty plus-tagged or dotted Gmail spellings of one inbox
+    were twenty destinations to pace, so twenty codes landed in it within seconds. Each
+    spelling is still its own address (and account), delivered as given."""
+    api.tighten(per_destination=RateLimitPolicy().per_destination)
+
+    statuses = [
+        (await api.post("/sign-ups", {"identifier": variant})).status_code for variant in variants
+    ]
+
+    deliveries = await api.deliver()
+    assert [variants[0]] == [delivery.destination for delivery in deliveries]
+    assert [201] + [429] * (len(variants) - 1) == statuses
+
+
 async def test_an_account_answers_to_every_spelling_of_its_address(api: Api) -> None:
     token = await api.signed_up("Alice@Example.COM")
 
