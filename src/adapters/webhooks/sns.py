@@ -4,9 +4,10 @@ An SNS message is JSON. Its signature covers a canonical string of some of its f
 fixed order, one ``name\\nvalue\\n`` pair each; SignatureVersion 1 signs it with
 SHA1withRSA, 2 with SHA256withRSA. The certificate whose key signed it is fetched from
 ``SigningCertURL``, which is believed only over HTTPS from a host the configured pattern
-matches (``sns.*.amazonaws.com`` by default), and cached. The topic must be one of the
-configured ARNs, and the timestamp recent: a captured message replayed later is refused,
-and one replayed soon after is a duplicate of a MessageId already kept.
+matches (``sns.*.amazonaws.com`` by default), and cached; at most a few new certificates are
+fetched a minute. The topic must be one of the configured ARNs, and the timestamp recent
+(both checked before any fetch): a captured message replayed later is refused, and one
+replayed soon after is a duplicate of a MessageId already kept.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import fnmatch
 import json
 import re
 import ssl
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -61,6 +62,10 @@ _HASHES: dict[str, type[hashes.HashAlgorithm]] = {"1": hashes.SHA1, "2": hashes.
 _MAX_CERTIFICATE_BYTES = 16 * 1024
 _CACHE_SIZE = 32
 _HOST_LABEL = re.compile(r"[a-z0-9-]+")
+# SNS signs with a few certificates that change rarely: more new ones than this in a minute
+# are forgeries naming certificates, and each would be an outbound request.
+CERTIFICATE_FETCHES_PER_MINUTE = 5
+_FETCH_WINDOW = timedelta(minutes=1)
 
 
 @attrs.frozen(kw_only=True)
@@ -149,6 +154,7 @@ class SnsVerifier:
             transport=transport,
         )
         self._keys: OrderedDict[str, rsa.RSAPublicKey] = OrderedDict()
+        self._fetches: deque[datetime] = deque()  # when the last new certificates were fetched
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
@@ -177,17 +183,19 @@ class SnsVerifier:
             raise WebhookRejected("sns_certificate_host")
         if not urlsplit(cert_url).path.endswith(".pem"):
             raise WebhookRejected("sns_certificate_host")
-        key = await self._key(cert_url)
-        try:
-            key.verify(signature, canonical_string(fields), padding.PKCS1v15(), algorithm())
-        except InvalidSignature:
-            raise WebhookRejected("sns_signature_invalid") from None
+        # What costs nothing is checked before a certificate is fetched: a forgery naming
+        # another topic or an old time makes no outbound request.
         if fields["TopicArn"] not in self._policy.topic_arns:
             raise WebhookRejected("sns_topic_not_pinned")
         timestamp = _timestamp(fields["Timestamp"])
         now = self._clock.now()
         if timestamp < now - self._policy.max_age or timestamp > now + self._policy.max_skew:
             raise WebhookRejected("sns_timestamp_stale")
+        key = await self._key(cert_url)
+        try:
+            key.verify(signature, canonical_string(fields), padding.PKCS1v15(), algorithm())
+        except InvalidSignature:
+            raise WebhookRejected("sns_signature_invalid") from None
         subscribe_url = str(fields.get("SubscribeURL", ""))
         return SnsMessage(
             type=kind,
@@ -219,6 +227,12 @@ class SnsVerifier:
         if cached is not None:
             self._keys.move_to_end(url)
             return cached
+        now = self._clock.now()
+        while self._fetches and self._fetches[0] <= now - _FETCH_WINDOW:
+            self._fetches.popleft()
+        if len(self._fetches) >= CERTIFICATE_FETCHES_PER_MINUTE:
+            raise WebhookRejected("sns_certificate_budget")
+        self._fetches.append(now)
         try:
             async with self._client.stream("GET", url) as response:
                 if response.status_code != httpx.codes.OK:

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from outbox.adapters.webhooks.sns import CERTIFICATE_FETCHES_PER_MINUTE
 from tests.integration.receipts.receipt_sql import publish
 from tests.integration.receipts.sns_world import CERT_PATH, ses_event
 
@@ -120,7 +121,7 @@ REASONS = {
     "garbage signature": "sns_signature_invalid",
     "unknown signature version": "sns_signature_version",
     "signature version swapped": "sns_signature_invalid",
-    "topic swapped after signing": "sns_signature_invalid",
+    "topic swapped after signing": "sns_topic_not_pinned",
     "validly signed, topic not pinned": "sns_topic_not_pinned",
     "timestamp too old": "sns_timestamp_stale",
     "timestamp in the future": "sns_timestamp_stale",
@@ -235,3 +236,31 @@ async def test_a_refusal_is_counted_by_its_reason(webhooks, sns):
         {"provider": "ses", "reason": "sns_signature_invalid"},
     )
     assert 1.0 == value
+
+
+async def test_forgeries_cannot_make_the_webhook_fetch_certificates(webhooks, sns):
+    """The attack (issue 28, low): forty requests with a bad signature, each naming another
+    certificate on the pinned host, made forty outbound fetches before the topic or the
+    timestamp was looked at. Now a foreign topic or a stale timestamp fetches nothing, and a
+    bad signature on a pinned topic fetches a few new certificates a minute at the most."""
+    stand_in, signer, _ = sns
+    garbage = "bm90IGEgc2lnbmF0dXJl"
+
+    def forged(n: int, **changes: Any) -> dict[str, Any]:
+        cert_url = f"{stand_in.base}/SimpleNotificationService-{n}.pem"
+        return {**signer.message(cert_url=cert_url, **changes), "Signature": garbage}
+
+    foreign = [
+        await _post(webhooks, forged(n, topic="arn:aws:sns:eu-west-1:999999999999:other"))
+        for n in range(20)
+    ]
+    stale = [
+        await _post(webhooks, forged(n, timestamp=datetime.now(UTC) - timedelta(hours=2)))
+        for n in range(20, 40)
+    ]
+    fetched_before_pinned = len(stand_in.requests)
+    pinned = [await _post(webhooks, forged(n)) for n in range(40, 80)]
+
+    assert {403} == {answer.status_code for answer in foreign + stale + pinned}
+    assert 0 == fetched_before_pinned
+    assert len(stand_in.requests) <= CERTIFICATE_FETCHES_PER_MINUTE
