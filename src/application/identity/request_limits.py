@@ -122,10 +122,11 @@ class RequestLimits:
             backoff=self.policy.sign_in_failures,
         )
 
-    async def sign_in_notice_due(self, identity_id: UUID, now: datetime) -> bool:
-        """Whether the owner may be told of failed sign-ins now (at most once an hour)."""
+    async def sign_in_notice_due(self, identifier: Identifier, now: datetime) -> bool:
+        """Whether the owner of ``identifier`` may be told of failed sign-ins now (at most once
+        an hour); counted for unknown identifiers alike."""
         wait = await self.limiter.pace(
-            key=token_digest(f"sign_in_notice|{identity_id}"), now=now, backoff=HOURLY
+            key=token_digest(f"sign_in_notice|{identifier.value}"), now=now, backoff=HOURLY
         )
         return wait is None
 

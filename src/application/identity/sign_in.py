@@ -109,17 +109,17 @@ class SignIn:
             return await self._sign_in(identifier, command.password, now)
         except InvalidCredentials as refused:
             await self.limits.sign_in_failed(identifier, now)
-            if isinstance(refused, _WrongPassword):
-                await self._warn_owner(refused.identity_id, identifier, now)
+            # The same statements for known and unknown identifiers; only the notice itself
+            # (at most one an hour) is an account's.
+            wait = await self.limits.sign_in_wait(identifier, now)
+            long_streak = wait is not None and wait >= NOTICE_AFTER
+            due = long_streak and await self.limits.sign_in_notice_due(identifier, now)
+            if due and isinstance(refused, _WrongPassword):
+                await self._warn_owner(refused.identity_id, now)
             raise InvalidCredentials from None
 
-    async def _warn_owner(self, identity_id: UUID, identifier: Identifier, now: datetime) -> None:
-        """Tell the owner once a streak of failures grows long (at most once an hour)."""
-        wait = await self.limits.sign_in_wait(identifier, now)
-        if wait is None or wait < NOTICE_AFTER:
-            return
-        if not await self.limits.sign_in_notice_due(identity_id, now):
-            return
+    async def _warn_owner(self, identity_id: UUID, now: datetime) -> None:
+        """Tell the owner that a streak of failed sign-ins grew long."""
         async with self.transactions.begin() as uow:
             await self.notices.send(
                 uow, identity_id=identity_id, change=SecurityChange.SIGN_IN_FAILURES, now=now

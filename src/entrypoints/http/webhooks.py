@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 from litestar import Litestar, Request, post
 from litestar.datastructures import CacheControlHeader
-from litestar.exceptions import HTTPException
+from litestar.exceptions import HTTPException, ValidationException
 from litestar.plugins.problem_details import (
     ProblemDetailsConfig,
     ProblemDetailsException,
@@ -39,11 +39,13 @@ from outbox.application.delivery.record_receipts import RecordReceipts
 from outbox.application.errors import StoreUnavailable
 from outbox.application.ports import Telemetry
 from outbox.domain.delivery.receipts import Receipt, RecordedReceipt
+from outbox.entrypoints.http.hygiene import nesting_exceeds
 from outbox.entrypoints.http.problems import EXCEPTION_MAP, TYPE_PREFIX, internal_error_handler
 
 # An SES notification with its headers is a few KiB; Brevo may batch events. Larger bodies
 # are refused (413) before they are read in full.
 MAX_WEBHOOK_BODY_BYTES = 128 * 1024
+MAX_WEBHOOK_JSON_DEPTH = 32  # providers' payloads nest a few levels
 REJECTED = "outbox_receipts_rejected_total"
 
 
@@ -96,12 +98,23 @@ async def _sns_receipts(services: WebhookServices, body: bytes) -> list[Receipt]
     return [ses_receipt(message)]
 
 
+async def _body(request: Request[Any, Any, Any]) -> bytes:
+    """The body, once it is known not to nest deeper than any provider's payload does (a
+    deeper one, from anyone, would be parsed into a RecursionError): else a 400."""
+    body = await request.body()
+    if nesting_exceeds(body, MAX_WEBHOOK_JSON_DEPTH):
+        raise ValidationException(
+            detail=f"the JSON body nests deeper than {MAX_WEBHOOK_JSON_DEPTH}"
+        )
+    return body
+
+
 def create_webhook_app(services: WebhookServices) -> Litestar:
     """The app of the webhook listener: POST /webhooks/ses, /webhooks/brevo, /webhooks/wasender."""
 
     @post("/webhooks/ses", status_code=HTTP_200_OK, summary="SES notifications through SNS")
     async def ses(request: Request[Any, Any, Any]) -> dict[str, Any]:
-        body = await request.body()
+        body = await _body(request)
         try:
             receipts = await _sns_receipts(services, body)
         except WebhookRejected as error:
@@ -112,7 +125,7 @@ def create_webhook_app(services: WebhookServices) -> Litestar:
 
     @post("/webhooks/brevo", status_code=HTTP_200_OK, summary="Brevo transactional events")
     async def brevo(request: Request[Any, Any, Any]) -> dict[str, Any]:
-        body = await request.body()
+        body = await _body(request)
         try:
             check_brevo_credential(request.headers.get("authorization"), services.brevo_token or "")
             receipts = brevo_receipts(body)
@@ -122,7 +135,7 @@ def create_webhook_app(services: WebhookServices) -> Litestar:
 
     @post("/webhooks/wasender", status_code=HTTP_200_OK, summary="WasenderAPI status callbacks")
     async def wasender(request: Request[Any, Any, Any]) -> dict[str, Any]:
-        body = await request.body()
+        body = await _body(request)
         try:
             check_wasender_secret(
                 request.headers.get(SECRET_HEADER), services.wasender_secret or ""

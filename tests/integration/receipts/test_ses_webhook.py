@@ -264,3 +264,16 @@ async def test_forgeries_cannot_make_the_webhook_fetch_certificates(webhooks, sn
     assert {403} == {answer.status_code for answer in foreign + stale + pinned}
     assert 0 == fetched_before_pinned
     assert len(stand_in.requests) <= CERTIFICATE_FETCHES_PER_MINUTE
+
+
+@pytest.mark.parametrize("path", ["/webhooks/ses", "/webhooks/brevo", "/webhooks/wasender"])
+async def test_deep_json_from_anyone_is_a_400_not_a_500(webhooks, path):
+    """The attack (issue 28, low): deeply nested JSON, without any credential, was a 500 and
+    an error line on the webhook listener."""
+    deep = b"[" * 50_000 + b"]" * 50_000
+
+    answer = await webhooks.client.post(
+        path, content=deep, headers={"content-type": "application/json"}
+    )
+
+    assert 400 == answer.status_code
