@@ -22,22 +22,25 @@ MAX_NAME_LENGTH = 100
 # to carry a link, an address to write to, or text that changes how the rest reads. The
 # checks run on the NFKC form, so full-width and other look-alike dots and colons count.
 _SCHEME = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9+.-]*:(?=\S)")
-_HOST = re.compile(r"(?<![A-Za-z0-9-])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z])")
+# Labels and top-level domains in any script (``пример.рф``), and the ideographic full stops
+# that browsers read as dots (NFKC keeps U+3002, and folds U+FF61 into it).
+_HOST = re.compile(r"(?<![\w-])[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?!\w)")
+_DOTS = str.maketrans({"\u3002": ".", "\uff61": ".", "\uff0e": "."})
 
 
 def check_organization_name(name: str) -> str:
     """The name NFC-normalised and trimmed; raises ValueError naming the rule it breaks.
 
     1 to 100 characters; no control, format (bidirectional overrides) or unpaired surrogate
-    characters; no URL, scheme (``javascript:``), host name (``evil.example``) or email
-    address. "Acme Inc.", "R&D: Team 7" and "Müller & Söhne GmbH" pass.
+    characters; no URL, scheme (``javascript:``), host name (``evil.example``, ``пример.рф``,
+    ``evil。com``) or email address. "Acme Inc.", "R&D: Team 7" and "Müller & Söhne GmbH" pass.
     """
     name = unicodedata.normalize("NFC", name).strip()
     if not name or len(name) > MAX_NAME_LENGTH:
         raise ValueError(f"an organization name has 1 to {MAX_NAME_LENGTH} characters")
     if not name.isprintable():
         raise ValueError("an organization name has no control or formatting characters")
-    folded = unicodedata.normalize("NFKC", name)
+    folded = unicodedata.normalize("NFKC", name).translate(_DOTS)
     if "@" in folded:
         raise ValueError("an organization name may not contain an email address or '@'")
     if _SCHEME.search(folded) or _HOST.search(folded) or "//" in folded:

@@ -30,6 +30,11 @@ async def _organization(api: Api, token: str, name: str = "Acme") -> Any:
         "Visit evil.example today",
         "www.evil-bank.com",
         "Acme\u202egnp.exe",
+        # Internationalised host names and look-alike dots (issue 28, low): mailed before.
+        "Visit пример.рф today",
+        "evil\u3002com",
+        "evil\uff61com",
+        "Bank-login.xn--p1ai",
         "Acme\nSubject: urgent",
         "x" * 101,
     ],
