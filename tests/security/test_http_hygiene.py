@@ -168,3 +168,17 @@ async def test_a_database_that_hands_out_no_connection_is_a_fast_503(
 
     assert [503, 503, 503] == [answer.status_code for answer in answers]
     assert all(answer.headers["retry-after"].isdigit() for answer in answers)
+
+
+async def test_the_admin_listener_loads_no_third_party_script(app: App) -> None:
+    """The attack (issue 28, low): /schema on the admin listener, the origin of the console
+    and the staff routes, loaded Swagger UI from a CDN without integrity, so a compromised
+    CDN script ran with a staff member's session. The admin listener serves the schema as
+    JSON only; the public one keeps its viewer."""
+    pages = [await app.admin.get(path) for path in ("/schema", "/schema/swagger")]
+    schema = await app.admin.get("/schema/openapi.json")
+
+    for page in pages:
+        assert "<script" not in page.text
+    assert 200 == schema.status_code
+    assert "openapi" in schema.json()

@@ -13,7 +13,7 @@ from litestar import Litestar, Request
 from litestar.datastructures import CacheControlHeader, State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import SwaggerRenderPlugin
+from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.plugins.problem_details import ProblemDetailsConfig, ProblemDetailsPlugin
@@ -125,6 +125,8 @@ def create_admin_app(
         title="outbox admin API",
         description=ADMIN_DESCRIPTION,
         template_config=template_config() if console is not None else None,
+        # The console's origin loads no third-party script: the schema as JSON, no viewer.
+        schema_viewer=False,
     )
 
 
@@ -138,8 +140,13 @@ def _litestar(
     lifespan: Sequence[Callable[[Litestar], AbstractAsyncContextManager[None]]] = (),
     middleware: Sequence[Callable[[Any], Any]] = (),
     template_config: TemplateConfig[JinjaTemplateEngine] | None = None,
+    schema_viewer: bool = True,
 ) -> Litestar:
-    """One listener's app: the given routes, with the problem details and hygiene of all."""
+    """One listener's app: the given routes, with the problem details and hygiene of all.
+
+    ``schema_viewer`` serves Swagger UI (its script from a CDN) at /schema; without it the
+    schema is JSON only, at /schema and /schema/openapi.json.
+    """
 
     def provide_services() -> IdentityServices:
         return services
@@ -179,7 +186,7 @@ def _litestar(
             version="0.1.0",
             description=description,
             path=OPENAPI_PATH,
-            render_plugins=[SwaggerRenderPlugin()],
+            render_plugins=[SwaggerRenderPlugin()] if schema_viewer else [JsonRenderPlugin()],
             components=Components(
                 security_schemes={SECURITY_SCHEME: SecurityScheme(type="http", scheme="bearer")}
             ),
