@@ -141,3 +141,29 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read(webhooks):
 async def test_the_webhook_listener_serves_only_webhook_routes(webhooks):
     for path in ("/metrics", "/healthz", "/schema", "/platform-admin/security-outbox/backlog"):
         assert 404 == (await webhooks.client.get(path)).status_code
+
+
+async def test_addresses_in_any_script_spacing_or_key_are_masked_and_kept(webhooks, database_url):
+    """The attack (issue 28, low): a receipt kept internationalised addresses and spaced
+    phone numbers unmasked (and the console showed them), and an address used as a JSON key
+    made the receipt a 500, which the provider retried for ever."""
+    await _published(database_url, "brevo", BREVO_ID)
+    body = _brevo(
+        "hard_bounce",
+        reason="user пользователь@пример.рф unknown, call +34 612 34 56 78",
+        tags={"victim@example.com": "x"},
+    )
+
+    answer = await webhooks.client.post(
+        "/webhooks/brevo",
+        content=body,
+        headers={"content-type": "application/json", "authorization": f"Bearer {BREVO_TOKEN}"},
+    )
+
+    assert 200 == answer.status_code, answer.text
+    (raw,) = (await _rows(database_url, "SELECT raw::text FROM outbox.receipts"))[0]
+    [(detail,)] = await _rows(database_url, "SELECT detail FROM outbox.receipts")
+    for kept in (raw, detail):
+        assert "пользователь" not in kept
+        assert "612 34 56 78" not in kept
+    assert "victim@example.com" not in raw
