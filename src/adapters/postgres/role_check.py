@@ -9,15 +9,14 @@ grant); ``has_function_privilege`` counts inherited and PUBLIC rights alike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import attrs
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.error_translation import translated_errors
 
-SCHEMAS = ["outbox", "identity", "outbox_meta"]
+# Every schema of the outbox: a job role of any of them counts (notifications, consumers, inboxes).
+SCHEMAS = ["outbox", "identity", "outbox_meta", "events", "notifications", "inbox"]
 
 WHO = """
 SELECT current_user::text, session_user::text,
@@ -36,11 +35,12 @@ JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace
 WHERE n.nspname = ANY(%(schemas)s)
 ORDER BY 1
 """
-# The outbox's group roles this role is a member of that grant more than its job does.
+# The roles this role is a member of that grant more than its job does: the owner, another
+# job's role, a module's producer role, whatever its name.
 WIDER_ROLES = """
 SELECT r.rolname::text
 FROM pg_catalog.pg_roles AS r
-WHERE r.rolname = ANY(%(roles)s) AND r.rolname <> %(job)s
+WHERE r.rolname <> %(job)s AND r.rolname <> current_user
   AND pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
   AND EXISTS (
       SELECT 1
@@ -75,13 +75,10 @@ class RoleReport:
     wider_roles: tuple[str, ...] = ()
 
 
-async def inspect_role(
-    pool: AsyncConnectionPool[AsyncConnection], *, job: str, group_roles: Sequence[str]
-) -> RoleReport:
+async def inspect_role(pool: AsyncConnectionPool[AsyncConnection], *, job: str) -> RoleReport:
     """Read the report for ``job`` on one connection of ``pool``.
 
-    ``group_roles`` are the outbox's NOLOGIN roles (the owner's included). Raises
-    StoreUnavailable when the database cannot be reached.
+    Raises StoreUnavailable when the database cannot be reached.
     """
     with translated_errors():
         async with pool.connection() as conn:
@@ -98,7 +95,7 @@ async def inspect_role(
                     bypass_rls=bypass_rls,
                     job_role_exists=False,
                 )
-            params = {"job": job, "schemas": SCHEMAS, "roles": list(group_roles)}
+            params = {"job": job, "schemas": SCHEMAS}
             cursor = await conn.execute(FUNCTIONS, params)
             rights = await cursor.fetchall()
             cursor = await conn.execute(WIDER_ROLES, params)

@@ -26,7 +26,6 @@ PRODUCER_ROLE = "outbox_producer"  # enqueue and cancel only: what another servi
 IDENTITY_ROLE = "identity_service"  # the API: the Identity module and the staff functions
 WORKER_ROLE = "outbox_worker"  # the worker and its sweeps: claim, record, expire, purge
 DEPRECATED_PRODUCER_ROLE = "outbox_runtime"  # the old name of the producer's role
-GROUP_ROLES = (OWNER_ROLE, PRODUCER_ROLE, IDENTITY_ROLE, WORKER_ROLE, DEPRECATED_PRODUCER_ROLE)
 
 
 _ANNOUNCED: set[Path] = set()  # embedded servers this process has said it uses
@@ -167,7 +166,7 @@ async def _check_role(
         return  # the database operator is the owner's member by design
     api = access is DatabaseAccess.API
     job = IDENTITY_ROLE if api else WORKER_ROLE
-    report = await inspect_role(pool, job=job, group_roles=GROUP_ROLES)
+    report = await inspect_role(pool, job=job)
     enforce(
         judge_role(
             report,

@@ -117,6 +117,19 @@ async def test_a_worker_login_that_may_also_produce_is_refused(login):
     assert "is a member of outbox_producer" in problem
 
 
+@pytest.mark.parametrize("extra", ["notifications_producer", "events_consumer", "inbox_consumer"])
+async def test_a_worker_login_holding_any_other_job_role_is_refused(login, extra):
+    """The finding (issue 28): the check looked only at the outbox, identity and outbox_meta
+    schemas, so a worker login that could also record notification intents, run consumers
+    or write an inbox passed strict mode."""
+    url = login("outbox_worker", extra)
+    settings = _settings(url, OUTBOX_WORKER_DATABASE_URL=url)
+
+    [problem] = await _problems(settings, DatabaseAccess.WORKER)
+
+    assert f"is a member of {extra}" in problem
+
+
 async def test_a_login_that_may_act_as_the_owner_is_refused(login):
     [problem] = await _problems(
         _settings(login("identity_service", "outbox_owner")), DatabaseAccess.API
