@@ -1608,6 +1608,27 @@ END
 $$;
 
 --
+-- Name: refuse_orphaned_event(); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.refuse_orphaned_event() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM events.domain_events AS e WHERE e.id = OLD.domain_event_id)
+        AND NOT EXISTS (
+            SELECT 1 FROM events.outbox_records AS r WHERE r.domain_event_id = OLD.domain_event_id
+        )
+    THEN
+        RAISE EXCEPTION 'event % would be left without an outbox record', OLD.domain_event_id
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+--
 -- Name: refuse_past_retry(); Type: FUNCTION; Schema: events; Owner: -
 --
 
@@ -6942,6 +6963,12 @@ CREATE CONSTRAINT TRIGGER domain_events_outbox_complete AFTER INSERT ON events.d
 CREATE TRIGGER outbox_records_final_is_immutable BEFORE UPDATE ON events.outbox_records FOR EACH ROW WHEN ((old.state = ANY (ARRAY['published'::text, 'dead_lettered'::text]))) EXECUTE FUNCTION events.refuse_final_update();
 
 --
+-- Name: outbox_records outbox_records_never_orphan_their_event; Type: TRIGGER; Schema: events; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER outbox_records_never_orphan_their_event AFTER DELETE ON events.outbox_records DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION events.refuse_orphaned_event();
+
+--
 -- Name: outbox_records outbox_records_retry_in_future; Type: TRIGGER; Schema: events; Owner: -
 --
 
@@ -7538,6 +7565,12 @@ REVOKE ALL ON FUNCTION events.refuse_final_delivery_update() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION events.refuse_final_update() FROM PUBLIC;
+
+--
+-- Name: FUNCTION refuse_orphaned_event(); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.refuse_orphaned_event() FROM PUBLIC;
 
 --
 -- Name: FUNCTION refuse_past_retry(); Type: ACL; Schema: events; Owner: -

@@ -56,6 +56,8 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     # Trigger functions (0009_roles_by_job.sql): a past retry time, a code changed unsent.
     "outbox.refuse_past_retry()": set(),
     "identity.refuse_unsent_code_change()": set(),
+    # An event keeps an outbox record while it exists (0036_event_keeps_its_record.sql).
+    "events.refuse_orphaned_event()": set(),
 }
 # The Identity module (0005_identity_functions.sql): every function for the API role only.
 FUNCTION_GRANTS.update(
