@@ -76,10 +76,10 @@ def check_reason(reason: str) -> str:
     return stripped
 
 
-def check_page(limit: int, after: UUID | None, before: UUID | None, most: int = MAX_LIMIT) -> None:
+def check_page(limit: int, after: UUID | None, before: UUID | None) -> None:
     """Raise InvalidField for a limit out of range or two cursors."""
-    if not 1 <= limit <= most:
-        raise InvalidField("limit", f"must be between 1 and {most}")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidField("limit", f"must be between 1 and {MAX_LIMIT}")
     if after is not None and before is not None:
         raise InvalidField("before", "give either after or before, not both")
 
@@ -91,6 +91,7 @@ class _Keyed(Protocol):
 
 _Item = TypeVar("_Item", bound=_Keyed)
 _Receipt = TypeVar("_Receipt")
+_Refusal = TypeVar("_Refusal", bound=ApplicationError)
 
 
 @attrs.frozen(kw_only=True)
@@ -131,7 +132,7 @@ async def reported_repair(
     action: str,
     actor: StaffActor,
     dead_letter_id: UUID,
-    refused: tuple[type[ApplicationError], str, Callable[[ApplicationError], str]],
+    refused: tuple[type[_Refusal], str, Callable[[_Refusal], str]],
     done: Callable[[_Receipt], tuple[str, dict[str, str | bool | None]]],
 ) -> _Receipt:
     """Await ``repairing`` and report it: done, refused, or refused to a non-staff caller.

@@ -38,7 +38,6 @@ from outbox.application.errors import InvalidField, InvalidRequest
 from outbox.application.ports import Ids, Telemetry
 from outbox.application.staff import (
     DEFAULT_LIMIT,
-    MAX_LIMIT,
     MAX_REASON,
     StaffActor,
     check_idempotency_key,
@@ -47,7 +46,6 @@ from outbox.application.staff import (
     reported_repair,
 )
 from outbox.domain.channels import Channel
-from outbox.domain.delivery.dead_letters import Refusal
 from outbox.domain.delivery.delivery_states import DeliveryState, advance
 from outbox.domain.delivery.receipts import ReceiptEvent
 from outbox.domain.destinations import channel_of, normalize
@@ -197,7 +195,7 @@ async def reported_dead_letter_copy(
         refused=(
             DeadLetterRefused,
             f"operator.{action}.refused",
-            lambda error: getattr(error, "refusal", Refusal.NOT_DEAD_LETTERED).value,
+            lambda error: error.refusal.value,
         ),
         done=done,
     )
@@ -235,9 +233,7 @@ class MessageOperations:
         time range or a destination that is no address, InvalidRequest for a cursor that
         names no message, PermissionDenied for the log to a connection that is not the
         database operator's."""
-        check_page(
-            query.limit, query.after, query.before, most=MAX_LIMIT + (query.actor is not None)
-        )
+        check_page(query.limit, query.after, query.before)
         since, until = query.where.since, query.where.until
         if since is not None and until is not None and until <= since:
             raise InvalidField("until", "must be later than since")

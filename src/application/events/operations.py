@@ -213,7 +213,7 @@ class EventOperations:
             refused=(
                 EventRepairRefused,
                 f"operator.event.{action.value}.refused",
-                lambda error: f"already_{getattr(error, 'resolution', '')}",
+                lambda error: f"already_{error.resolution}",
             ),
             done=done,
         )

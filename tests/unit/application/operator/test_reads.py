@@ -9,13 +9,12 @@ import pytest
 
 from outbox.application.delivery.errors import MessageNotFound
 from outbox.application.delivery.operations import (
-    MAX_LIMIT,
     BacklogQuery,
     DeadLetterQuery,
     MessageQuery,
 )
 from outbox.application.errors import InvalidField
-from outbox.application.staff import StaffRequired
+from outbox.application.staff import MAX_LIMIT, StaffRequired
 
 
 async def test_backlog_names_the_actor_to_the_store(world):
