@@ -305,7 +305,7 @@ class PostgresOperatorHarness:
         session, digest, now = uuid.uuid4(), new_elevation_digest(), self.now()
         await self._execute(
             "INSERT INTO identity.sessions (id, identity_id, token_digest, created_at,"
-            " expires_at) VALUES (%s, %s, %s, %s, %s)",
+            " expires_at, staff) VALUES (%s, %s, %s, %s, %s, true)",
             (session, identity_id, new_elevation_digest(), now, now + timedelta(days=1)),
         )
         await self._execute(

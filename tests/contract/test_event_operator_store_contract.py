@@ -100,7 +100,7 @@ class PostgresHarness:
         session, digest = uuid.uuid4(), hashlib.sha256(secrets.token_bytes(16)).hexdigest()
         await self.rows.rows(
             "INSERT INTO identity.sessions (id, identity_id, token_digest, created_at,"
-            " expires_at) VALUES (%s, %s, %s, now(), now() + interval '1 day')",
+            " expires_at, staff) VALUES (%s, %s, %s, now(), now() + interval '1 day', true)",
             session,
             actor.identity_id,
             hashlib.sha256(secrets.token_bytes(16)).hexdigest(),

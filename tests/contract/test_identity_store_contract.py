@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from uuid_utils.compat import uuid7
 
+from outbox.application.errors import PermissionDenied
 from outbox.application.identity.errors import IdentifierTaken
 from outbox.application.identity.ports import MagicLinkTarget, RecoveryTarget
 from outbox.domain.channels import Channel
@@ -254,6 +255,53 @@ async def test_leaving_without_commit_keeps_nothing_commit_keeps_both(
     assert [("pending", None)] == await harness.messages(opened.id)
 
 
+async def test_an_elevation_is_granted_once_per_consumed_step_up(harness: IdentityHarness) -> None:
+    identity_id = await account(harness)
+    now = harness.now()
+    session = Session.start(
+        id=uuid7(),
+        identity_id=identity_id,
+        token_digest=digest(1),
+        now=now,
+        lifetime=timedelta(hours=1),
+    )
+    opened = challenge(harness, identity_id, Purpose.STEP_UP)
+    consumed = challenge(harness, identity_id, Purpose.STEP_UP).answer(
+        correct=True, now=now, policy=POLICY
+    )
+    async with harness.transactions.begin() as uow:
+        await uow.identity.add_session(session)
+        await uow.identity.save_challenge(opened)
+        await uow.identity.save_challenge(consumed)
+        await uow.commit()
+
+    def elevation(token: int) -> Elevation:
+        return Elevation.grant(
+            id=uuid7(),
+            session_id=session.id,
+            identity_id=identity_id,
+            session_expires_at=session.expires_at,
+            token_digest=digest(token),
+            now=now,
+            lifetime=timedelta(minutes=5),
+        )
+
+    for refused in (opened.id, uuid7()):
+        with pytest.raises(PermissionDenied):
+            async with harness.transactions.begin() as uow:
+                await uow.identity.add_elevation(elevation(2), challenge_id=refused)
+    async with harness.transactions.begin() as uow:
+        await uow.identity.add_elevation(elevation(3), challenge_id=consumed.id)
+        await uow.commit()
+    with pytest.raises(PermissionDenied):
+        async with harness.transactions.begin() as uow:
+            await uow.identity.add_elevation(elevation(4), challenge_id=consumed.id)
+    async with harness.transactions.begin() as uow:
+        assert await uow.identity.find_elevation(digest(2)) is None
+        assert await uow.identity.find_elevation(digest(3)) is not None
+        assert await uow.identity.find_elevation(digest(4)) is None
+
+
 async def test_sessions_and_elevations_round_trip_and_revoke(harness: IdentityHarness) -> None:
     identity_id = await account(harness)
     now = harness.now()
@@ -273,9 +321,13 @@ async def test_sessions_and_elevations_round_trip_and_revoke(harness: IdentityHa
         now=now,
         lifetime=timedelta(minutes=5),
     )
+    step_up = challenge(harness, identity_id, Purpose.STEP_UP).answer(
+        correct=True, now=now, policy=POLICY
+    )
     async with harness.transactions.begin() as uow:
         await uow.identity.add_session(session)
-        await uow.identity.add_elevation(elevation)
+        await uow.identity.save_challenge(step_up)
+        await uow.identity.add_elevation(elevation, challenge_id=step_up.id)
         await uow.commit()
 
     async with harness.transactions.begin() as uow:

@@ -51,6 +51,8 @@ class IdentityTables:
     challenges: dict[UUID, Challenge] = attrs.field(factory=dict)
     sessions: dict[UUID, Session] = attrs.field(factory=dict)
     elevations: dict[UUID, Elevation] = attrs.field(factory=dict)
+    # Each consumed step-up challenge that granted an elevation, and the elevation's id.
+    elevated_challenges: dict[UUID, UUID] = attrs.field(factory=dict)
     organizations: dict[UUID, Organization] = attrs.field(factory=dict)
     memberships: dict[tuple[UUID, UUID], Membership] = attrs.field(factory=dict)
     invitations: dict[UUID, Invitation] = attrs.field(factory=dict)
@@ -287,9 +289,22 @@ class InMemoryIdentityStore:
         self.faults.check("save_code_budget")
         self.tables.code_budgets[(budget.identity_id, budget.audience, budget.day)] = budget
 
-    async def add_elevation(self, elevation: Elevation) -> None:
-        """Insert an elevation."""
+    async def add_elevation(self, elevation: Elevation, *, challenge_id: UUID) -> None:
+        """Insert an elevation, once per consumed step-up challenge of the session's identity."""
         self.faults.check("add_elevation")
+        challenge = self.tables.challenges.get(challenge_id)
+        session = self.tables.sessions.get(elevation.session_id)
+        if (
+            challenge is None
+            or challenge.purpose is not Purpose.STEP_UP
+            or challenge.state is not ChallengeState.CONSUMED
+            or challenge.identity_id != elevation.identity_id
+            or challenge_id in self.tables.elevated_challenges
+            or session is None
+            or session.identity_id != elevation.identity_id
+        ):
+            raise PermissionDenied("an elevation needs a consumed step-up challenge")
+        self.tables.elevated_challenges[challenge_id] = elevation.id
         self.tables.elevations[elevation.id] = elevation
 
     async def find_elevation(self, token_digest: str) -> Elevation | None:

@@ -98,13 +98,27 @@ class App:
         message_id, purpose, sealed = row
         return SEALER.open(message_id=message_id, purpose=Purpose(purpose), envelope=sealed)
 
-    async def elevated(self, token: str, identifier: str) -> str:
-        """Step the session of ``token`` up with the code sent to ``identifier``."""
-        assert 201 == (await self.post("/step-ups", token=token)).status_code
+    async def elevated(self, token: str, identifier: str, *, staff: bool = False) -> str:
+        """Step the session of ``token`` up with the code sent to ``identifier``, at the
+        public listener (or, ``staff``, at the admin one, whose sessions act for staff)."""
+        client = self.admin if staff else self.client
+        bearer = {"Authorization": f"Bearer {token}"}
+        assert 201 == (await client.post("/step-ups", headers=bearer)).status_code
         code = await self.code_for(identifier)
-        confirmed = await self.post("/step-ups/confirmations", {"code": code}, token=token)
+        confirmed = await client.post(
+            "/step-ups/confirmations", json={"code": code}, headers=bearer
+        )
         assert 201 == confirmed.status_code, confirmed.text
         return str(confirmed.json()["elevationToken"])
+
+    async def staff_elevated(self, identifier: str) -> tuple[str, str]:
+        """Sign a staff member in at the admin listener and step up there: the bearer token
+        and the elevation token the staff routes take."""
+        account = {"identifier": identifier, "password": PASSWORD}
+        session = await self.admin.post("/sessions", json=account)
+        assert 201 == session.status_code, session.text
+        token = str(session.json()["token"])
+        return token, await self.elevated(token, identifier, staff=True)
 
     async def signed_up(self, identifier: str) -> str:
         """Sign up, confirm with the sealed code, sign in; return the bearer token."""
@@ -127,6 +141,7 @@ async def serving(database_url: str) -> AsyncIterator[App]:
     configure_logging("json", "debug", stream=out)
     statements = StatementLog()
     pool = await open_api_pool(database_url, statements)
+    staff_pool = await open_api_pool(database_url, statements, role="staff_service")
     registry = new_registry(process_metrics=False)
     try:
         parts: dict[str, Any] = {
@@ -139,8 +154,12 @@ async def serving(database_url: str) -> AsyncIterator[App]:
             "telemetry": build_telemetry(registry),
         }
         services = build_identity_services(identity=ApiSettings().identity, **parts)
-        operator = build_operator_services(challenges=ChallengePolicy(), **parts)
-        admin_app = create_admin_app(services, operator=operator, registry=registry)
+        staff_parts = parts | {"pool": staff_pool}
+        staff_services = build_identity_services(
+            identity=ApiSettings().identity, staff=True, **staff_parts
+        )
+        operator = build_operator_services(challenges=ChallengePolicy(), **staff_parts)
+        admin_app = create_admin_app(staff_services, operator=operator, registry=registry)
         async with (
             httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=create_app(services)),
@@ -153,6 +172,7 @@ async def serving(database_url: str) -> AsyncIterator[App]:
             yield App(client, admin, database_url, out, statements)
     finally:
         await pool.close()
+        await staff_pool.close()
         structlog.reset_defaults()
         root.handlers[:] = handlers
         root.setLevel(level)

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.integration
 
 KNOWN_EMAIL, UNKNOWN_EMAIL = "known.person@example.com", "other.person@example.com"
 KNOWN_PHONE, UNKNOWN_PHONE = "+34600000001", "+34600000002"
+STAFF_EMAIL = "staff.member@example.com"
 ROUTES = {"email": [("/password-recoveries", "identifier"), ("/magic-links", "email")]}
 ROUTES["phone"] = [("/password-recoveries", "identifier")]
 
@@ -146,13 +147,15 @@ async def test_no_log_line_and_no_table_holds_a_secret_after_every_flow(
         {"identifier": KNOWN_PHONE, "code": recovery, "newPassword": new_password},
     )
     secrets += [recovery, new_password]
+    secrets.append(await app.signed_up(STAFF_EMAIL))
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        await conn.execute("SELECT outbox.grant_staff(%s)", (KNOWN_EMAIL,))
-    staff = {"Elevation-Token": elevation.json()["elevationToken"]}
+        await conn.execute("SELECT outbox.grant_staff(%s)", (STAFF_EMAIL,))
+    staff_token, staff_elevation = await app.staff_elevated(STAFF_EMAIL)
+    secrets += [staff_token, staff_elevation]
     for path in ("backlog", "dead-letters"):
         answer = await app.admin.get(
             f"/platform-admin/security-outbox/{path}",
-            headers={"Authorization": f"Bearer {token}", **staff},
+            headers={"Authorization": f"Bearer {staff_token}", "Elevation-Token": staff_elevation},
         )
         assert 200 == answer.status_code, answer.text
 

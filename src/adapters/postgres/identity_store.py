@@ -58,6 +58,7 @@ FIND_CHALLENGE = (
 )
 SAVE_CHALLENGE = "SELECT identity.save_challenge(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 ADD_SESSION = "SELECT identity.add_session(%s, %s, %s, %s, %s)"
+ADD_STAFF_SESSION = "SELECT identity.add_staff_session(%s, %s, %s, %s, %s)"
 FIND_SESSION = (
     "SELECT id, identity_id, token_digest, created_at, expires_at, revoked_at"
     " FROM identity.find_session(%s)"
@@ -66,7 +67,8 @@ REVOKE_SESSIONS = "SELECT identity.revoke_sessions(%s, %s)"
 REVOKE_SESSION = "SELECT identity.revoke_session(%s, %s)"
 HOLD_CODE_BUDGET = "SELECT wrong_codes, exhausted_at FROM identity.hold_code_budget(%s, %s, %s)"
 SAVE_CODE_BUDGET = "SELECT identity.save_code_budget(%s, %s, %s, %s, %s)"
-ADD_ELEVATION = "SELECT identity.add_elevation(%s, %s, %s, %s, %s, %s)"
+ELEVATE_SESSION = "SELECT identity.elevate_session(%s, %s, %s, %s, %s, %s, %s)"
+ELEVATE_STAFF_SESSION = "SELECT identity.elevate_staff_session(%s, %s, %s, %s, %s, %s, %s)"
 FIND_ELEVATION = (
     "SELECT id, session_id, identity_id, token_digest, created_at, expires_at"
     " FROM identity.find_elevation(%s)"
@@ -112,11 +114,14 @@ class PostgresIdentityStore:
     """IdentityStore bound to one connection; its calls join the transaction open there.
 
     Raises IdentifierTaken, Conflict, StoreUnavailable or PermissionDenied for the matching
-    database errors.
+    database errors. With ``staff`` (the admin listener, role ``staff_service``) the sessions
+    it starts and elevates are staff sessions, the only ones the staff functions accept.
     """
 
-    def __init__(self, conn: AsyncConnection) -> None:
+    def __init__(self, conn: AsyncConnection, *, staff: bool = False) -> None:
         self._conn = conn
+        self._add_session = ADD_STAFF_SESSION if staff else ADD_SESSION
+        self._elevate = ELEVATE_STAFF_SESSION if staff else ELEVATE_SESSION
 
     async def _one(self, query: str, params: tuple[Any, ...]) -> Row | None:
         with identity_errors():
@@ -199,7 +204,7 @@ class PostgresIdentityStore:
             session.created_at,
             session.expires_at,
         )
-        await self._run(ADD_SESSION, params)
+        await self._run(self._add_session, params)
 
     async def find_session(self, token_digest: str) -> Session | None:
         """The session with this token digest, active or not."""
@@ -250,17 +255,18 @@ class PostgresIdentityStore:
         )
         await self._run(SAVE_CODE_BUDGET, params)
 
-    async def add_elevation(self, elevation: Elevation) -> None:
-        """Insert an elevation."""
+    async def add_elevation(self, elevation: Elevation, *, challenge_id: UUID) -> None:
+        """Insert the elevation that consuming the step-up ``challenge_id`` grants."""
         params = (
             elevation.id,
             elevation.session_id,
             elevation.identity_id,
+            challenge_id,
             elevation.token_digest,
             elevation.created_at,
             elevation.expires_at,
         )
-        await self._run(ADD_ELEVATION, params)
+        await self._run(self._elevate, params)
 
     async def find_elevation(self, token_digest: str) -> Elevation | None:
         """The elevation with this token digest, active or not."""

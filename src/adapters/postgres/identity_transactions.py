@@ -49,10 +49,14 @@ class PostgresUnitOfWork:
     """One transaction: ``identity``, ``outbox`` and ``events`` run on the same connection."""
 
     def __init__(
-        self, conn: AsyncConnection, *, trace_context: Callable[[], str | None] | None = None
+        self,
+        conn: AsyncConnection,
+        *,
+        trace_context: Callable[[], str | None] | None = None,
+        staff: bool = False,
     ) -> None:
         self._conn = conn
-        self.identity = PostgresIdentityStore(conn)
+        self.identity = PostgresIdentityStore(conn, staff=staff)
         self.outbox = PostgresOutboxWriter(conn, trace_context=trace_context)
         self.events = TracedEventAppender(conn, trace_context)
 
@@ -63,7 +67,9 @@ class PostgresUnitOfWork:
 
 
 class PostgresIdentityTransactions:
-    """Opens units of work on connections of the API pool (role ``identity_service``).
+    """Opens units of work on connections of the API pool (role ``identity_service``), or
+    with ``staff`` of the admin listener's pool (role ``staff_service``), whose sessions and
+    elevations are staff ones.
 
     ``trace_context`` (tracing on) gives the enqueued messages the request's trace context.
     """
@@ -73,9 +79,11 @@ class PostgresIdentityTransactions:
         pool: AsyncConnectionPool[AsyncConnection],
         *,
         trace_context: Callable[[], str | None] | None = None,
+        staff: bool = False,
     ) -> None:
         self._pool = pool
         self._trace_context = trace_context
+        self._staff = staff
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[PostgresUnitOfWork]:
@@ -87,7 +95,9 @@ class PostgresIdentityTransactions:
             async with self._pool.connection() as conn:
                 await conn.set_autocommit(False)
                 try:
-                    yield PostgresUnitOfWork(conn, trace_context=self._trace_context)
+                    yield PostgresUnitOfWork(
+                        conn, trace_context=self._trace_context, staff=self._staff
+                    )
                 finally:
                     await _settle(conn)
 

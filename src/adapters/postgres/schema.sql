@@ -2218,19 +2218,6 @@ END
 $$;
 
 --
--- Name: add_elevation(uuid, uuid, uuid, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: identity; Owner: -
---
-
-CREATE FUNCTION identity.add_elevation(p_id uuid, p_session_id uuid, p_identity_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    INSERT INTO identity.elevations (
-        id, session_id, identity_id, token_digest, created_at, expires_at
-    ) VALUES (p_id, p_session_id, p_identity_id, p_token_digest, p_created_at, p_expires_at)
-$$;
-
---
 -- Name: add_identity(uuid, timestamp with time zone); Type: FUNCTION; Schema: identity; Owner: -
 --
 
@@ -2265,6 +2252,46 @@ CREATE FUNCTION identity.add_session(p_id uuid, p_identity_id uuid, p_token_dige
     AS $$
     INSERT INTO identity.sessions (id, identity_id, token_digest, created_at, expires_at)
     VALUES (p_id, p_identity_id, p_token_digest, p_created_at, p_expires_at)
+$$;
+
+--
+-- Name: add_staff_session(uuid, uuid, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: identity; Owner: -
+--
+
+CREATE FUNCTION identity.add_staff_session(p_id uuid, p_identity_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    INSERT INTO identity.sessions (id, identity_id, token_digest, created_at, expires_at, staff)
+    VALUES (p_id, p_identity_id, p_token_digest, p_created_at, p_expires_at, true)
+$$;
+
+--
+-- Name: elevate_session(uuid, uuid, uuid, uuid, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: identity; Owner: -
+--
+
+CREATE FUNCTION identity.elevate_session(p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT identity.grant_elevation(
+        false, p_id, p_session_id, p_identity_id, p_challenge_id, p_token_digest, p_created_at,
+        p_expires_at
+    )
+$$;
+
+--
+-- Name: elevate_staff_session(uuid, uuid, uuid, uuid, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: identity; Owner: -
+--
+
+CREATE FUNCTION identity.elevate_staff_session(p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT identity.grant_elevation(
+        true, p_id, p_session_id, p_identity_id, p_challenge_id, p_token_digest, p_created_at,
+        p_expires_at
+    )
 $$;
 
 --
@@ -2421,6 +2448,7 @@ CREATE TABLE identity.elevations (
     token_digest text NOT NULL,
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone NOT NULL,
+    challenge_id uuid,
     CONSTRAINT elevations_digest_shape CHECK ((token_digest ~ '^[0-9a-f]{64}$'::text))
 );
 
@@ -2629,6 +2657,7 @@ CREATE TABLE identity.sessions (
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     revoked_at timestamp with time zone,
+    staff boolean DEFAULT false NOT NULL,
     CONSTRAINT sessions_digest_shape CHECK ((token_digest ~ '^[0-9a-f]{64}$'::text))
 );
 
@@ -2655,6 +2684,44 @@ CREATE FUNCTION identity.find_verified_identifiers(p_identity_id uuid) RETURNS T
     FROM identity.login_identifiers AS l
     WHERE l.identity_id = p_identity_id AND l.verified_at IS NOT NULL
     ORDER BY l.channel <> 'email', l.created_at, l.value
+$$;
+
+--
+-- Name: grant_elevation(boolean, uuid, uuid, uuid, uuid, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: identity; Owner: -
+--
+
+CREATE FUNCTION identity.grant_elevation(p_staff boolean, p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM 1 FROM identity.challenges AS c
+    WHERE c.id = p_challenge_id
+      AND c.purpose = 'step_up'
+      AND c.identity_id = p_identity_id
+      AND c.state = 'consumed'
+      AND NOT EXISTS (SELECT 1 FROM identity.elevations AS e WHERE e.challenge_id = c.id)
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'an elevation needs a consumed step-up challenge of the session''s identity'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    PERFORM 1 FROM identity.sessions AS s
+    WHERE s.id = p_session_id
+      AND s.identity_id = p_identity_id
+      AND s.staff = p_staff
+      AND s.revoked_at IS NULL;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no session of this identity that this role may elevate'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    INSERT INTO identity.elevations (
+        id, session_id, identity_id, token_digest, created_at, expires_at, challenge_id
+    ) VALUES (
+        p_id, p_session_id, p_identity_id, p_token_digest, p_created_at, p_expires_at,
+        p_challenge_id
+    );
+END
 $$;
 
 --
@@ -4748,6 +4815,7 @@ BEGIN
     WHERE e.token_digest = p_elevation
       AND e.identity_id = p_actor
       AND s.identity_id = p_actor
+      AND s.staff
       AND e.expires_at > v_now
       AND s.revoked_at IS NULL
       AND s.expires_at > v_now;
@@ -6789,6 +6857,12 @@ CREATE INDEX code_budgets_by_day ON identity.code_budgets USING btree (day);
 CREATE INDEX destination_paces_by_last_send ON identity.destination_paces USING btree (last_sent_at);
 
 --
+-- Name: elevations_one_per_challenge; Type: INDEX; Schema: identity; Owner: -
+--
+
+CREATE UNIQUE INDEX elevations_one_per_challenge ON identity.elevations USING btree (challenge_id);
+
+--
 -- Name: invitations_one_pending; Type: INDEX; Schema: identity; Owner: -
 --
 
@@ -7721,13 +7795,6 @@ REVOKE ALL ON FUNCTION events.subscribe(p_consumer text, p_event_type text, p_mi
 REVOKE ALL ON FUNCTION events.validate_publication_attempt_insert() FROM PUBLIC;
 
 --
--- Name: FUNCTION add_elevation(p_id uuid, p_session_id uuid, p_identity_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone); Type: ACL; Schema: identity; Owner: -
---
-
-REVOKE ALL ON FUNCTION identity.add_elevation(p_id uuid, p_session_id uuid, p_identity_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION identity.add_elevation(p_id uuid, p_session_id uuid, p_identity_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) TO identity_service;
-
---
 -- Name: FUNCTION add_identity(p_id uuid, p_created_at timestamp with time zone); Type: ACL; Schema: identity; Owner: -
 --
 
@@ -7747,6 +7814,27 @@ GRANT ALL ON FUNCTION identity.add_organization(p_id uuid, p_name text, p_create
 
 REVOKE ALL ON FUNCTION identity.add_session(p_id uuid, p_identity_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION identity.add_session(p_id uuid, p_identity_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) TO identity_service;
+
+--
+-- Name: FUNCTION add_staff_session(p_id uuid, p_identity_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone); Type: ACL; Schema: identity; Owner: -
+--
+
+REVOKE ALL ON FUNCTION identity.add_staff_session(p_id uuid, p_identity_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION identity.add_staff_session(p_id uuid, p_identity_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) TO staff_service;
+
+--
+-- Name: FUNCTION elevate_session(p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone); Type: ACL; Schema: identity; Owner: -
+--
+
+REVOKE ALL ON FUNCTION identity.elevate_session(p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION identity.elevate_session(p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) TO identity_service;
+
+--
+-- Name: FUNCTION elevate_staff_session(p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone); Type: ACL; Schema: identity; Owner: -
+--
+
+REVOKE ALL ON FUNCTION identity.elevate_staff_session(p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION identity.elevate_staff_session(p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) TO staff_service;
 
 --
 -- Name: FUNCTION enqueue_invitation_message(p_identity_id uuid, p_organization_id uuid, p_invitation_id uuid, p_email text, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone, p_pending_max integer, p_organization_limit integer, p_organization_window interval, p_address_limit integer, p_address_window interval, p_message_id uuid, p_template text, p_params jsonb, p_locale text, p_sealed_secret text); Type: ACL; Schema: identity; Owner: -
@@ -7838,6 +7926,12 @@ GRANT ALL ON FUNCTION identity.find_session(p_token_digest text) TO identity_ser
 
 REVOKE ALL ON FUNCTION identity.find_verified_identifiers(p_identity_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION identity.find_verified_identifiers(p_identity_id uuid) TO identity_service;
+
+--
+-- Name: FUNCTION grant_elevation(p_staff boolean, p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone); Type: ACL; Schema: identity; Owner: -
+--
+
+REVOKE ALL ON FUNCTION identity.grant_elevation(p_staff boolean, p_id uuid, p_session_id uuid, p_identity_id uuid, p_challenge_id uuid, p_token_digest text, p_created_at timestamp with time zone, p_expires_at timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION hit_rate_limit(p_key text, p_window_start timestamp with time zone, p_window_end timestamp with time zone); Type: ACL; Schema: identity; Owner: -

@@ -57,7 +57,7 @@ class ConfirmStepUp:
             challenge = await uow.identity.find_challenge(
                 purpose=Purpose.STEP_UP, identity_id=principal.identity_id, identifier=None
             )
-            await self.answers.consume(uow, challenge, command.code, now)
+            consumed = await self.answers.consume(uow, challenge, command.code, now)
             token = self.secrets.token()
             elevation = Elevation.grant(
                 id=self.ids.new_id(),
@@ -68,7 +68,7 @@ class ConfirmStepUp:
                 now=now,
                 lifetime=self.lifetime,
             )
-            await uow.identity.add_elevation(elevation)
+            await uow.identity.add_elevation(elevation, challenge_id=consumed.id)
             await uow.commit()
         self.telemetry.event(
             "identity.step_up.elevated",

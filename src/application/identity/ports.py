@@ -111,8 +111,10 @@ class IdentityStore(Protocol):
         """Insert or update the budget."""
         ...
 
-    async def add_elevation(self, elevation: Elevation) -> None:
-        """Insert an elevation (a fresh step-up)."""
+    async def add_elevation(self, elevation: Elevation, *, challenge_id: UUID) -> None:
+        """Insert an elevation (a fresh step-up): the result of consuming ``challenge_id``, a
+        step-up challenge of the session's identity, in this unit of work (once per challenge).
+        """
         ...
 
     async def find_elevation(self, token_digest: str) -> Elevation | None:

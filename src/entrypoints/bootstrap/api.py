@@ -68,13 +68,16 @@ def build_identity_services(
     identity: IdentitySettings,
     trace_context: Callable[[], str | None] | None = None,
     readiness_role: str | None = None,
+    staff: bool = False,
 ) -> IdentityServices:
     """Every identity use case over the API pool (role ``identity_service``).
 
     ``trace_context`` (tracing on) stores the request's trace context with each message;
-    ``readiness_role`` is the role /readyz checks the pool's login may act as.
+    ``readiness_role`` is the role /readyz checks the pool's login may act as. With
+    ``staff`` the pool is the admin listener's (role ``staff_service``): its sessions and
+    elevations are staff ones, the only ones the staff functions accept.
     """
-    transactions = PostgresIdentityTransactions(pool, trace_context=trace_context)
+    transactions = PostgresIdentityTransactions(pool, trace_context=trace_context, staff=staff)
     limits = RequestLimits(limiter=PostgresRateLimiter(pool), policy=identity.rate_limits)
     issuer = ChallengeIssuer(
         secrets=secret_source,
@@ -139,9 +142,13 @@ def build_identity_services(
 
 
 def api_identity_services(
-    settings: Settings, parts: ProcessParts, pool: AsyncConnectionPool[AsyncConnection]
+    settings: Settings,
+    parts: ProcessParts,
+    pool: AsyncConnectionPool[AsyncConnection],
+    access: DatabaseAccess = DatabaseAccess.API,
 ) -> IdentityServices:
-    """The identity services of an API process, over its pool and its shared parts."""
+    """The identity services of a listener, over its pool and the process's shared parts:
+    the public API's (``access`` API) or the admin listener's staff sign-in (ADMIN)."""
     return build_identity_services(
         pool=pool,
         sealer=parts.sealer,
@@ -152,5 +159,6 @@ def api_identity_services(
         telemetry=parts.telemetry,
         identity=settings.identity,
         trace_context=parts.tracing.current_traceparent if parts.tracing else None,
-        readiness_role=readiness_role(settings, DatabaseAccess.API),
+        readiness_role=readiness_role(settings, access),
+        staff=access is DatabaseAccess.ADMIN,
     )

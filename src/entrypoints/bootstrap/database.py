@@ -25,6 +25,7 @@ OWNER_ROLE = "outbox_owner"  # owns every object; the database operator's login 
 PRODUCER_ROLE = "outbox_producer"  # enqueue and cancel only: what another service is granted
 IDENTITY_ROLE = "identity_service"  # the API: the Identity module and the staff functions
 WORKER_ROLE = "outbox_worker"  # the worker and its sweeps: claim, record, expire, purge
+STAFF_ROLE = "staff_service"  # the admin listener: staff sessions, the staff functions
 DEPRECATED_PRODUCER_ROLE = "outbox_runtime"  # the old name of the producer's role
 
 
@@ -79,11 +80,28 @@ def api_role(settings: Settings) -> str | None:
     return IDENTITY_ROLE if settings.database.url is None else None
 
 
+def admin_role(settings: Settings) -> str | None:
+    """The role the admin listener's connections take: configured, or staff_service when
+    embedded."""
+    if settings.database.admin_role is not None:
+        return settings.database.admin_role
+    return STAFF_ROLE if settings.database.url is None else None
+
+
+def resolve_admin_database_url(settings: Settings) -> str:
+    """OUTBOX_ADMIN_DATABASE_URL when the admin listener has its own login, else the API's."""
+    if settings.database.admin_url is not None:
+        return settings.database.admin_url
+    return resolve_database_url(settings)
+
+
 def readiness_role(settings: Settings, access: DatabaseAccess) -> str:
     """The group role a process's connections must act as: set by ``SET ROLE``, or inherited
     by the login role (readiness checks the login is a member)."""
     if access is DatabaseAccess.WORKER:
         return worker_role(settings) or WORKER_ROLE
+    if access is DatabaseAccess.ADMIN:
+        return admin_role(settings) or STAFF_ROLE
     return api_role(settings) or IDENTITY_ROLE
 
 
@@ -105,7 +123,8 @@ OTHER_CHECKOUT_TIMEOUT = 30.0
 class DatabaseAccess(enum.Enum):
     """Who a pool's connections act as: the API, the worker, or the database operator."""
 
-    API = "api"  # role identity_service: identity routes and the staff routes
+    API = "api"  # role identity_service: the public identity routes
+    ADMIN = "admin"  # role staff_service: the staff routes and the console
     WORKER = "worker"  # role outbox_worker: claim, record, sweep
     OPERATOR = "operator"  # outboxctl's own login, no SET ROLE: a member of outbox_owner
 
@@ -130,6 +149,10 @@ async def database_pool(
     elif access is DatabaseAccess.API:
         url = await asyncio.to_thread(resolve_database_url, settings)
         role, min_size, size = api_role(settings), database.pool_min, database.pool_max
+        checkout_timeout = API_CHECKOUT_TIMEOUT
+    elif access is DatabaseAccess.ADMIN:
+        url = await asyncio.to_thread(resolve_admin_database_url, settings)
+        role, min_size, size = admin_role(settings), 1, max(2, database.pool_max // 2)
         checkout_timeout = API_CHECKOUT_TIMEOUT
     else:
         url = await asyncio.to_thread(resolve_database_url, settings)
@@ -164,15 +187,23 @@ async def _check_role(
 ) -> None:
     if access is DatabaseAccess.OPERATOR:
         return  # the database operator is the owner's member by design
-    api = access is DatabaseAccess.API
-    job = IDENTITY_ROLE if api else WORKER_ROLE
+    process, job, deprecated = _JOBS[access]
     report = await inspect_role(pool, job=job)
     enforce(
         judge_role(
             report,
-            process="the API" if api else "the worker",
+            process=process,
             job=job,
-            deprecated=DEPRECATED_PRODUCER_ROLE if api else "",
+            deprecated=deprecated,
             strict=not settings.is_development,
         )
     )
+
+
+# Per checked access: how refusals name the process, its job's role, and the role older
+# deployments granted in its place.
+_JOBS = {
+    DatabaseAccess.API: ("the API", IDENTITY_ROLE, DEPRECATED_PRODUCER_ROLE),
+    DatabaseAccess.ADMIN: ("the admin listener", STAFF_ROLE, ""),
+    DatabaseAccess.WORKER: ("the worker", WORKER_ROLE, ""),
+}

@@ -7,6 +7,8 @@ webhook one (provider receipts).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import enum
 import socket
 from collections.abc import Callable
 
@@ -44,6 +46,29 @@ from outbox.entrypoints.worker.process import run_worker_process
 # --- outboxctl up: the all-in-one development stack -----------------------------------------
 
 
+class Served(enum.Enum):
+    """Which listeners ``outboxctl serve`` runs: one process, or the admin listener apart.
+
+    The public listeners (the identity API and the provider webhooks) use the API's login
+    (``identity_service``); the admin listener (staff routes, console, metrics) its own
+    (``staff_service``), which the public login must not hold.
+    """
+
+    ALL = "all"
+    PUBLIC = "public"
+    ADMIN = "admin"
+
+    @property
+    def public(self) -> bool:
+        """Whether the public API and the webhook listener are served."""
+        return self is not Served.ADMIN
+
+    @property
+    def admin(self) -> bool:
+        """Whether the admin listener is served."""
+        return self is not Served.PUBLIC
+
+
 async def run_stack(
     settings: Settings, *, announce: Callable[[str, str], None]
 ) -> dict[str, BatchResult]:
@@ -56,20 +81,24 @@ async def run_stack(
     """
     url = await asyncio.to_thread(resolve_database_url, settings)
     await apply_migrations(url)
-    sockets = bind_listeners(settings)
-    webhook_socket = _bind_webhook(settings, sockets)
+    public_socket, admin_socket = bind_listeners(settings)
+    if public_socket is None or admin_socket is None:  # pragma: no cover - ALL binds both
+        raise RuntimeError("outboxctl up serves both listeners")
+    webhook_socket = _bind_webhook(settings, (public_socket, admin_socket))
     parts = build_process_parts(settings)
     telemetry = parts.telemetry
     async with (
         stop_tracing(parts),
         database_pool(settings, DatabaseAccess.API) as api_pool,
+        database_pool(settings, DatabaseAccess.ADMIN) as admin_pool,
         open_lanes(
             LaneRequest(settings=settings, parts=parts, owner=worker_owner()),
             settings.worker.lanes,
         ) as lanes,
         webhook_listener(settings, parts, api_pool, webhook_socket) as webhooks,
     ):
-        public, admin = api_listeners(settings, parts, api_pool, sockets)
+        public = public_listener(settings, parts, api_pool, public_socket)
+        admin = admin_listener(settings, parts, admin_pool, admin_socket)
         stop = asyncio.Event()
         api = asyncio.create_task(
             serve([public, admin, webhooks], options=server_options(settings), stop=stop),
@@ -78,18 +107,8 @@ async def run_stack(
         try:
             for lane in lanes:
                 await lane.start_listening()
-            (host, port), (admin_host, admin_port) = public.address, admin.address
-            webhook_host, webhook_port = webhooks.address
-            telemetry.event(
-                "stack.started",
-                host=host,
-                port=port,
-                admin_host=admin_host,
-                admin_port=admin_port,
-                webhook_host=webhook_host,
-                webhook_port=webhook_port,
-            )
-            announce(f"http://{host}:{port}", f"http://{admin_host}:{admin_port}")
+            telemetry.event("stack.started", level="info", **_addresses(public, admin, webhooks))
+            announce(_url(public), _url(admin))
             return await run_worker_process(
                 lanes={lane.name: lane.loop for lane in lanes},
                 sweeps=[every for lane in lanes for every in lane.sweeps],
@@ -102,56 +121,92 @@ async def run_stack(
             telemetry.event("stack.stopped")
 
 
-async def run_api(settings: Settings) -> None:
-    """``outboxctl serve``: both listeners until SIGINT/SIGTERM, then a clean exit."""
-    sockets = bind_listeners(settings)
-    webhook_socket = _bind_webhook(settings, sockets)
+async def run_api(settings: Settings, served: Served = Served.ALL) -> None:
+    """``outboxctl serve``: the listeners ``served``, until SIGINT/SIGTERM, then a clean exit."""
+    public_socket, admin_socket = bind_listeners(settings, served)
+    webhook_socket = None
+    if served.public:
+        webhook_socket = _bind_webhook(settings, (public_socket, admin_socket))
     parts = build_process_parts(settings)
-    async with (
-        stop_tracing(parts),
-        database_pool(settings, DatabaseAccess.API) as api_pool,
-        webhook_listener(settings, parts, api_pool, webhook_socket) as webhooks,
-    ):
-        public, admin = api_listeners(settings, parts, api_pool, sockets)
+    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(stop_tracing(parts))
+        public = admin = webhooks = None
+        probes: list[PostgresReadinessProbe] = []
+        if public_socket is not None and webhook_socket is not None:
+            api_pool = await stack.enter_async_context(database_pool(settings, DatabaseAccess.API))
+            webhooks = await stack.enter_async_context(
+                webhook_listener(settings, parts, api_pool, webhook_socket)
+            )
+            public = public_listener(settings, parts, api_pool, public_socket)
+            probes.append(_probe(settings, api_pool, DatabaseAccess.API))
+        if admin_socket is not None:
+            admin_pool = await stack.enter_async_context(
+                database_pool(settings, DatabaseAccess.ADMIN)
+            )
+            admin = admin_listener(settings, parts, admin_pool, admin_socket)
+            probes.append(_probe(settings, admin_pool, DatabaseAccess.ADMIN))
         # Served anyway (a migration Job may run after the API starts); /readyz stays 503,
         # and this logs readiness.failed with the failing check and the hint once at start.
-        probe = PostgresReadinessProbe(api_pool, role=readiness_role(settings, DatabaseAccess.API))
-        await CheckReadiness(probe=probe, telemetry=parts.telemetry)()
-        (host, port), (admin_host, admin_port) = public.address, admin.address
-        webhook_host, webhook_port = webhooks.address
-        parts.telemetry.event(
-            "api.started",
-            host=host,
-            port=port,
-            admin_host=admin_host,
-            admin_port=admin_port,
-            webhook_host=webhook_host,
-            webhook_port=webhook_port,
-        )
-        await serve([public, admin, webhooks], options=server_options(settings))
+        for probe in probes:
+            await CheckReadiness(probe=probe, telemetry=parts.telemetry)()
+        parts.telemetry.event("api.started", level="info", **_addresses(public, admin, webhooks))
+        listeners = [listener for listener in (public, admin, webhooks) if listener is not None]
+        await serve(listeners, options=server_options(settings))
         parts.telemetry.event("api.stopped")
+
+
+def _probe(
+    settings: Settings, pool: AsyncConnectionPool[AsyncConnection], access: DatabaseAccess
+) -> PostgresReadinessProbe:
+    return PostgresReadinessProbe(pool, role=readiness_role(settings, access))
+
+
+def _url(listener: Listener) -> str:
+    host, port = listener.address
+    return f"http://{host}:{port}"
+
+
+def _addresses(
+    public: Listener | None, admin: Listener | None, webhooks: Listener | None
+) -> dict[str, str | int]:
+    """The host and port of each listener served, for the started event."""
+    fields: dict[str, str | int] = {}
+    for prefix, listener in (("", public), ("admin_", admin), ("webhook_", webhooks)):
+        if listener is not None:
+            host, port = listener.address
+            fields[prefix + "host"], fields[prefix + "port"] = host, port
+    return fields
 
 
 # --- The two listeners -------------------------------------------------------------
 
 
-def bind_listeners(settings: Settings) -> tuple[socket.socket, socket.socket]:
-    """The public and the admin socket, bound before anything else starts.
+def bind_listeners(
+    settings: Settings, served: Served = Served.ALL
+) -> tuple[socket.socket | None, socket.socket | None]:
+    """The public and the admin socket (None when not ``served``), bound before anything
+    else starts.
 
     Raises SettingsError naming the port variable when its address cannot be listened on.
     """
     http = settings.http
-    check_console_exposure(settings)
-    bound: list[socket.socket] = []
-    for variable, host, port in (
-        ("HTTP_PORT", http.host, http.port),
-        ("ADMIN_PORT", http.admin_host, http.admin_port),
-    ):
+    if served.admin:
+        check_console_exposure(settings)
+    wanted = (
+        ("HTTP_PORT", http.host, http.port, served.public),
+        ("ADMIN_PORT", http.admin_host, http.admin_port, served.admin),
+    )
+    bound: list[socket.socket | None] = []
+    for variable, host, port, wanted_here in wanted:
+        if not wanted_here:
+            bound.append(None)
+            continue
         try:
             bound.append(bind(host, port))
         except OSError as error:
             for sock in bound:
-                sock.close()
+                if sock is not None:
+                    sock.close()
             raise SettingsError(
                 PREFIX + variable,
                 f"cannot listen on {host}:{port} ({error.strerror}); choose a free port",
@@ -161,25 +216,40 @@ def bind_listeners(settings: Settings) -> tuple[socket.socket, socket.socket]:
 
 
 def _bind_webhook(
-    settings: Settings, sockets: tuple[socket.socket, socket.socket]
+    settings: Settings, sockets: tuple[socket.socket | None, socket.socket | None]
 ) -> socket.socket:
     """The webhook socket, bound after the other two; they are closed if it cannot be."""
     try:
         return bind_webhook_socket(settings)
     except SettingsError:
         for sock in sockets:
-            sock.close()
+            if sock is not None:
+                sock.close()
         raise
 
 
-def api_listeners(
+def public_listener(
     settings: Settings,
     parts: ProcessParts,
     pool: AsyncConnectionPool[AsyncConnection],
-    sockets: tuple[socket.socket, socket.socket],
-) -> tuple[Listener, Listener]:
-    """The public listener (identity routes, probes) and the admin one (metrics, staff)."""
+    sock: socket.socket,
+) -> Listener:
+    """The public listener (identity routes, probes) over the API pool."""
     services = api_identity_services(settings, parts, pool)
+    return Listener(app=create_app(services, middleware=http_middleware(parts)), socket=sock)
+
+
+def admin_listener(
+    settings: Settings,
+    parts: ProcessParts,
+    pool: AsyncConnectionPool[AsyncConnection],
+    sock: socket.socket,
+) -> Listener:
+    """The admin listener (staff sign-in, staff routes, console, metrics) over its own pool.
+
+    Its sessions and elevations are staff ones: only this pool's role may start them.
+    """
+    services = api_identity_services(settings, parts, pool, DatabaseAccess.ADMIN)
     operator = staff_operator_services(parts, pool, settings.identity.challenges)
     console = None
     if settings.http.console.enabled:
@@ -192,15 +262,9 @@ def api_listeners(
             ),
             clock=parts.clock.now,
         )
-    public_socket, admin_socket = sockets
-    return (
-        Listener(app=create_app(services, middleware=http_middleware(parts)), socket=public_socket),
-        Listener(
-            app=create_admin_app(
-                services, operator=operator, registry=parts.registry, console=console
-            ),
-            socket=admin_socket,
-        ),
+    return Listener(
+        app=create_admin_app(services, operator=operator, registry=parts.registry, console=console),
+        socket=sock,
     )
 
 

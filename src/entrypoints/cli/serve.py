@@ -3,18 +3,43 @@
 from __future__ import annotations
 
 import asyncio
+import enum
+from typing import Annotated
+
+import typer
 
 from outbox.entrypoints.cli.guard import run_guarded
 from outbox.entrypoints.cli.startup import start
 
 
-def serve() -> None:
+class Only(enum.StrEnum):
+    """Which listeners this process serves."""
+
+    ALL = "all"
+    PUBLIC = "public"
+    ADMIN = "admin"
+
+
+def serve(
+    only: Annotated[
+        Only,
+        typer.Option(
+            "--only",
+            help=(
+                "public: the identity API and the webhooks (login with identity_service);"
+                " admin: the staff routes, console and metrics (login with staff_service,"
+                " OUTBOX_ADMIN_DATABASE_URL); all: both in one process."
+            ),
+        ),
+    ] = Only.ALL,
+) -> None:
     """Serve the HTTP API on OUTBOX_HTTP_HOST:OUTBOX_HTTP_PORT until SIGINT or SIGTERM.
 
     The OpenAPI schema is at /schema (JSON: /schema/openapi.json). Run the migrations first
-    (outboxctl db migrate); /readyz answers 503 until they are applied.
+    (outboxctl db migrate); /readyz answers 503 until they are applied. In production run
+    the admin listener as its own process (--only admin) with its own login.
     """
     settings = start()
-    from outbox.entrypoints.bootstrap.processes import run_api  # noqa: PLC0415 - only this command loads it
+    from outbox.entrypoints.bootstrap.processes import Served, run_api  # noqa: PLC0415 - only this command loads it
 
-    run_guarded(lambda: asyncio.run(run_api(settings)))
+    run_guarded(lambda: asyncio.run(run_api(settings, Served(only.value))))

@@ -101,8 +101,10 @@ def create_admin_app(
     """The admin listener's app: GET /metrics, the staff routes and the operator console.
 
     The staff routes (/platform-admin/security-outbox/...) authenticate with a bearer
-    session of the identity module, so they take its ``services`` too; the console (under
-    /console/, when given) signs staff in with the same module.
+    session of the identity module started here (POST /sessions, then POST /step-ups), so
+    they take its ``services`` too, built over the admin listener's own pool (role
+    ``staff_service``); the console (under /console/, when given) signs staff in with the
+    same module. A session or elevation of the public listener never acts for staff.
     """
 
     async def refresh() -> None:
@@ -112,6 +114,10 @@ def create_admin_app(
 
     handlers: list[ControllerRouterHandler] = [
         metrics_route(registry, refresh=refresh),
+        # Staff sign in and step up here: only this listener's role starts staff sessions.
+        SessionController,
+        StepUpController,
+        HealthController,
         StaffOutboxController,
         StaffEventsController,
         StaffSuppressionsController,

@@ -64,6 +64,10 @@ class DatabaseSettings:
     inbox_url: str | None = attrs.field(repr=False)  # a consuming service's inbox
     worker_role: str | None  # SET ROLE on every worker connection (a group role, not a login)
     api_role: str | None  # SET ROLE on every API connection
+    # The admin listener's own login (staff routes, console): staff_service, which the
+    # public API's login must not hold. None: the API's URL.
+    admin_url: str | None = attrs.field(default=None, repr=False)
+    admin_role: str | None = None  # SET ROLE on every admin listener connection
     prepared_statements: bool
     pool_min: int
     pool_max: int
@@ -258,8 +262,10 @@ def _database(read: EnvironmentReader) -> DatabaseSettings:
         url=_database_url(read, "DATABASE_URL"),
         worker_url=_database_url(read, "WORKER_DATABASE_URL"),
         inbox_url=_database_url(read, "INBOX_DATABASE_URL"),
+        admin_url=_database_url(read, "ADMIN_DATABASE_URL"),
         worker_role=read.raw("WORKER_DB_ROLE"),
         api_role=read.raw("API_DB_ROLE"),
+        admin_role=read.raw("ADMIN_DB_ROLE"),
         prepared_statements=read.flag("DB_PREPARED_STATEMENTS", default=True),
         pool_min=pool_min,
         pool_max=pool_max,

@@ -223,7 +223,7 @@ async def test_behind_tls_the_cookie_is_secure_and_only_the_configured_origin_ma
     await world.account(STAFF)
     console = attrs.evolve(world.console, secure=True, origin="https://ops.example.com")
     app = create_admin_app(
-        world.staff.api.services,
+        world.staff.staff_services,
         operator=world.staff.operator,
         registry=new_registry(),
         console=console,

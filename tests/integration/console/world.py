@@ -100,7 +100,7 @@ async def running_console_world(
 ) -> AsyncIterator[ConsoleWorld]:
     """The staff world with the console on its admin app."""
     async for staff in running_staff_world(database_url, dispatch_store, data_dir):
-        pool = await open_api_pool(database_url, StatementLog())
+        pool = await open_api_pool(database_url, StatementLog(), role="staff_service")
         try:
             clock = staff.api.clock
             services = build_console_services(
@@ -113,13 +113,13 @@ async def running_console_world(
                     idle=timedelta(minutes=15),
                     lifetime=timedelta(hours=8),
                 ),
-                identity=staff.api.services,
+                identity=staff.staff_services,
                 operator=staff.operator,
                 services=services,
                 clock=clock.now,
             )
             app = create_admin_app(
-                staff.api.services,
+                staff.staff_services,
                 operator=staff.operator,
                 registry=new_registry(),
                 console=console,

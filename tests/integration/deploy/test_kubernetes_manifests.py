@@ -29,6 +29,7 @@ KUBERNETES_VERSIONS = ("1.29.0", "1.37.0")
 SECRET_VARIABLES = (
     "OUTBOX_DATABASE_URL",
     "OUTBOX_WORKER_DATABASE_URL",
+    "OUTBOX_ADMIN_DATABASE_URL",
     "OUTBOX_SEAL_KEYS",
     "OUTBOX_BREVO_API_KEY",
     "OUTBOX_WASENDER_API_KEY",
@@ -123,6 +124,7 @@ def test_the_schema_check_catches_a_misspelt_field() -> None:
 def test_the_examples_hold_the_api_worker_migration_and_their_secrets() -> None:
     assert {
         ("Deployment", "outbox-api"),
+        ("Deployment", "outbox-admin"),
         ("Deployment", "outbox-worker"),
         ("Job", "outbox-migrate"),
         ("Secret", "outbox-database"),
@@ -130,7 +132,7 @@ def test_the_examples_hold_the_api_worker_migration_and_their_secrets() -> None:
         ("Secret", "outbox-providers"),
         ("ConfigMap", "outbox-config"),
         ("Service", "outbox-api"),
-        ("Service", "outbox-api-admin"),
+        ("Service", "outbox-admin"),
         ("Service", "outbox-worker-metrics"),
     } <= {(r["kind"], r["metadata"]["name"]) for r in RESOURCES}
 
@@ -147,9 +149,12 @@ def test_containers_run_real_outboxctl_commands_of_this_version() -> None:
         commands[workload["metadata"]["name"]] = outboxctl_command(container["args"])
     assert {
         "outbox-api": "serve",
+        "outbox-admin": "serve",
         "outbox-worker": "worker",
         "outbox-migrate": "db migrate",
     } == commands
+    assert ["serve", "--only", "public"] == _container(_one("Deployment", "outbox-api"))["args"]
+    assert ["serve", "--only", "admin"] == _container(_one("Deployment", "outbox-admin"))["args"]
 
 
 def test_each_workload_starts_with_valid_production_settings() -> None:
@@ -175,8 +180,19 @@ def test_the_api_probes_health_and_readiness_on_the_port_it_listens_on() -> None
     assert "0.0.0.0" == settings.http.host  # noqa: S104 - the kubelet and the Service reach it
     assert {"path": "/healthz", "port": "http"} == container["livenessProbe"]["httpGet"]
     assert {"path": "/readyz", "port": "http"} == container["readinessProbe"]["httpGet"]
+
+
+def test_the_admin_listener_has_its_own_login_and_probes_its_own_port() -> None:
+    admin = _one("Deployment", "outbox-admin")
+    container = _container(admin)
+    process = _process(admin)
+    settings = process.settings()
     assert settings.http.admin_port == _port(container, "admin")
     assert "0.0.0.0" == settings.http.admin_host  # noqa: S104 - Prometheus scrapes the pod
+    assert {"path": "/healthz", "port": "admin"} == container["livenessProbe"]["httpGet"]
+    assert {"path": "/readyz", "port": "admin"} == container["readinessProbe"]["httpGet"]
+    assert "OUTBOX_DATABASE_URL" not in process.environ  # never the public API's login
+    assert settings.database.admin_url == _secret_value("outbox-database", "admin-url")
 
 
 def test_the_worker_probes_its_metrics_listener() -> None:
@@ -236,7 +252,7 @@ def test_seal_keys_are_a_mounted_secret_file_and_the_placeholder_is_refused(
 ) -> None:
     """The keys reach each process that opens envelopes as a read-only file from the Secret;
     the example's placeholder stops the process, naming the variable, until replaced."""
-    for name in ("outbox-api", "outbox-worker"):
+    for name in ("outbox-api", "outbox-admin", "outbox-worker"):
         workload = _one("Deployment", name)
         container = _container(workload)
         path = Path(_process(workload).environ[SEAL_KEYS_FILE])

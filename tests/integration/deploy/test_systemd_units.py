@@ -94,12 +94,15 @@ def test_units_start_the_installed_outboxctl_with_real_commands() -> None:
     commands = {path.name: _exec_start(path) for path in SERVICES}
     assert {
         "outbox-api.service": "serve",
+        "outbox-admin.service": "serve",
         "outbox-worker.service": "worker",
         "outbox-migrate.service": "db migrate",
         "outbox-sweep-expiry.service": "sweep",
         "outbox-sweep-retention.service": "sweep",
     } == {name: outboxctl_command(argv[1:]) for name, argv in commands.items()}
     assert {INSTALLED_OUTBOXCTL} == {argv[0] for argv in commands.values()}
+    assert ["serve", "--only", "public"] == commands["outbox-api.service"][1:]
+    assert ["serve", "--only", "admin"] == commands["outbox-admin.service"][1:]
     assert ["sweep", "expiry"] == commands["outbox-sweep-expiry.service"][1:]
     assert ["sweep", "retention"] == commands["outbox-sweep-retention.service"][1:]
 

@@ -88,11 +88,14 @@ class StatementLog:
         return RecordingCursor
 
 
-async def open_api_pool(database_url: str, log: StatementLog) -> AsyncConnectionPool:
-    """A pool acting as ``identity_service`` whose cursors record their statements."""
+async def open_api_pool(
+    database_url: str, log: StatementLog, *, role: str = "identity_service"
+) -> AsyncConnectionPool:
+    """A pool acting as ``role`` (the public API's by default; ``staff_service`` is the
+    admin listener's) whose cursors record their statements."""
 
     async def configure(conn: AsyncConnection) -> None:
-        await conn.execute("SET ROLE identity_service")
+        await conn.execute(f"SET ROLE {role}")
 
     pool: AsyncConnectionPool = AsyncConnectionPool(
         database_url,

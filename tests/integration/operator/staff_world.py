@@ -31,6 +31,7 @@ from outbox.adapters.system.secrets import SystemSecrets
 from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages
 from outbox.application.delivery.links import LinkBases
 from outbox.application.delivery.provider_breaker import ProviderBreaker
+from outbox.application.identity.services import IdentityServices
 from outbox.application.operator.services import OperatorServices
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.failures import DeliveryFailure, FailureClass
@@ -48,6 +49,7 @@ from tests.fakes.telemetry import RecordingTelemetry
 from tests.integration.identity.api import (
     INVITATION_BASE,
     MAGIC_LINK_BASE,
+    PASSWORD,
     SEALER,
     Api,
     ApiSettings,
@@ -83,8 +85,9 @@ class DeadCode:
 class StaffWorld:
     """The identity API with the staff routes, outboxctl, the worker and the database."""
 
-    api: Api  # the public listener, where staff sign in and step up like anyone
-    staff_client: httpx.AsyncClient  # the admin listener, where the staff routes are
+    api: Api  # the public listener
+    staff_client: httpx.AsyncClient  # the admin listener: staff sign-in, step-up, staff routes
+    staff_services: IdentityServices  # the admin listener's identity services (staff sessions)
     operator: OperatorServices
     admin: PostgresOperatorStore
     env: dict[str, str]
@@ -134,10 +137,19 @@ class StaffWorld:
         [(identity_id,)] = await self.api.rows(
             "SELECT identity_id FROM identity.login_identifiers WHERE value = %s", email
         )
-        response = await self.api.post("/step-ups", token=token)
+        # Staff sign in and step up at the admin listener: only its sessions act for staff.
+        response = await self.staff_client.post(
+            "/sessions", json={"identifier": email, "password": PASSWORD}
+        )
+        assert 201 == response.status_code, response.text
+        token = response.json()["token"]
+        bearer = {"Authorization": f"Bearer {token}"}
+        response = await self.staff_client.post("/step-ups", headers=bearer)
         assert 201 == response.status_code, response.text
         code = (await self.api.deliver_one()).content.text
-        response = await self.api.post("/step-ups/confirmations", {"code": code}, token=token)
+        response = await self.staff_client.post(
+            "/step-ups/confirmations", json={"code": code}, headers=bearer
+        )
         assert 201 == response.status_code, response.text
         return StaffCaller(identity_id, token, response.json()["elevationToken"])
 
@@ -175,6 +187,7 @@ async def running_staff_world(
     settings = ApiSettings()
     log = StatementLog()
     pool = await open_api_pool(database_url, log)
+    staff_pool = await open_api_pool(database_url, log, role="staff_service")
     admin_pool: AsyncConnectionPool = await open_pool(database_url, min_size=1, max_size=2)
     clock = FixedClock(datetime.now(UTC).replace(microsecond=0))
     telemetry = RecordingTelemetry()
@@ -189,7 +202,9 @@ async def running_staff_world(
         "telemetry": telemetry,
     }
     services = build_identity_services(identity=settings.identity, **parts)
-    operator = build_operator_services(challenges=ChallengePolicy(), **parts)
+    staff_parts = parts | {"pool": staff_pool}
+    staff_services = build_identity_services(identity=settings.identity, staff=True, **staff_parts)
+    operator = build_operator_services(challenges=ChallengePolicy(), **staff_parts)
     provider = RecordingProvider()
     dispatch = DispatchDueMessages(
         store=dispatch_store,
@@ -213,7 +228,7 @@ async def running_staff_world(
     try:
         public = httpx.ASGITransport(app=create_app(services))
         admin = httpx.ASGITransport(
-            app=create_admin_app(services, operator=operator, registry=new_registry())
+            app=create_admin_app(staff_services, operator=operator, registry=new_registry())
         )
         async with (
             httpx.AsyncClient(transport=public, base_url="http://testserver") as client,
@@ -233,6 +248,7 @@ async def running_staff_world(
                     log=log,
                 ),
                 staff_client=staff_client,
+                staff_services=staff_services,
                 operator=operator,
                 admin=PostgresOperatorStore(admin_pool),
                 env=env,
@@ -240,4 +256,5 @@ async def running_staff_world(
     finally:
         await events_pool.close()
         await pool.close()
+        await staff_pool.close()
         await admin_pool.close()

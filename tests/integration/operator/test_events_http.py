@@ -47,12 +47,12 @@ async def rows(database_url: str) -> EventRows:
 
 
 async def _staff(app: App, rows: EventRows, email: str = STAFF, *, grant: bool = True) -> Staff:
-    token = await app.signed_up(email)
+    await app.signed_up(email)
     if grant:
         await rows.rows("SELECT * FROM outbox.grant_staff(%s)", email)
     # The staff member's sign-up appended identity's own event (0022); not this test's backlog.
     await rows.rows("DELETE FROM events.domain_events WHERE producer_module_code = 'identity'")
-    return Staff(token, await app.elevated(token, email))
+    return Staff(*await app.staff_elevated(email))
 
 
 def _type(response: httpx.Response) -> str:

@@ -23,7 +23,13 @@ from outbox.entrypoints.bootstrap.api import build_identity_services
 from outbox.entrypoints.bootstrap.operator import build_operator_services
 from outbox.entrypoints.http.app import create_admin_app, create_app
 from outbox.entrypoints.observability import new_registry
-from tests.integration.identity.api import SEALER, ApiSettings, StatementLog, open_api_pool
+from tests.integration.identity.api import (
+    PASSWORD,
+    SEALER,
+    ApiSettings,
+    StatementLog,
+    open_api_pool,
+)
 from tests.integration.identity.test_openapi_fuzzing import (
     CHECKS,
     Background,
@@ -47,6 +53,9 @@ class ServedWithStaff(Served):
 
     async def start(self) -> None:
         self.pool = await open_api_pool(self.database_url, StatementLog())
+        self.staff_pool = await open_api_pool(
+            self.database_url, StatementLog(), role="staff_service"
+        )
         parts: dict[str, Any] = {
             "pool": self.pool,
             "sealer": SEALER,
@@ -57,27 +66,34 @@ class ServedWithStaff(Served):
             "telemetry": self.telemetry,
         }
         services = build_identity_services(identity=ApiSettings().identity, **parts)
-        operator = build_operator_services(challenges=ChallengePolicy(), **parts)
-        # Staff sign in and step up on the public listener; the staff routes are on the admin.
+        staff_parts = parts | {"pool": self.staff_pool}
+        staff_services = build_identity_services(
+            identity=ApiSettings().identity, staff=True, **staff_parts
+        )
+        operator = build_operator_services(challenges=ChallengePolicy(), **staff_parts)
+        # Staff sign up on the public listener, then sign in and step up on the admin one,
+        # whose sessions alone act for staff.
         self.client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=create_app(services)), base_url="http://testserver"
         )
         self.admin = httpx.AsyncClient(
             transport=httpx.ASGITransport(
-                app=create_admin_app(services, operator=operator, registry=new_registry())
+                app=create_admin_app(staff_services, operator=operator, registry=new_registry())
             ),
             base_url="http://testserver",
         )
         self.schema = (await self.admin.get("/schema/openapi.json")).json()
-        self.token = await self._signed_in()
+        await self._signed_in()
         async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
             await conn.execute("SELECT outbox.grant_staff('fuzz@example.com')")
             await conn.commit()
+        account = {"identifier": "fuzz@example.com", "password": PASSWORD}
+        self.token = str((await self.admin.post("/sessions", json=account)).json()["token"])
         self.elevation = await self._stepped_up()
 
     async def _stepped_up(self) -> str:
         headers = {"Authorization": f"Bearer {self.token}"}
-        assert 201 == (await self.client.post("/step-ups", headers=headers)).status_code
+        assert 201 == (await self.admin.post("/step-ups", headers=headers)).status_code
         async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
             cursor = await conn.execute(
                 "SELECT m.id, e.sealed FROM outbox.messages m"
@@ -85,7 +101,7 @@ class ServedWithStaff(Served):
             )
             [(message_id, sealed)] = await cursor.fetchall()
         code = SEALER.open(message_id=message_id, purpose=Purpose.STEP_UP, envelope=sealed)
-        response = await self.client.post(
+        response = await self.admin.post(
             "/step-ups/confirmations", json={"code": code}, headers=headers
         )
         return str(response.json()["elevationToken"])
@@ -95,6 +111,7 @@ class ServedWithStaff(Served):
 
     async def stop(self) -> None:
         await self.admin.aclose()
+        await self.staff_pool.close()
         await super().stop()
 
 

@@ -22,12 +22,14 @@ DEPRECATED = "outbox_runtime"  # the old producer role: a member of outbox_produ
 CONSUMER = "events_consumer"  # a module's role that runs its consumers is made a member
 NOTIFIER = "notifications_producer"  # records notification intents (0027)
 INBOX = "inbox_consumer"  # a service's inbox of the relay's stream (0025_inbox.sql)
-JOB_ROLES = (PRODUCER, IDENTITY, WORKER, DEPRECATED, CONSUMER, NOTIFIER, INBOX)
+STAFF = "staff_service"  # the admin listener: staff sessions and elevations (0037)
+JOB_ROLES = (PRODUCER, IDENTITY, WORKER, DEPRECATED, CONSUMER, NOTIFIER, INBOX, STAFF)
 EXECUTE_BY_PRODUCER = {(PRODUCER, "EXECUTE")}
 EXECUTE_BY_IDENTITY = {(IDENTITY, "EXECUTE")}
 EXECUTE_BY_WORKER = {(WORKER, "EXECUTE")}
 EXECUTE_BY_CONSUMER = {(CONSUMER, "EXECUTE")}
 EXECUTE_BY_NOTIFIER = {(NOTIFIER, "EXECUTE")}
+EXECUTE_BY_STAFF = {(STAFF, "EXECUTE")}
 # Who is a member of whom among the outbox's roles (the migrator's own login aside).
 # identity_service runs module identity's consumer (0022_identity_events.sql).
 # identity_service records the intents of its notifications consumer (0027).
@@ -36,6 +38,8 @@ MEMBERSHIPS = {
     (DEPRECATED, PRODUCER),
     (IDENTITY, CONSUMER),
     (IDENTITY, NOTIFIER),
+    # The admin listener signs staff in with the identity module (0037_staff_sessions.sql).
+    (STAFF, IDENTITY),
 }
 
 FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
@@ -58,15 +62,21 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "identity.refuse_unsent_code_change()": set(),
     # An event keeps an outbox record while it exists (0036_event_keeps_its_record.sql).
     "events.refuse_orphaned_event()": set(),
+    # Staff sessions and elevations are the admin listener's alone; an elevation only from a
+    # consumed step-up (0037_staff_sessions.sql).
+    "identity.add_staff_session(uuid,uuid,text,timestamp with time zone,"
+    "timestamp with time zone)": EXECUTE_BY_STAFF,
+    "identity.elevate_staff_session(uuid,uuid,uuid,uuid,text,timestamp with time zone,"
+    "timestamp with time zone)": EXECUTE_BY_STAFF,
+    "identity.elevate_session(uuid,uuid,uuid,uuid,text,timestamp with time zone,"
+    "timestamp with time zone)": EXECUTE_BY_IDENTITY,
+    "identity.grant_elevation(boolean,uuid,uuid,uuid,uuid,text,timestamp with time zone,"
+    "timestamp with time zone)": set(),
 }
 # The Identity module (0005_identity_functions.sql): every function for the API role only.
 FUNCTION_GRANTS.update(
     (signature, EXECUTE_BY_IDENTITY)
     for signature in (
-        (
-            "identity.add_elevation(uuid,uuid,uuid,text,timestamp with time zone,"
-            "timestamp with time zone)"
-        ),
         "identity.add_identity(uuid,timestamp with time zone)",
         "identity.add_organization(uuid,text,uuid,timestamp with time zone,text[])",
         "identity.add_session(uuid,uuid,text,timestamp with time zone,timestamp with time zone)",
@@ -555,12 +565,16 @@ async def test_effective_execute_rights_match_the_allowlist(connect_as):
         for grantee, _ in grants
         if grantee in JOB_ROLES
     }
-    inherited = {
-        (name, member)
-        for name, grantee in direct
-        for member, group in MEMBERSHIPS
-        if grantee == group
-    }
+    inherited: set[tuple[str, str]] = set()
+    granted = direct
+    while granted:  # memberships nest: staff_service > identity_service > outbox_producer
+        granted = {
+            (name, member)
+            for name, grantee in granted
+            for member, group in MEMBERSHIPS
+            if grantee == group
+        } - inherited
+        inherited |= granted
     async with connect_as() as conn:
         cursor = await conn.execute(
             EFFECTIVE_FUNCTIONS, {"schemas": list(SCHEMAS), "roles": EFFECTIVE_ROLES}

@@ -64,8 +64,8 @@ async def test_a_producer_cannot_elevate_another_account(harness, connect_as, ro
     await _refused(
         connect_as,
         role,
-        "SELECT identity.add_elevation(gen_random_uuid(), %s, %s, %s, now(),"
-        " now() + interval '5 minutes')",
+        "SELECT identity.elevate_session(gen_random_uuid(), %s, %s, gen_random_uuid(), %s,"
+        " now(), now() + interval '5 minutes')",
         session,
         victim,
         DIGEST,
@@ -141,8 +141,8 @@ async def _elevation(
     session, token = uuid.uuid4(), uuid.uuid4().hex
     await harness._execute(
         "INSERT INTO identity.sessions (id, identity_id, token_digest, created_at, expires_at,"
-        " revoked_at) VALUES (%s, %s, %s, now(), now() + interval '1 day',"
-        " CASE WHEN %s THEN now() END)",
+        " revoked_at, staff) VALUES (%s, %s, %s, now(), now() + interval '1 day',"
+        " CASE WHEN %s THEN now() END, true)",
         (session, identity_id, hashlib.sha256(b"s" + token.encode()).hexdigest(), session_revoked),
     )
     digest = hashlib.sha256(token.encode()).hexdigest()

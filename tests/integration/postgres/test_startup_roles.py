@@ -90,6 +90,7 @@ async def test_a_superuser_acting_as_the_job_role_is_still_refused(database_url)
     [
         (DatabaseAccess.API, ("identity_service",)),
         (DatabaseAccess.WORKER, ("outbox_worker",)),
+        (DatabaseAccess.ADMIN, ("staff_service",)),
     ],
 )
 async def test_a_login_granted_its_job_only_starts_without_a_word(login, access, groups):
@@ -106,6 +107,26 @@ async def test_an_api_login_that_may_also_dispatch_is_refused(login):
 
     assert "is a member of outbox_worker" in problem
     assert "REVOKE outbox_worker FROM test_login_" in problem
+
+
+async def test_a_public_api_login_that_may_start_staff_sessions_is_refused(login):
+    """Issue 28, finding 1: the public listener's login must not hold the admin's role."""
+    url = login("identity_service", "staff_service")
+
+    [problem] = await _problems(_settings(url), DatabaseAccess.API)
+
+    assert "is a member of staff_service" in problem
+    assert "REVOKE staff_service FROM test_login_" in problem
+
+
+async def test_an_admin_login_without_the_staff_role_is_told_what_to_grant(login):
+    url = login("identity_service")
+    settings = _settings(url, "development", OUTBOX_ADMIN_DATABASE_URL=url)
+
+    [problem] = await _problems(settings, DatabaseAccess.ADMIN)
+
+    assert "the admin listener's database role" in problem
+    assert "GRANT staff_service TO test_login_" in problem
 
 
 async def test_a_worker_login_that_may_also_produce_is_refused(login):
