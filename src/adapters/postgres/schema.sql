@@ -3386,12 +3386,18 @@ CREATE FUNCTION notifications.take_snapshot(p_intent_id uuid, p_intent_key text,
     AS $$
 DECLARE
     v_channels text[];
+    v_template text;
+    v_allowed text[];
+    v_variables jsonb := COALESCE(p_variables, '{}');
+    v_name text;
+    v_value jsonb;
     v_intent_id uuid;
     v_intent_category text;
     v_decision text;
     v_inserted uuid;
 BEGIN
-    SELECT c.channels INTO v_channels FROM notifications.categories AS c WHERE c.code = p_category;
+    SELECT c.channels, c.template, c.variables INTO v_channels, v_template, v_allowed
+    FROM notifications.categories AS c WHERE c.code = p_category;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'p_category: no category %', p_category
             USING ERRCODE = 'invalid_parameter_value';
@@ -3402,6 +3408,48 @@ BEGIN
     END IF;
     IF p_recipient_id IS NULL OR p_intent_id IS NULL OR p_snapshot_id IS NULL THEN
         RAISE EXCEPTION 'p_recipient_id, p_intent_id, p_snapshot_id: required'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF v_template IS NULL OR p_template IS DISTINCT FROM v_template THEN
+        RAISE EXCEPTION 'p_template: % is sent with template %, got %',
+            p_category, COALESCE(v_template, '(none: set notifications.categories.template)'),
+            p_template
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF pg_catalog.jsonb_typeof(v_variables) <> 'object' THEN
+        RAISE EXCEPTION 'p_variables: expected an object' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR v_name, v_value IN SELECT e.key, e.value FROM pg_catalog.jsonb_each(v_variables) AS e LOOP
+        IF NOT v_name = ANY (v_allowed) THEN
+            RAISE EXCEPTION 'p_variables: % carries no variable %', p_category, v_name
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF pg_catalog.jsonb_typeof(v_value) <> 'string'
+            OR pg_catalog.length(v_value #>> '{}') > 500
+            OR (v_value #>> '{}') ~* (
+                '[[:alpha:]][[:alnum:]+.-]*:/'
+                '|www[.。．｡]'
+                '|[[:alnum:]-][.。．｡][[:alpha:]]{2,}'
+            ) THEN
+            RAISE EXCEPTION 'p_variables.%: expected text of at most 500 characters, without a link',
+                v_name USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END LOOP;
+    IF NOT EXISTS (SELECT 1 FROM identity.identities AS i WHERE i.id = p_recipient_id) THEN
+        RAISE EXCEPTION 'p_recipient_id: no such recipient' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM identity.login_identifiers AS l
+        WHERE l.identity_id = p_recipient_id
+          AND l.channel = CASE p_channel WHEN 'email' THEN 'email' ELSE 'sms' END
+          AND l.verified_at IS NOT NULL
+          AND l.value = p_destination
+    ) THEN
+        RAISE EXCEPTION 'p_destination: not a verified % address of the recipient', p_channel
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_masked_destination IS DISTINCT FROM outbox.mask_destination(p_destination) THEN
+        RAISE EXCEPTION 'p_masked_destination: expected the destination''s own mask'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
@@ -3435,7 +3483,7 @@ BEGIN
         id, intent_id, channel, masked_destination, template, locale, variables, decision
     ) VALUES (
         p_snapshot_id, v_intent_id, p_channel, p_masked_destination, p_template, p_locale,
-        COALESCE(p_variables, '{}'), v_decision
+        v_variables, v_decision
     )
     ON CONFLICT ON CONSTRAINT snapshots_once_per_channel DO NOTHING
     RETURNING s.id INTO v_inserted;
@@ -3456,7 +3504,7 @@ BEGIN
             p_destination => p_destination,
             p_subject_id => NULL,
             p_template => p_template,
-            p_params => COALESCE(p_variables, '{}'),
+            p_params => v_variables,
             p_locale => p_locale
         );
     END IF;
@@ -5913,8 +5961,12 @@ CREATE TABLE notifications.categories (
     channels text[] NOT NULL,
     description text DEFAULT ''::text NOT NULL,
     created_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL,
+    template text,
+    variables text[] DEFAULT '{}'::text[] NOT NULL,
     CONSTRAINT categories_channels_known CHECK (((cardinality(channels) > 0) AND (channels <@ ARRAY['email'::text, 'sms'::text, 'whatsapp'::text]))),
-    CONSTRAINT categories_code_shape CHECK ((code ~ '^[a-z][a-z0-9_]{0,39}\.[a-z][a-z0-9_]{0,79}$'::text))
+    CONSTRAINT categories_code_shape CHECK ((code ~ '^[a-z][a-z0-9_]{0,39}\.[a-z][a-z0-9_]{0,79}$'::text)),
+    CONSTRAINT categories_template_shape CHECK ((template ~ '^[a-z0-9_]{1,64}$'::text)),
+    CONSTRAINT categories_variables_named CHECK ((array_to_string(variables, ','::text) ~ '^([a-z][a-z0-9_]{0,63}(,|$))*$'::text))
 );
 
 --

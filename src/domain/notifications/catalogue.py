@@ -1,7 +1,8 @@
 """The notifications catalogue: what may be sent, on which channels, in which words.
 
-A category is a code (``account.welcome``), the channels it may use, one template name and
-the locales that template exists in, with the locale to fall back to. Consent is per
+A category is a code (``account.welcome``), the channels it may use, one template name, the
+variable names that template may be given (nothing else is accepted) and the locales that
+template exists in, with the locale to fall back to. Consent is per
 recipient, category and channel (``snapshots.py``): a recipient who opted out of a category on
 a channel gets nothing there. Adding a category is one entry in ``CATALOGUE``, its templates
 (docs/templates.md) and its row in ``notifications.categories`` (docs/notifications.md).
@@ -19,6 +20,7 @@ from outbox.domain.errors import DomainError
 
 CATEGORY_CODE = re.compile(r"^[a-z][a-z0-9_]{0,39}\.[a-z][a-z0-9_]{0,79}$")
 TEMPLATE_NAME = re.compile(r"^[a-z0-9_]{1,64}$")
+VARIABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _LANGUAGE = re.compile(r"^[A-Za-z]{2,3}$")
 
 
@@ -34,7 +36,7 @@ def _channels(value: Iterable[Channel]) -> tuple[Channel, ...]:
     return tuple(dict.fromkeys(Channel(channel) for channel in value))
 
 
-def _locales(value: Iterable[str]) -> frozenset[str]:
+def _names(value: Iterable[str]) -> frozenset[str]:
     return frozenset(value)
 
 
@@ -45,7 +47,8 @@ class Category:
     code: str
     channels: tuple[Channel, ...] = attrs.field(converter=_channels)
     template: str
-    locales: frozenset[str] = attrs.field(converter=_locales)
+    locales: frozenset[str] = attrs.field(converter=_names)
+    variables: frozenset[str] = attrs.field(default=frozenset(), converter=_names)
     fallback_locale: str = "en"
     description: str = ""
 
@@ -58,6 +61,9 @@ class Category:
             raise InvalidCategory(f"{self.code}: template: expected [a-z0-9_], 1 to 64")
         if self.fallback_locale not in self.locales:
             raise InvalidCategory(f"{self.code}: fallback_locale: not one of its locales")
+        for name in self.variables:
+            if not VARIABLE_NAME.match(name):
+                raise InvalidCategory(f"{self.code}: variables: {name!r} is not a lowercase name")
 
     def offers(self, channel: Channel) -> bool:
         """Whether this category may be sent on ``channel``."""
@@ -107,6 +113,7 @@ ACCOUNT_WELCOME = Category(
     code="account.welcome",
     channels=(Channel.EMAIL, Channel.SMS),
     template="account_welcome",
+    variables=frozenset({"first_name"}),
     locales=frozenset({"en", "es"}),
     fallback_locale="en",
     description="A welcome to a newly verified account.",

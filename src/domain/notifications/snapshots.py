@@ -26,10 +26,9 @@ import attrs
 from outbox.domain.channels import Channel
 from outbox.domain.destinations import mask, normalize
 from outbox.domain.errors import DomainError
-from outbox.domain.notifications.catalogue import Category
+from outbox.domain.notifications.catalogue import VARIABLE_NAME, Category
 
 INTENT_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
-VARIABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_VARIABLES = 20
 MAX_VALUE = 500
 # Names a secret would go by; a notification's variables may never carry one. The first two
@@ -37,6 +36,12 @@ MAX_VALUE = 500
 # a name (``reset_token``).
 SECRET_NAMES = frozenset({"code", "link"})
 SECRET_WORDS = ("token", "password", "secret")
+# A value may not carry a link: a scheme, "www.", or a host name in any script (the same rule
+# notifications.take_snapshot applies; the ideographic full stops count as dots).
+LINK = re.compile(
+    r"[^\W\d_][\w+.-]*:/|www[.\u3002\uff0e\uff61]|[\w-][.\u3002\uff0e\uff61][^\W\d_]{2,}",
+    re.IGNORECASE,
+)
 
 
 class InvalidIntent(DomainError):
@@ -70,8 +75,10 @@ def check_variables(variables: Mapping[str, object]) -> None:
             raise InvalidIntent(f"variables: {name[:64]!r} is not a lowercase name")
         if name in SECRET_NAMES or any(word in name for word in SECRET_WORDS):
             raise InvalidIntent(f"variables.{name}: a notification carries no secret")
-        if not isinstance(value, str) or len(value) > MAX_VALUE:
-            raise InvalidIntent(f"variables.{name}: expected text of at most {MAX_VALUE}")
+        if not isinstance(value, str) or len(value) > MAX_VALUE or LINK.search(value):
+            raise InvalidIntent(
+                f"variables.{name}: expected text of at most {MAX_VALUE} characters, without a link"
+            )
 
 
 @attrs.frozen(kw_only=True)
@@ -132,6 +139,12 @@ def plan(
         raise InvalidIntent("category: the intent names another category")
     if intent.recipient_id != recipient.id:
         raise InvalidIntent("recipient_id: the directory resolved another recipient")
+    unknown = sorted(set(intent.variables) - category.variables)
+    if unknown:
+        allowed = ", ".join(sorted(category.variables)) or "none"
+        raise InvalidIntent(
+            f"variables: {category.code} carries no variable {unknown[0]!r} (allowed: {allowed})"
+        )
     locale = category.locale_for(recipient.preferred_locale)
     first: dict[Channel, str] = {}
     for address in recipient.addresses:

@@ -5,7 +5,7 @@ variables, and the catalogue's rows the same as the code's."""
 from __future__ import annotations
 
 import asyncio
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import psycopg
 import pytest
@@ -21,10 +21,22 @@ TAKE = (
     "SELECT * FROM notifications.take_snapshot(%s, %s, 'account.welcome', %s, 'staff', %s,"
     " %s, %s, %s, 'account_welcome', 'es', %s)"
 )
+# The recipient every snapshot here is for: it exists and alice@example.com is its verified
+# address (take_snapshot refuses any other, 0038).
+ALICE = UUID("018f0000-0000-7000-8000-00000000a11c")
 CALLS = [
     (
         TAKE,
-        lambda: (uuid4(), "k:1", uuid4(), uuid4(), "email", "a@example.com", "a***@x", Jsonb({})),
+        lambda: (
+            uuid4(),
+            f"k:{uuid4()}",
+            ALICE,
+            uuid4(),
+            "email",
+            "alice@example.com",
+            "a***@example.com",
+            Jsonb({}),
+        ),
     ),
     ("SELECT notifications.opt_out(%s, 'account.welcome', NULL)", lambda: (uuid4(),)),
     ("SELECT notifications.opt_in(%s, 'account.welcome', NULL)", lambda: (uuid4(),)),
@@ -33,11 +45,26 @@ CALLS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+async def alice(connect_as) -> UUID:
+    """The recipient, with alice@example.com verified."""
+    async with connect_as() as conn:
+        await conn.execute(
+            "INSERT INTO identity.identities (id, created_at) VALUES (%s, now())", (ALICE,)
+        )
+        await conn.execute(
+            "INSERT INTO identity.login_identifiers (value, channel, identity_id, created_at,"
+            " verified_at) VALUES ('alice@example.com', 'email', %s, now(), now())",
+            (ALICE,),
+        )
+    return ALICE
+
+
 async def _take(conn: psycopg.AsyncConnection, **changes: object) -> tuple[object, ...]:
     values: dict[str, object] = {
         "intent_id": uuid4(),
         "key": "identity.account_verified:1",
-        "recipient": uuid4(),
+        "recipient": ALICE,
         "snapshot": uuid4(),
         "channel": "email",
         "destination": "alice@example.com",
@@ -124,7 +151,7 @@ async def test_snapshots_and_intents_are_frozen_even_for_their_owner(
 async def test_an_opt_out_made_before_the_snapshot_suppresses_it_and_none_after_changes_it(
     connect_as,
 ) -> None:
-    recipient = uuid4()
+    recipient = ALICE
     async with connect_as(NOTIFIER) as conn:
         await conn.execute(
             "SELECT notifications.opt_out(%s, 'account.welcome', ARRAY['email'])", (recipient,)
@@ -148,7 +175,16 @@ async def test_an_opt_out_made_before_the_snapshot_suppresses_it_and_none_after_
 
 @pytest.mark.parametrize("name", ["code", "link", "token", "password", "secret"])
 async def test_a_snapshot_never_stores_a_secret_variable(connect_as, name: str) -> None:
+    """The category's allow-list refuses it first (0038); the table's check stays behind it."""
     async with connect_as(NOTIFIER) as conn:
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="p_variables"):
+            await _take(conn, variables=Jsonb({name: "123456"}))
+    async with connect_as() as conn:
+        await conn.execute(
+            "UPDATE notifications.categories SET variables = ARRAY[%s]"
+            " WHERE code = 'account.welcome'",
+            (name,),
+        )
         with pytest.raises(psycopg.errors.CheckViolation, match="no_secret"):
             await _take(conn, variables=Jsonb({name: "123456"}))
 
@@ -157,7 +193,8 @@ async def test_a_snapshot_never_stores_a_secret_variable(connect_as, name: str) 
     ("changes", "field"),
     [
         ({"channel": "whatsapp"}, "p_channel"),
-        ({"masked": "alice@example.com"}, "snapshots_destination_masked"),
+        ({"masked": "alice@example.com"}, "p_masked_destination"),
+        ({"destination": "bob@example.com", "masked": "b***@example.com"}, "p_destination"),
         ({"key": "has space"}, "intents_key_shape"),
     ],
 )
@@ -181,9 +218,16 @@ async def test_an_unknown_category_is_refused(connect_as) -> None:
 
 async def test_the_catalogue_rows_are_the_code_s(connect_as) -> None:
     async with connect_as() as conn:
-        cursor = await conn.execute("SELECT code, channels FROM notifications.categories")
-        rows = {code: tuple(channels) for code, channels in await cursor.fetchall()}
-    assert {c.code: tuple(ch.value for ch in c.channels) for c in CATALOGUE} == rows
+        cursor = await conn.execute(
+            "SELECT code, channels, template, variables FROM notifications.categories"
+        )
+        rows = {
+            code: (tuple(channels), template, frozenset(variables))
+            for code, channels, template, variables in await cursor.fetchall()
+        }
+    assert {
+        c.code: (tuple(ch.value for ch in c.channels), c.template, c.variables) for c in CATALOGUE
+    } == rows
 
 
 async def test_the_preferred_locale_is_the_api_role_s_and_checked(connect_as) -> None:
@@ -224,7 +268,7 @@ async def test_two_requests_at_once_take_one_snapshot_and_enqueue_one_message(
     connect_as,
 ) -> None:
     """The second waits on the first's intent, then answers its snapshot."""
-    recipient, key = uuid4(), "identity.account_verified:race"
+    recipient, key = ALICE, "identity.account_verified:race"
     async with (
         connect_as(NOTIFIER, autocommit=False) as first,
         connect_as(NOTIFIER, autocommit=False) as second,

@@ -97,6 +97,10 @@ def test_a_plan_refuses_another_category_or_recipient() -> None:
         {"name": "x" * 501},
         {"count": 3},
         {f"v{n}": "x" for n in range(21)},
+        {"first_name": "Verify at https://evil.example/verify"},
+        {"first_name": "see www.evil.example"},
+        {"first_name": "пример.рф"},
+        {"first_name": "evil。com"},
     ],
 )
 def test_an_intent_carries_no_secret_and_only_short_named_text(
@@ -104,6 +108,21 @@ def test_an_intent_carries_no_secret_and_only_short_named_text(
 ) -> None:
     with pytest.raises(InvalidIntent, match="variables"):
         intent(variables=variables)
+
+
+@pytest.mark.parametrize("name", ["Ana María", "J. R. R. Tolkien", "O'Brien-Smith"])
+def test_a_name_with_dots_or_accents_is_no_link(name: str) -> None:
+    assert name == intent(variables={"first_name": name}).variables["first_name"]
+
+
+def test_a_category_takes_only_the_variables_it_names() -> None:
+    with pytest.raises(InvalidIntent, match="carries no variable 'reset_url'"):
+        plan(
+            intent(variables={"first_name": "Alice", "reset_url": "x"}),
+            ACCOUNT_WELCOME,
+            recipient((Channel.EMAIL, "alice@example.com")),
+            ids=IDS,
+        )
 
 
 @pytest.mark.parametrize("key", ["", "with space", "x" * 201, "semi;colon"])
