@@ -3167,6 +3167,20 @@ $_$;
 --
 
 CREATE FUNCTION inbox.list_dead_letters(p_consumer text, p_limit integer) RETURNS TABLE(event_id uuid, subject text, headers jsonb, payload bytea, attempts integer, error_class text, dead_lettered_at timestamp with time zone, replay_requested_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM inbox.own_consumer(p_consumer);
+    RETURN QUERY SELECT * FROM inbox.list_dead_letters_unchecked(p_consumer, p_limit);
+END
+$$;
+
+--
+-- Name: list_dead_letters_unchecked(text, integer); Type: FUNCTION; Schema: inbox; Owner: -
+--
+
+CREATE FUNCTION inbox.list_dead_letters_unchecked(p_consumer text, p_limit integer) RETURNS TABLE(event_id uuid, subject text, headers jsonb, payload bytea, attempts integer, error_class text, dead_lettered_at timestamp with time zone, replay_requested_at timestamp with time zone)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3183,6 +3197,20 @@ $$;
 --
 
 CREATE FUNCTION inbox.list_received(p_consumer text, p_limit integer) RETURNS TABLE(event_id uuid, stream_sequence bigint, received_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM inbox.own_consumer(p_consumer);
+    RETURN QUERY SELECT * FROM inbox.list_received_unchecked(p_consumer, p_limit);
+END
+$$;
+
+--
+-- Name: list_received_unchecked(text, integer); Type: FUNCTION; Schema: inbox; Owner: -
+--
+
+CREATE FUNCTION inbox.list_received_unchecked(p_consumer text, p_limit integer) RETURNS TABLE(event_id uuid, stream_sequence bigint, received_at timestamp with time zone)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3194,10 +3222,55 @@ CREATE FUNCTION inbox.list_received(p_consumer text, p_limit integer) RETURNS TA
 $$;
 
 --
+-- Name: own_consumer(text); Type: FUNCTION; Schema: inbox; Owner: -
+--
+
+CREATE FUNCTION inbox.own_consumer(p_consumer text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_login name := SESSION_USER;
+BEGIN
+    IF pg_catalog.pg_has_role(v_login, 'outbox_owner', 'MEMBER') THEN
+        RETURN;  -- the database operator reads and repairs any consumer
+    END IF;
+    IF p_consumer IS NULL OR p_consumer !~ '^[A-Za-z0-9_-]{1,100}$' THEN
+        RAISE EXCEPTION 'p_consumer: expected 1 to 100 of A-Z, a-z, 0-9, _ and -'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO inbox.consumers (name, owner_login) VALUES (p_consumer, v_login)
+    ON CONFLICT (name) DO NOTHING;
+    IF NOT EXISTS (
+        SELECT 1 FROM inbox.consumers AS c WHERE c.name = p_consumer AND c.owner_login = v_login
+    ) THEN
+        RAISE EXCEPTION 'inbox consumer % belongs to another database login', p_consumer
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+END
+$_$;
+
+--
 -- Name: record_dead_letter(text, uuid, text, jsonb, bytea, integer, text); Type: FUNCTION; Schema: inbox; Owner: -
 --
 
 CREATE FUNCTION inbox.record_dead_letter(p_consumer text, p_event_id uuid, p_subject text, p_headers jsonb, p_payload bytea, p_attempts integer, p_error_class text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM inbox.own_consumer(p_consumer);
+    PERFORM inbox.record_dead_letter_unchecked(
+        p_consumer, p_event_id, p_subject, p_headers, p_payload, p_attempts, p_error_class
+    );
+END
+$$;
+
+--
+-- Name: record_dead_letter_unchecked(text, uuid, text, jsonb, bytea, integer, text); Type: FUNCTION; Schema: inbox; Owner: -
+--
+
+CREATE FUNCTION inbox.record_dead_letter_unchecked(p_consumer text, p_event_id uuid, p_subject text, p_headers jsonb, p_payload bytea, p_attempts integer, p_error_class text) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3217,6 +3290,20 @@ $$;
 --
 
 CREATE FUNCTION inbox.record_receipt(p_consumer text, p_event_id uuid, p_stream_sequence bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM inbox.own_consumer(p_consumer);
+    RETURN inbox.record_receipt_unchecked(p_consumer, p_event_id, p_stream_sequence);
+END
+$$;
+
+--
+-- Name: record_receipt_unchecked(text, uuid, bigint); Type: FUNCTION; Schema: inbox; Owner: -
+--
+
+CREATE FUNCTION inbox.record_receipt_unchecked(p_consumer text, p_event_id uuid, p_stream_sequence bigint) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3234,6 +3321,20 @@ $$;
 --
 
 CREATE FUNCTION inbox.request_replay(p_consumer text, p_event_id uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM inbox.own_consumer(p_consumer);
+    RETURN inbox.request_replay_unchecked(p_consumer, p_event_id);
+END
+$$;
+
+--
+-- Name: request_replay_unchecked(text, uuid); Type: FUNCTION; Schema: inbox; Owner: -
+--
+
+CREATE FUNCTION inbox.request_replay_unchecked(p_consumer text, p_event_id uuid) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3251,6 +3352,20 @@ $$;
 --
 
 CREATE FUNCTION inbox.take_replay(p_consumer text) RETURNS TABLE(event_id uuid, subject text, headers jsonb, payload bytea, attempts integer, error_class text, dead_lettered_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM inbox.own_consumer(p_consumer);
+    RETURN QUERY SELECT * FROM inbox.take_replay_unchecked(p_consumer);
+END
+$$;
+
+--
+-- Name: take_replay_unchecked(text); Type: FUNCTION; Schema: inbox; Owner: -
+--
+
+CREATE FUNCTION inbox.take_replay_unchecked(p_consumer text) RETURNS TABLE(event_id uuid, subject text, headers jsonb, payload bytea, attempts integer, error_class text, dead_lettered_at timestamp with time zone)
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -5922,6 +6037,17 @@ CREATE TABLE identity.staff_members (
 );
 
 --
+-- Name: consumers; Type: TABLE; Schema: inbox; Owner: -
+--
+
+CREATE TABLE inbox.consumers (
+    name text NOT NULL,
+    owner_login name NOT NULL,
+    claimed_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL,
+    CONSTRAINT consumers_name_shape CHECK ((name ~ '^[A-Za-z0-9_-]{1,100}$'::text))
+);
+
+--
 -- Name: dead_letters; Type: TABLE; Schema: inbox; Owner: -
 --
 
@@ -6581,6 +6707,13 @@ ALTER TABLE ONLY identity.sessions
 
 ALTER TABLE ONLY identity.staff_members
     ADD CONSTRAINT staff_members_pkey PRIMARY KEY (identity_id);
+
+--
+-- Name: consumers consumers_pkey; Type: CONSTRAINT; Schema: inbox; Owner: -
+--
+
+ALTER TABLE ONLY inbox.consumers
+    ADD CONSTRAINT consumers_pkey PRIMARY KEY (name);
 
 --
 -- Name: dead_letters dead_letters_pkey; Type: CONSTRAINT; Schema: inbox; Owner: -
@@ -8124,11 +8257,29 @@ REVOKE ALL ON FUNCTION inbox.list_dead_letters(p_consumer text, p_limit integer)
 GRANT ALL ON FUNCTION inbox.list_dead_letters(p_consumer text, p_limit integer) TO inbox_consumer;
 
 --
+-- Name: FUNCTION list_dead_letters_unchecked(p_consumer text, p_limit integer); Type: ACL; Schema: inbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION inbox.list_dead_letters_unchecked(p_consumer text, p_limit integer) FROM PUBLIC;
+
+--
 -- Name: FUNCTION list_received(p_consumer text, p_limit integer); Type: ACL; Schema: inbox; Owner: -
 --
 
 REVOKE ALL ON FUNCTION inbox.list_received(p_consumer text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION inbox.list_received(p_consumer text, p_limit integer) TO inbox_consumer;
+
+--
+-- Name: FUNCTION list_received_unchecked(p_consumer text, p_limit integer); Type: ACL; Schema: inbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION inbox.list_received_unchecked(p_consumer text, p_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION own_consumer(p_consumer text); Type: ACL; Schema: inbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION inbox.own_consumer(p_consumer text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION record_dead_letter(p_consumer text, p_event_id uuid, p_subject text, p_headers jsonb, p_payload bytea, p_attempts integer, p_error_class text); Type: ACL; Schema: inbox; Owner: -
@@ -8138,11 +8289,23 @@ REVOKE ALL ON FUNCTION inbox.record_dead_letter(p_consumer text, p_event_id uuid
 GRANT ALL ON FUNCTION inbox.record_dead_letter(p_consumer text, p_event_id uuid, p_subject text, p_headers jsonb, p_payload bytea, p_attempts integer, p_error_class text) TO inbox_consumer;
 
 --
+-- Name: FUNCTION record_dead_letter_unchecked(p_consumer text, p_event_id uuid, p_subject text, p_headers jsonb, p_payload bytea, p_attempts integer, p_error_class text); Type: ACL; Schema: inbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION inbox.record_dead_letter_unchecked(p_consumer text, p_event_id uuid, p_subject text, p_headers jsonb, p_payload bytea, p_attempts integer, p_error_class text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION record_receipt(p_consumer text, p_event_id uuid, p_stream_sequence bigint); Type: ACL; Schema: inbox; Owner: -
 --
 
 REVOKE ALL ON FUNCTION inbox.record_receipt(p_consumer text, p_event_id uuid, p_stream_sequence bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION inbox.record_receipt(p_consumer text, p_event_id uuid, p_stream_sequence bigint) TO inbox_consumer;
+
+--
+-- Name: FUNCTION record_receipt_unchecked(p_consumer text, p_event_id uuid, p_stream_sequence bigint); Type: ACL; Schema: inbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION inbox.record_receipt_unchecked(p_consumer text, p_event_id uuid, p_stream_sequence bigint) FROM PUBLIC;
 
 --
 -- Name: FUNCTION request_replay(p_consumer text, p_event_id uuid); Type: ACL; Schema: inbox; Owner: -
@@ -8152,11 +8315,23 @@ REVOKE ALL ON FUNCTION inbox.request_replay(p_consumer text, p_event_id uuid) FR
 GRANT ALL ON FUNCTION inbox.request_replay(p_consumer text, p_event_id uuid) TO inbox_consumer;
 
 --
+-- Name: FUNCTION request_replay_unchecked(p_consumer text, p_event_id uuid); Type: ACL; Schema: inbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION inbox.request_replay_unchecked(p_consumer text, p_event_id uuid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION take_replay(p_consumer text); Type: ACL; Schema: inbox; Owner: -
 --
 
 REVOKE ALL ON FUNCTION inbox.take_replay(p_consumer text) FROM PUBLIC;
 GRANT ALL ON FUNCTION inbox.take_replay(p_consumer text) TO inbox_consumer;
+
+--
+-- Name: FUNCTION take_replay_unchecked(p_consumer text); Type: ACL; Schema: inbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION inbox.take_replay_unchecked(p_consumer text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION intent_snapshots(p_id uuid); Type: ACL; Schema: notifications; Owner: -

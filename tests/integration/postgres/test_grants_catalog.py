@@ -428,7 +428,23 @@ FUNCTION_GRANTS.update(
         "inbox.take_replay(text)",
     )
 )
-RELATION_GRANTS.update((f"inbox.{table}", set()) for table in ("received", "dead_letters"))
+RELATION_GRANTS.update(
+    (f"inbox.{table}", set()) for table in ("received", "dead_letters", "consumers")
+)
+# A consumer name is its first login's (0039_inbox_consumers_by_login.sql): the checked
+# functions above call these, which nobody may call directly.
+FUNCTION_GRANTS.update(
+    (signature, set())
+    for signature in (
+        "inbox.own_consumer(text)",
+        "inbox.record_receipt_unchecked(text,uuid,bigint)",
+        "inbox.record_dead_letter_unchecked(text,uuid,text,jsonb,bytea,integer,text)",
+        "inbox.list_received_unchecked(text,integer)",
+        "inbox.list_dead_letters_unchecked(text,integer)",
+        "inbox.request_replay_unchecked(text,uuid)",
+        "inbox.take_replay_unchecked(text)",
+    )
+)
 # Receipts and suppressions (0029_delivery_receipts.sql): reached only through functions.
 RELATION_GRANTS.update(
     (f"outbox.{relation}", set())
