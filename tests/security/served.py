@@ -47,6 +47,7 @@ def serve_environment(database_url: str, data_dir: Path, **extra: str) -> dict[s
         **keep,
         "OUTBOX_DATABASE_URL": database_url,
         "OUTBOX_API_DB_ROLE": "identity_service",
+        "OUTBOX_ADMIN_DB_ROLE": "staff_service",
         "OUTBOX_DATA_DIR": str(data_dir),
         "OUTBOX_HTTP_PORT": str(free_port()),
         "OUTBOX_ADMIN_PORT": str(free_port()),

@@ -3744,6 +3744,31 @@ END
 $$;
 
 --
+-- Name: check_attempt_sequence(); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.check_attempt_sequence() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_last integer;
+BEGIN
+    SELECT a.attempt INTO v_last
+    FROM outbox.attempts AS a
+    WHERE a.message_id = NEW.message_id AND a.counted
+    ORDER BY a.attempt DESC
+    LIMIT 1;
+    IF NEW.attempt <> COALESCE(v_last, 0) + 1 THEN
+        RAISE EXCEPTION 'attempt % of message % after counted attempt %: expected attempt %',
+            NEW.attempt, NEW.message_id, COALESCE(v_last, 0), COALESCE(v_last, 0) + 1
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+--
 -- Name: claim_messages(text, integer, double precision); Type: FUNCTION; Schema: outbox; Owner: -
 --
 
@@ -7258,6 +7283,12 @@ CREATE TRIGGER intents_are_frozen BEFORE UPDATE ON notifications.intents FOR EAC
 CREATE TRIGGER snapshots_are_frozen BEFORE UPDATE ON notifications.snapshots FOR EACH ROW EXECUTE FUNCTION notifications.refuse_change();
 
 --
+-- Name: attempts attempts_in_sequence; Type: TRIGGER; Schema: outbox; Owner: -
+--
+
+CREATE TRIGGER attempts_in_sequence BEFORE INSERT ON outbox.attempts FOR EACH ROW EXECUTE FUNCTION outbox.check_attempt_sequence();
+
+--
 -- Name: messages messages_final_is_immutable; Type: TRIGGER; Schema: outbox; Owner: -
 --
 
@@ -8399,6 +8430,12 @@ GRANT ALL ON FUNCTION outbox.backlog_metrics() TO identity_service;
 
 REVOKE ALL ON FUNCTION outbox.cancel_by_subject(p_subject_id uuid, p_reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION outbox.cancel_by_subject(p_subject_id uuid, p_reason text) TO identity_service;
+
+--
+-- Name: FUNCTION check_attempt_sequence(); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.check_attempt_sequence() FROM PUBLIC;
 
 --
 -- Name: FUNCTION claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision); Type: ACL; Schema: outbox; Owner: -

@@ -59,7 +59,7 @@ from outbox.entrypoints.bootstrap.database import (
     DatabaseAccess,
     api_role,
     database_pool,
-    resolve_database_url,
+    resolve_consumers_database_url,
 )
 from outbox.entrypoints.bootstrap.parts import ProcessParts, build_process_parts, retry_policy
 from outbox.entrypoints.bootstrap.worker import worker_owner
@@ -138,7 +138,9 @@ async def consumer_pool(
     transaction-mode PgBouncer's server connection never leave their role on one another's
     sessions. Closed on exit."""
     database_url = (
-        url if url is not None else await asyncio.to_thread(resolve_database_url, settings)
+        url
+        if url is not None
+        else await asyncio.to_thread(resolve_consumers_database_url, settings)
     )
     pool = await open_pool(
         database_url,
@@ -247,7 +249,9 @@ async def run_consumers(
     chosen = choose(registry, consumers)
     parts = build_process_parts(settings, seal_keys=False)  # a consumer seals nothing
     database_url = (
-        url if url is not None else await asyncio.to_thread(resolve_database_url, settings)
+        url
+        if url is not None
+        else await asyncio.to_thread(resolve_consumers_database_url, settings)
     )
     listener = WorkListener(database_url, CONSUMERS_CHANNEL)
     async with (

@@ -18,6 +18,7 @@ from outbox.adapters.postgres.readiness import diagnose
 from outbox.adapters.postgres.role_check import inspect_role
 from outbox.application.errors import RoleMissing, StoreUnavailable
 from outbox.entrypoints.bootstrap.database_roles import enforce, judge_role
+from outbox.entrypoints.settings.reader import PREFIX, SettingsError
 from outbox.entrypoints.settings.tree import Settings
 
 # The NOLOGIN group roles, one per job (0009_roles_by_job.sql; docs/sql-api.md, "Roles").
@@ -37,13 +38,25 @@ def embedded_data_dir(settings: Settings) -> Path:
     return settings.data_dir / "postgres"
 
 
-def resolve_database_url(settings: Settings) -> str:
+def resolve_database_url(settings: Settings, *, variable: str = "DATABASE_URL") -> str:
     """OUTBOX_DATABASE_URL, or a superuser URL of the embedded server (started if needed).
 
-    The embedded server keeps running until this process (and any other using it) exits.
+    The embedded server is for development only: elsewhere a missing URL raises
+    SettingsError naming ``variable`` (the one the caller reads first; OUTBOX_DATABASE_URL
+    is its fallback), so production never runs on a stray local database. The embedded
+    server keeps running until this process (and any other using it) exits.
     """
     if settings.database.url is not None:
         return settings.database.url
+    if not settings.is_development:
+        wanted = PREFIX + variable
+        if variable != "DATABASE_URL":
+            wanted += f" (or {PREFIX}DATABASE_URL)"
+        raise SettingsError(
+            PREFIX + variable,
+            f"required when OUTBOX_ENV is {settings.environment.value}: set {wanted} to a"
+            " login of this process's job; only development starts an embedded PostgreSQL",
+        )
     data_dir = embedded_data_dir(settings)
     url = EmbeddedPostgres.start(data_dir).ensure_database()
     if data_dir not in _ANNOUNCED:
@@ -59,7 +72,15 @@ def resolve_worker_database_url(settings: Settings) -> str:
     """OUTBOX_WORKER_DATABASE_URL when the worker has its own login role, else the API's URL."""
     if settings.database.worker_url is not None:
         return settings.database.worker_url
-    return resolve_database_url(settings)
+    return resolve_database_url(settings, variable="WORKER_DATABASE_URL")
+
+
+def resolve_consumers_database_url(settings: Settings) -> str:
+    """OUTBOX_CONSUMERS_DATABASE_URL when the shipped consumers (the worker's consumers lane,
+    ``outboxctl consume``) have their own login, else the API's URL."""
+    if settings.database.consumers_url is not None:
+        return settings.database.consumers_url
+    return resolve_database_url(settings, variable="CONSUMERS_DATABASE_URL")
 
 
 def worker_role(settings: Settings) -> str | None:
@@ -92,7 +113,7 @@ def resolve_admin_database_url(settings: Settings) -> str:
     """OUTBOX_ADMIN_DATABASE_URL when the admin listener has its own login, else the API's."""
     if settings.database.admin_url is not None:
         return settings.database.admin_url
-    return resolve_database_url(settings)
+    return resolve_database_url(settings, variable="ADMIN_DATABASE_URL")
 
 
 def readiness_role(settings: Settings, access: DatabaseAccess) -> str:

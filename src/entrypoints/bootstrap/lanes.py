@@ -39,7 +39,7 @@ from outbox.entrypoints.bootstrap.database import (
     DatabaseAccess,
     database_pool,
     readiness_role,
-    resolve_database_url,
+    resolve_consumers_database_url,
     resolve_worker_database_url,
 )
 from outbox.entrypoints.bootstrap.parts import ProcessParts, retry_policy
@@ -216,7 +216,7 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
         listening: Callable[[], bool] = lambda: True  # noqa: E731 - nothing to listen for
         start_listening: Callable[[], Awaitable[None]] = _listen_to_nothing
         if registry.consumers:
-            url = await asyncio.to_thread(resolve_database_url, settings)
+            url = await asyncio.to_thread(resolve_consumers_database_url, settings)
             pool = await stack.enter_async_context(
                 consumer_pool(
                     settings, max_size=sizing.concurrency * sizing.parallel_batches + 1, url=url

@@ -269,8 +269,10 @@ def admin_listener(
 
 
 def server_options(settings: Settings) -> ServerOptions:
-    """How both listeners treat their clients: trusted proxies and the request deadline."""
+    """How the listeners treat their clients: trusted proxies, the request deadline and the
+    connection cap."""
     return ServerOptions(
         trusted_proxies=settings.http.trusted_proxies,
         request_timeout=settings.http.request_timeout.total_seconds(),
+        max_connections=settings.http.max_connections,
     )

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import resource
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
 import h11
+import structlog
 import uvicorn
 from litestar import Litestar
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -25,6 +28,16 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # connection opening or of the previous response, else the connection is closed.
 DEFAULT_REQUEST_TIMEOUT = 10.0
 KEEP_ALIVE_SECONDS = 5
+# Open connections one listener holds at most; a connection beyond it is closed at once, so a
+# flood of half-sent requests on one listener cannot take the file descriptors the others,
+# the database pools and the log need. Lowered to fit the process's file limit.
+DEFAULT_MAX_CONNECTIONS = 1000
+# File descriptors kept for everything but the listeners' connections (pools, logs, NATS).
+RESERVED_FILES = 64
+# Refused connections and failed accepts are logged at most once per this many seconds each,
+# with how many there were: a flood must not become a flood of log lines.
+LOG_EVERY_SECONDS = 10.0
+ACCEPT_FAILURE = "socket.accept() out of system resource"
 
 
 @attrs.frozen(kw_only=True)
@@ -49,6 +62,7 @@ class ServerOptions:
     # believes; none by default, so the client address is always the TCP peer.
     trusted_proxies: tuple[str, ...] = ()
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS  # per listener, before the file limit
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -69,7 +83,12 @@ async def serve(
     setting the event ends it. If one server fails, the others are stopped too.
     """
     options = options or ServerOptions()
-    servers = [_OwnedServer(_config(listener.app, options)) for listener in listeners]
+    cap = connection_cap(options.max_connections, len(listeners))
+    servers = [
+        _OwnedServer(_config(listener.app, options, cap, _listener_name(listener)))
+        for listener in listeners
+    ]
+    bound_accept_failures(asyncio.get_running_loop())
     if stop is not None:
         await _serve_until(stop, servers, listeners)
         return
@@ -98,7 +117,64 @@ async def _serve_until(
             raise result
 
 
-def _config(app: Litestar, options: ServerOptions) -> uvicorn.Config:
+def connection_cap(wanted: int, listeners: int) -> int:
+    """The connections each of ``listeners`` may hold: ``wanted``, lowered so that all of them
+    together stay under the process's file limit (raised to its hard limit first)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            soft = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        except (ValueError, OSError):
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    fits = max(16, (soft - RESERVED_FILES) // max(1, listeners))
+    return min(wanted, fits)
+
+
+def _listener_name(listener: Listener) -> str:
+    host, port = listener.address
+    return f"{host}:{port}"
+
+
+class _Throttled:
+    """Counts an event and logs it at most once per LOG_EVERY_SECONDS, with the count."""
+
+    def __init__(self, event: str, **fields: str) -> None:
+        self._event = event
+        self._fields = fields
+        self._count = 0
+        self._logged_at = -LOG_EVERY_SECONDS
+
+    def note(self) -> None:
+        self._count += 1
+        now = time.monotonic()
+        if now - self._logged_at >= LOG_EVERY_SECONDS:
+            structlog.get_logger().warning(
+                self._event, logger="outbox", count=self._count, **self._fields
+            )
+            self._count, self._logged_at = 0, now
+
+
+def bound_accept_failures(loop: asyncio.AbstractEventLoop) -> None:
+    """Log a failed accept (out of file descriptors) at a bounded rate, not once per try."""
+    previous = loop.get_exception_handler()
+    if getattr(previous, "bounded_accepts", False):
+        return
+    failures = _Throttled("http.accept_failed", hint="raise LimitNOFILE or lower the cap")
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") == ACCEPT_FAILURE:
+            failures.note()
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    handle.bounded_accepts = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handle)
+
+
+def _config(app: Litestar, options: ServerOptions, cap: int, name: str) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         log_config=None,
@@ -108,7 +184,7 @@ def _config(app: Litestar, options: ServerOptions) -> uvicorn.Config:
         proxy_headers=bool(options.trusted_proxies),
         forwarded_allow_ips=list(options.trusted_proxies),
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
-        http=_deadline_protocol(options.request_timeout),
+        http=_deadline_protocol(options.request_timeout, cap, name),
     )
 
 
@@ -148,17 +224,26 @@ class _OwnedServer(uvicorn.Server):
         yield
 
 
-def _deadline_protocol(seconds: float) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with a deadline for receiving each whole request.
+def _deadline_protocol(seconds: float, cap: int, name: str) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with a deadline for receiving each whole request, and at most
+    ``cap`` open connections on the listener.
 
     uvicorn only times out an idle keep-alive connection, and every byte received resets
-    that; a client trickling its headers or body would hold the connection for ever.
+    that; a client trickling its headers or body would hold the connection for ever. A
+    connection beyond the cap is closed before anything is read from it.
     """
+    refused = _Throttled("http.connections_capped", listener=name, cap=str(cap))
 
     class DeadlineH11Protocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
+        _refused = False
 
         def connection_made(self, transport: Any) -> None:
+            if len(self.connections) >= cap:
+                self._refused = True
+                transport.abort()
+                refused.note()
+                return
             super().connection_made(transport)
             self._arm()
 
@@ -172,6 +257,8 @@ def _deadline_protocol(seconds: float) -> type[H11Protocol]:
             self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            if self._refused:
+                return
             self._disarm()
             super().connection_lost(exc)
 

@@ -68,6 +68,9 @@ class DatabaseSettings:
     # public API's login must not hold. None: the API's URL.
     admin_url: str | None = attrs.field(default=None, repr=False)
     admin_role: str | None = None  # SET ROLE on every admin listener connection
+    # The shipped consumers' own login (identity_service's job): the worker's consumers lane
+    # and outboxctl consume. None: the API's URL.
+    consumers_url: str | None = attrs.field(default=None, repr=False)
     prepared_statements: bool
     pool_min: int
     pool_max: int
@@ -134,6 +137,7 @@ class HttpSettings:
     trusted_proxies: tuple[str, ...]  # peers whose X-Forwarded-For names the client
     request_timeout: timedelta  # a whole request must arrive within this
     console: ConsoleSettings
+    max_connections: int = 1000  # open connections per listener (lowered to the file limit)
 
 
 @attrs.frozen(kw_only=True)
@@ -215,6 +219,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
             admin_port=read.port("ADMIN_PORT", 8001, allow_zero=True),
             trusted_proxies=read.networks("TRUSTED_PROXIES"),
             request_timeout=read.seconds("HTTP_REQUEST_TIMEOUT_SECONDS", 10),
+            max_connections=read.integer("HTTP_MAX_CONNECTIONS", 1000, minimum=16),
             console=ConsoleSettings(
                 enabled=read.flag("CONSOLE", default=True),
                 origin=read.url("CONSOLE_ORIGIN"),
@@ -263,6 +268,7 @@ def _database(read: EnvironmentReader) -> DatabaseSettings:
         worker_url=_database_url(read, "WORKER_DATABASE_URL"),
         inbox_url=_database_url(read, "INBOX_DATABASE_URL"),
         admin_url=_database_url(read, "ADMIN_DATABASE_URL"),
+        consumers_url=_database_url(read, "CONSUMERS_DATABASE_URL"),
         worker_role=read.raw("WORKER_DB_ROLE"),
         api_role=read.raw("API_DB_ROLE"),
         admin_role=read.raw("ADMIN_DB_ROLE"),

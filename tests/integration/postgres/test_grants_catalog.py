@@ -62,6 +62,8 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "identity.refuse_unsent_code_change()": set(),
     # An event keeps an outbox record while it exists (0036_event_keeps_its_record.sql).
     "events.refuse_orphaned_event()": set(),
+    # A message's attempts in sequence (0040_attempts_in_sequence.sql).
+    "outbox.check_attempt_sequence()": set(),
     # Staff sessions and elevations are the admin listener's alone; an elevation only from a
     # consumed step-up (0037_staff_sessions.sql).
     "identity.add_staff_session(uuid,uuid,text,timestamp with time zone,"

@@ -77,6 +77,7 @@ EXPECTED_FUNCTIONS = {
         "p_dead_lettered_retention interval, p_limit integer)"
     ),
     "outbox.refuse_final_update()",
+    "outbox.check_attempt_sequence()",  # 0040
     # The operator surfaces (0007_operator_functions.sql).
     "outbox.mask_destination(p_value text)",
     "outbox.require_staff(p_actor uuid)",
@@ -196,6 +197,7 @@ TRIGGER_FUNCTIONS = {
     "outbox.refuse_final_update()",
     "outbox.refuse_past_retry()",
     "outbox.refuse_receipt_change()",  # 0029
+    "outbox.check_attempt_sequence()",  # 0040
     "outbox.suppress_at_claim()",
 }
 EXPECTED_INDEXES = {

@@ -59,7 +59,7 @@ REVOKE ALL ON FUNCTION
     inbox.take_replay_unchecked(text)
 FROM inbox_consumer;
 
-CREATE FUNCTION inbox.record_receipt(p_consumer text, p_event_id uuid, p_stream_sequence bigint)
+CREATE OR REPLACE FUNCTION inbox.record_receipt(p_consumer text, p_event_id uuid, p_stream_sequence bigint)
 RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -69,7 +69,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION inbox.record_dead_letter(
+CREATE OR REPLACE FUNCTION inbox.record_dead_letter(
     p_consumer text, p_event_id uuid, p_subject text, p_headers jsonb, p_payload bytea,
     p_attempts integer, p_error_class text
 ) RETURNS void
@@ -83,7 +83,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION inbox.list_received(p_consumer text, p_limit integer)
+CREATE OR REPLACE FUNCTION inbox.list_received(p_consumer text, p_limit integer)
 RETURNS TABLE (event_id uuid, stream_sequence bigint, received_at timestamptz)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -93,7 +93,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION inbox.list_dead_letters(p_consumer text, p_limit integer)
+CREATE OR REPLACE FUNCTION inbox.list_dead_letters(p_consumer text, p_limit integer)
 RETURNS TABLE (
     event_id uuid, subject text, headers jsonb, payload bytea, attempts integer,
     error_class text, dead_lettered_at timestamptz, replay_requested_at timestamptz
@@ -106,7 +106,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION inbox.request_replay(p_consumer text, p_event_id uuid) RETURNS boolean
+CREATE OR REPLACE FUNCTION inbox.request_replay(p_consumer text, p_event_id uuid) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -115,7 +115,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION inbox.take_replay(p_consumer text)
+CREATE OR REPLACE FUNCTION inbox.take_replay(p_consumer text)
 RETURNS TABLE (
     event_id uuid, subject text, headers jsonb, payload bytea, attempts integer,
     error_class text, dead_lettered_at timestamptz
