@@ -54,6 +54,10 @@ def _serve(environment: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
+def _open_files(pid: int) -> int:
+    return len(list(Path(f"/proc/{pid}/fd").iterdir()))
+
+
 def _flood(port: int) -> list[socket.socket]:
     held = []
     for _ in range(FLOOD):
@@ -81,7 +85,7 @@ async def test_a_flood_on_the_public_listener_leaves_the_admin_listener_answerin
         held = await asyncio.to_thread(_flood, int(environment["OUTBOX_HTTP_PORT"]))
         try:
             await asyncio.sleep(1)
-            open_files = len(list(Path(f"/proc/{process.pid}/fd").iterdir()))
+            open_files = await asyncio.to_thread(_open_files, process.pid)
             async with httpx.AsyncClient(timeout=5) as client:
                 during = (await client.get(f"{admin}/healthz")).status_code
         finally:

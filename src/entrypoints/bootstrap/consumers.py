@@ -58,6 +58,7 @@ from outbox.entrypoints.bootstrap.database import (
     IDENTITY_ROLE,
     DatabaseAccess,
     api_role,
+    check_job_role,
     database_pool,
     resolve_consumers_database_url,
 )
@@ -121,7 +122,7 @@ def choose(registry: ConsumerRegistry, asked: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(asked)) or registry.consumers
 
 
-def consumer_role(settings: Settings) -> str | None:
+def consumer_role(settings: Settings) -> str:
     """The role the shipped consumers run as: the identity module's, the API's role
     (``SET ROLE identity_service`` when no API role is configured: a configured login is a
     member of it, and the claim takes the module from the current role)."""
@@ -151,6 +152,12 @@ async def consumer_pool(
         connect_timeout=settings.database.connect_timeout.total_seconds(),
     )
     try:
+        await check_job_role(
+            pool,
+            process="the consumers",
+            job=role if role is not None else consumer_role(settings),
+            strict=not settings.is_development,
+        )
         yield pool
     finally:
         await pool.close()

@@ -209,16 +209,23 @@ async def _check_role(
     if access is DatabaseAccess.OPERATOR:
         return  # the database operator is the owner's member by design
     process, job, deprecated = _JOBS[access]
-    report = await inspect_role(pool, job=job)
-    enforce(
-        judge_role(
-            report,
-            process=process,
-            job=job,
-            deprecated=deprecated,
-            strict=not settings.is_development,
-        )
+    await check_job_role(
+        pool, process=process, job=job, deprecated=deprecated, strict=not settings.is_development
     )
+
+
+async def check_job_role(
+    pool: AsyncConnectionPool[AsyncConnection],
+    *,
+    process: str,
+    job: str,
+    strict: bool,
+    deprecated: str = "",
+) -> None:
+    """Refuse (DatabaseRoleRefused) or warn about ``pool``'s role doing ``job`` for
+    ``process``: every pool of every process is checked the same way (database_roles.py)."""
+    report = await inspect_role(pool, job=job)
+    enforce(judge_role(report, process=process, job=job, deprecated=deprecated, strict=strict))
 
 
 # Per checked access: how refusals name the process, its job's role, and the role older

@@ -25,6 +25,7 @@ from outbox.application.events.receive_inbox_events import (
 )
 from outbox.application.ports import Telemetry
 from outbox.domain.delivery.retry_policy import RetryPolicy
+from outbox.entrypoints.bootstrap.database import check_job_role
 from outbox.entrypoints.bootstrap.parts import build_process_parts, jittered
 from outbox.entrypoints.bootstrap.relay import RelayNotConfigured, nats_options
 from outbox.entrypoints.settings.tree import Settings
@@ -36,11 +37,16 @@ CONSUMER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
 @contextlib.asynccontextmanager
 async def inbox_store(
-    database_url: str, *, role: str | None = INBOX_ROLE
+    database_url: str, *, role: str | None = INBOX_ROLE, strict: bool = False
 ) -> AsyncIterator[PostgresInboxStore]:
-    """The inbox tables of the service database at ``database_url``, acting as ``role``."""
+    """The inbox tables of the service database at ``database_url``, acting as ``role``.
+
+    Its role is checked like every process's (``strict`` outside development): a login that
+    may do more than an inbox's job is refused, or warned about.
+    """
     pool = await open_pool(database_url, min_size=1, max_size=4, role=role)
     try:
+        await check_job_role(pool, process="the inbox", job=INBOX_ROLE, strict=strict)
         yield PostgresInboxStore(pool)
     finally:
         await pool.close()
@@ -85,7 +91,7 @@ async def run_inbox(
         ack_wait=ack_wait,
     )
     total = InboxResult()
-    async with inbox_store(database_url, role=role) as store:
+    async with inbox_store(database_url, role=role, strict=not settings.is_development) as store:
         receive = ReceiveInboxEvents(
             store=store,
             consumer=consumer,

@@ -43,7 +43,7 @@ def _run(action: Callable[[PostgresInboxStore], Awaitable[_T]]) -> _T:
         )
 
     async def main() -> _T:
-        async with inbox_store(url) as store:
+        async with inbox_store(url, strict=not settings.is_development) as store:
             return await action(store)
 
     return run_guarded(lambda: asyncio.run(main()))

@@ -32,8 +32,13 @@ KEEP_ALIVE_SECONDS = 5
 # flood of half-sent requests on one listener cannot take the file descriptors the others,
 # the database pools and the log need. Lowered to fit the process's file limit.
 DEFAULT_MAX_CONNECTIONS = 1000
-# File descriptors kept for everything but the listeners' connections (pools, logs, NATS).
-RESERVED_FILES = 64
+# How many pending connections one listener accepts in one go (asyncio accepts up to the
+# backlog per wake-up, before any of them can be refused): a burst's descriptors exist for a
+# moment beyond the cap.
+ACCEPT_BACKLOG = 128
+# File descriptors kept for everything but the listeners' connections (pools, logs, NATS),
+# and for one accept burst.
+RESERVED_FILES = 64 + ACCEPT_BACKLOG
 # Refused connections and failed accepts are logged at most once per this many seconds each,
 # with how many there were: a flood must not become a flood of log lines.
 LOG_EVERY_SECONDS = 10.0
@@ -184,6 +189,7 @@ def _config(app: Litestar, options: ServerOptions, cap: int, name: str) -> uvico
         proxy_headers=bool(options.trusted_proxies),
         forwarded_allow_ips=list(options.trusted_proxies),
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        backlog=ACCEPT_BACKLOG,
         http=_deadline_protocol(options.request_timeout, cap, name),
     )
 

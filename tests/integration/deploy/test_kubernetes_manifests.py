@@ -30,6 +30,7 @@ SECRET_VARIABLES = (
     "OUTBOX_DATABASE_URL",
     "OUTBOX_WORKER_DATABASE_URL",
     "OUTBOX_ADMIN_DATABASE_URL",
+    "OUTBOX_CONSUMERS_DATABASE_URL",
     "OUTBOX_SEAL_KEYS",
     "OUTBOX_BREVO_API_KEY",
     "OUTBOX_WASENDER_API_KEY",
@@ -204,10 +205,12 @@ def test_the_worker_probes_its_metrics_listener() -> None:
     assert {"path": "/readyz", "port": "metrics"} == container["readinessProbe"]["httpGet"]
 
 
-def test_the_worker_deployment_runs_both_lanes() -> None:
-    assert ("security", "events") == _process(
-        _one("Deployment", "outbox-worker")
-    ).settings().worker.lanes
+def test_the_worker_deployment_runs_every_lane_with_a_login_for_each_job() -> None:
+    process = _process(_one("Deployment", "outbox-worker"))
+    settings = process.settings()
+    assert ("security", "events", "consumers") == settings.worker.lanes
+    assert "OUTBOX_DATABASE_URL" not in process.environ  # never the API's login
+    assert settings.database.consumers_url == _secret_value("outbox-database", "consumers-url")
 
 
 def test_the_worker_pod_outlives_its_shutdown_grace() -> None:

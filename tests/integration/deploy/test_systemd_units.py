@@ -127,9 +127,13 @@ def test_every_variable_in_the_environment_files_is_read(tmp_path: Path) -> None
     assert set() == unread_variables(named, processes)
 
 
-def test_the_worker_unit_runs_both_lanes(tmp_path: Path) -> None:
-    settings = _process(UNITS / "outbox-worker.service", tmp_path).settings()
-    assert ("security", "events") == settings.worker.lanes
+def test_the_worker_unit_runs_every_lane_with_a_login_for_each_job(tmp_path: Path) -> None:
+    process = _process(UNITS / "outbox-worker.service", tmp_path)
+    settings = process.settings()
+    assert ("security", "events", "consumers") == settings.worker.lanes
+    assert "OUTBOX_DATABASE_URL" not in process.environ  # never the API's login
+    assert settings.database.worker_url is not None
+    assert settings.database.consumers_url is not None
 
 
 def test_the_worker_stops_within_the_unit_stop_timeout(tmp_path: Path) -> None:

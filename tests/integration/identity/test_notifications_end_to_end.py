@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from outbox.entrypoints.bootstrap.worker_process import run_worker
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.settings.tree import load_settings
 from tests.integration.identity.api import Api
-from tests.integration.providers.smtp_stand_in import Behaviour, SmtpStandIn
+from tests.integration.providers.smtp_stand_in import SmtpStandIn
 from tests.integration.worker.conftest import SEAL_KEY
 from tests.outboxctl import run_outboxctl
 
@@ -28,14 +27,6 @@ pytestmark = pytest.mark.integration
 ALICE = "alice@example.com"
 BOB = "bob@example.com"
 CONSUMER = "identity.account_notifications"
-
-
-@pytest.fixture
-def smtp() -> Iterator[SmtpStandIn]:
-    server = SmtpStandIn(Behaviour())
-    server.start()
-    yield server
-    server.stop()
 
 
 def _settings(database_url: str, tmp_path: Path, smtp: SmtpStandIn, lanes: str) -> Any:

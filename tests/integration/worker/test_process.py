@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,22 +16,13 @@ import psycopg
 import pytest
 
 from tests.integration.providers.network import free_port
-from tests.integration.providers.smtp_stand_in import Behaviour, SmtpStandIn
+from tests.integration.providers.smtp_stand_in import SmtpStandIn
 from tests.integration.worker.conftest import Enqueue
 from tests.outboxctl import outboxctl_environment
 
 pytestmark = pytest.mark.integration
 
 OUTBOXCTL = str(Path(sys.executable).with_name("outboxctl"))
-
-
-@pytest.fixture
-def smtp() -> Iterator[SmtpStandIn]:
-    """A local SMTP server; tests set its behaviour (e.g. slow DATA replies)."""
-    server = SmtpStandIn(Behaviour())
-    server.start()
-    yield server
-    server.stop()
 
 
 def _env(worker_env: dict[str, str], smtp: SmtpStandIn, **extra: str) -> dict[str, str]:
