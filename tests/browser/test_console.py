@@ -224,7 +224,7 @@ async def test_staff_run_the_outbox_from_the_console(chromium: str, world: Conso
 
             # Pause the provider: a new message waits; resume it: the message goes.
             await page.click("nav >> text=Providers")
-            await page.fill("input[name=provider]", "recording")
+            await page.fill("input[name=provider]", "smtp")
             await page.fill("form.stack input[name=reason]", "ticket OPS-3: provider incident")
             await page.click("button:has-text('Pause')")
             await page.wait_for_selector("text=No worker sends through it")

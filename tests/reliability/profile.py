@@ -43,6 +43,7 @@ class Profile:
     event_failing_rounds: int  # rounds of the failing-target scenario (dead letters, release)
     relay_appends: int  # tenant events relayed to NATS through broker faults
     relay_faults: int  # NATS restarts, resets, drops, late acks and relay kills, in turn
+    broker_outage_seconds: float  # how long the broker is down under load (issue 29)
 
 
 SHORT = Profile(
@@ -67,6 +68,7 @@ SHORT = Profile(
     event_failing_rounds=1,
     relay_appends=300,
     relay_faults=5,
+    broker_outage_seconds=12.0,
 )
 LONG = Profile(
     kill_messages=5000,
@@ -90,6 +92,7 @@ LONG = Profile(
     event_failing_rounds=5,
     relay_appends=3000,
     relay_faults=40,
+    broker_outage_seconds=1800.0,
 )
 PROFILE = LONG if MODE == "long" else SHORT
 

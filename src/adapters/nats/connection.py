@@ -67,20 +67,34 @@ class NatsOptions:
         return context
 
 
-async def connect(options: NatsOptions, telemetry: Telemetry, *, role: str) -> Client:
+async def connect(
+    options: NatsOptions, telemetry: Telemetry, *, role: str, reports_outages: bool = False
+) -> Client:
     """Connect (raising TimeoutError or nats' NoServersError when none answers), then reconnect
     forever after a drop.
 
     The client's own callbacks log only an error's class name: nats-py's texts quote the
-    server URL, which may carry a password.
+    server URL, which may carry a password. While the server is away, nats-py reports an
+    error on every reconnect try (every ``reconnect_wait``): only the first of an outage is
+    a warning, the rest are debug. A normal close is not a disconnection worth a warning.
+    ``reports_outages`` (the relay, which says when an outage starts and ends itself) puts
+    the errors and the disconnected and reconnected lines at debug.
     """
+    client = Client()
+    outage = {"erring": False}
 
     async def error_cb(error: Exception) -> None:
-        telemetry.event("nats.error", level="warning", role=role, error=type(error).__name__)
+        level = "debug" if outage["erring"] or reports_outages else "warning"
+        outage["erring"] = True
+        telemetry.event("nats.error", level=level, role=role, error=type(error).__name__)
 
     def lifecycle(name: str, level: str) -> Callable[[], Awaitable[None]]:
         async def callback() -> None:
-            telemetry.event(name, level=level, role=role, servers=options.shown)
+            if name == "nats.reconnected":
+                outage["erring"] = False
+            quiet = reports_outages or client.is_closed
+            shown = "debug" if quiet and name != "nats.closed" else level
+            telemetry.event(name, level=shown, role=role, servers=options.shown)
 
         return callback
 
@@ -98,7 +112,6 @@ async def connect(options: NatsOptions, telemetry: Telemetry, *, role: str) -> C
     context = options.tls_context()
     if context is not None:
         extra["tls"] = context
-    client = Client()
     connecting = client.connect(
         servers=list(options.servers),
         name=options.name,

@@ -11,11 +11,13 @@ reorders an aggregate.
 
 How a failure is classed (the retry policy then decides):
 
-- no connection, or the connection dropped: ``unavailable`` (retried with backoff);
+- no connection, or the connection dropped: ``provider_suspended``: the broker is down,
+  not the event at fault, so the events are released without spending an attempt and the
+  events lane waits for the broker (``PublishDueEvents``'s breaker) however long it takes;
 - no PubAck within ``ack_timeout``: ``indeterminate`` (it may be stored; the republish
   carries the same ``Nats-Msg-Id``);
-- no stream answers on the subject: ``unavailable`` (a restarting server says the same),
-  with an error naming the stream and subject once;
+- no stream answers on the subject: ``provider_suspended`` too (a restarting server says
+  the same), with an error naming the stream and subject once;
 - another stream than the configured one captures the subject: ``provider_suspended`` (a
   configuration error: the events are released without spending an attempt, and an error
   names the stream and subject; ``outboxctl nats ensure-stream`` fixes it).
@@ -142,6 +144,7 @@ class JetStreamTarget:
         self._connecting = asyncio.Lock()
         self._connect_cooldown = connect_cooldown.total_seconds()
         self._next_connect = 0.0
+        self._connect_failing = False  # the last connect failed: say the next failure quietly
         self._misconfigured: set[str] = set()  # problems already reported, said once each
 
     @property
@@ -176,7 +179,9 @@ class JetStreamTarget:
         """
         jetstream = await self._connected()
         if jetstream is None or not self.connected:
-            refusal = TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="no_connection")
+            refusal = TargetRefusal(
+                failure_class=FailureClass.PROVIDER_SUSPENDED, code="no_connection"
+            )
             return [refusal] * len(events)
         subjects = [subject_for(self.subject_prefix, event) for event in events]
         sent: list[asyncio.Future[PubAck] | TargetRefusal] = []
@@ -219,7 +224,7 @@ class JetStreamTarget:
             # context (its own window and reply subscription) serves the next publishes.
             if self._client is not None and jetstream is self._jetstream:
                 self._jetstream = self._context(self._client)
-            return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="disconnected")
+            return TargetRefusal(failure_class=FailureClass.PROVIDER_SUSPENDED, code="disconnected")
 
     def _answer(
         self, sent: asyncio.Future[PubAck] | TargetRefusal, subject: str
@@ -241,11 +246,10 @@ class JetStreamTarget:
         if isinstance(error, nats.js.errors.NoStreamResponseError):
             # Also what a restarting server or a stream electing its leader answers: retried
             # with backoff, and said once as an error in case the stream is really missing.
-            self._misconfiguration("no_stream", subject)
-            return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="no_stream")
+            return self._misconfiguration("no_stream", subject)
         if isinstance(error, nats.js.errors.APIError):
             return self._api_error(error, subject)
-        return TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="disconnected")
+        return TargetRefusal(failure_class=FailureClass.PROVIDER_SUSPENDED, code="disconnected")
 
     def _context(self, client: Client) -> JetStreamContext:
         return _JetStream(
@@ -284,16 +288,21 @@ class JetStreamTarget:
             if time.monotonic() < self._next_connect:
                 return None  # a broker that just refused is not asked again at once
             try:
-                client = await connect(self._options, self._telemetry, role="relay")
+                client = await connect(
+                    self._options, self._telemetry, role="relay", reports_outages=True
+                )
             except (nats.errors.Error, *_DISCONNECTED, TimeoutError) as error:
+                # Said once per outage; the lane's relay.target_suspended says the rest.
                 self._telemetry.event(
                     "nats.connect_failed",
-                    level="warning",
+                    level="debug" if self._connect_failing else "warning",
                     servers=self._options.shown,
                     error=type(error).__name__,
                 )
                 self._next_connect = time.monotonic() + self._connect_cooldown
+                self._connect_failing = True
                 return None
+            self._connect_failing = False
             self._client = client
             self._jetstream = self._context(client)
             self._misconfigured.clear()

@@ -18,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 from outbox.adapters.postgres.error_translation import translated_errors
 from outbox.adapters.postgres.message_log import message_summary
 from outbox.adapters.postgres.operator_store import operator_errors
+from outbox.adapters.postgres.views import gated
 from outbox.application.delivery.message_filters import MessageFilter
 from outbox.application.delivery.views import MessageSummary
 from outbox.application.operator.console_views import (
@@ -55,8 +56,13 @@ FROM events.staff_consumer_lag(%s::uuid, %s::text)
 PAUSES = """
 SELECT provider, paused_by, reason, paused_at FROM outbox.staff_provider_pauses(%s::uuid, %s::text)
 """
+OPERATOR_PAUSES = """
+SELECT provider, paused_by, reason, paused_at FROM outbox.provider_pauses(%s::uuid)
+"""
 PAUSE = "SELECT outbox.staff_pause_provider(%s::uuid, %s::text, %s::text, %s::text)"
 RESUME = "SELECT outbox.staff_resume_provider(%s::uuid, %s::text, %s::text, %s::text)"
+OPERATOR_PAUSE = "SELECT outbox.pause_provider(%s::uuid, %s::text, %s::text)"
+OPERATOR_RESUME = "SELECT outbox.resume_provider(%s::uuid, %s::text, %s::text)"
 PAUSED = "SELECT provider FROM outbox.paused_providers() AS provider"
 
 Row = tuple[Any, ...]
@@ -139,21 +145,21 @@ class PostgresConsoleStore:
             for r in await self._all(LAG, _staff(actor))
         ]
 
-    async def pauses(self, *, actor: StaffActor) -> Sequence[ProviderPause]:
-        """The paused providers."""
+    async def pauses(self, *, actor: StaffActor | None) -> Sequence[ProviderPause]:
+        """The paused providers (staff with an elevation, or the database operator)."""
         return [
             ProviderPause(provider=r[0], paused_by=r[1], reason=r[2], paused_at=r[3])
-            for r in await self._all(PAUSES, _staff(actor))
+            for r in await self._all(*gated(actor, PAUSES, OPERATOR_PAUSES, ()))
         ]
 
     async def pause(self, *, actor: StaffActor, provider: str, reason: str) -> bool:
         """Pause ``provider``, audited; False if it was already paused."""
-        [(changed,)] = await self._all(PAUSE, (*_staff(actor), provider, reason))
+        [(changed,)] = await self._all(*gated(actor, PAUSE, OPERATOR_PAUSE, (provider, reason)))
         return bool(changed)
 
     async def resume(self, *, actor: StaffActor, provider: str, reason: str) -> bool:
         """Resume ``provider``, audited; False if it was not paused."""
-        [(changed,)] = await self._all(RESUME, (*_staff(actor), provider, reason))
+        [(changed,)] = await self._all(*gated(actor, RESUME, OPERATOR_RESUME, (provider, reason)))
         return bool(changed)
 
     async def _all(self, query: LiteralString, params: tuple[Any, ...]) -> list[Row]:

@@ -65,8 +65,52 @@ def translate(error: psycopg.Error) -> ApplicationError | None:
     if isinstance(error, psycopg.DataError | psycopg.IntegrityError):
         return InvalidRequest(error.diag.message_primary or sqlstate)
     if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
-        return StoreUnavailable(sqlstate or type(error).__name__)
+        return StoreUnavailable(failure_code(error))
     return None
+
+
+# What a failed connection's libpq text says, as a code (the text itself quotes the host, the
+# user and the database, so it is never shown): the first pattern found names the reason.
+_CONNECT_FAILURES = (
+    ("connection refused", "connection_refused"),
+    ("could not translate host name", "host_not_found"),
+    ("name or service not known", "host_not_found"),
+    ("timeout expired", "connect_timeout"),
+    ("timed out", "connect_timeout"),
+    ("no route to host", "host_unreachable"),
+    ("network is unreachable", "host_unreachable"),
+    ("ssl", "tls_failed"),
+    ("no such file or directory", "socket_not_found"),
+)
+_SQLSTATES = {
+    "28P01": "authentication_failed",
+    "28000": "authentication_failed",
+    "3D000": "database_not_found",
+    "57P03": "server_starting",
+    "53300": "too_many_connections",
+}
+
+
+def failure_code(error: psycopg.Error) -> str:
+    """Why ``error`` happened, as a code safe to show: the reason class of a failed
+    connection (``connection_refused``, ``authentication_failed``, ``host_not_found``,
+    ``connect_timeout``…), else its SQLSTATE, else its class name."""
+    if error.sqlstate in _SQLSTATES:
+        return _SQLSTATES[error.sqlstate]
+    if error.sqlstate:
+        return error.sqlstate
+    text = str(error).lower()
+    if "does not exist" in text and 'database "' in text:
+        return "database_not_found"
+    if any(
+        sign in text
+        for sign in ("authentication failed", 'role "', "no pg_hba.conf entry", "password")
+    ):
+        return "authentication_failed"
+    for pattern, code in _CONNECT_FAILURES:
+        if pattern in text:
+            return code
+    return type(error).__name__
 
 
 @contextmanager

@@ -7,6 +7,7 @@ from psycopg import AsyncConnection
 from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from outbox.adapters.postgres.error_translation import failure_code
 from outbox.adapters.postgres.migrator import Migration, load_migrations
 from outbox.application.ports import ReadinessReport
 
@@ -33,9 +34,7 @@ async def diagnose(url: str, role: str | None, *, connect_timeout: int = 2) -> R
                 return ReadinessReport(database_reachable=True)
             row = await (await conn.execute(ROLE, (role,), prepare=False)).fetchone()
     except psycopg.Error as error:
-        return ReadinessReport(
-            database_reachable=False, error_code=error.sqlstate or type(error).__name__
-        )
+        return ReadinessReport(database_reachable=False, error_code=failure_code(error))
     usable = bool(row and row[0])
     return ReadinessReport(database_reachable=True, missing_role=None if usable else role)
 

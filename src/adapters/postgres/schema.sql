@@ -4443,6 +4443,35 @@ END
 $$;
 
 --
+-- Name: pause_provider(uuid, text, text); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.pause_provider(p_actor uuid, p_provider text, p_reason text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.statement_timestamp();
+BEGIN
+    IF p_actor IS NULL THEN
+        RAISE EXCEPTION 'p_actor: the staff member the pause is made for is required'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM outbox.require_operator(p_actor);
+    INSERT INTO outbox.provider_pauses (provider, paused_by, reason, paused_at)
+    VALUES (p_provider, p_actor, p_reason, v_now)
+    ON CONFLICT (provider) DO NOTHING;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    INSERT INTO outbox.provider_pause_audit (
+        action, provider, actor_id, elevation_id, reason, occurred_at
+    ) VALUES ('pause', p_provider, p_actor, NULL, p_reason, v_now);
+    RETURN true;
+END
+$$;
+
+--
 -- Name: paused_providers(); Type: FUNCTION; Schema: outbox; Owner: -
 --
 
@@ -4451,6 +4480,23 @@ CREATE FUNCTION outbox.paused_providers() RETURNS SETOF text
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     SELECT p.provider FROM outbox.provider_pauses AS p ORDER BY p.provider
+$$;
+
+--
+-- Name: provider_pauses(uuid); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.provider_pauses(p_actor uuid) RETURNS TABLE(provider text, paused_by uuid, reason text, paused_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM outbox.require_operator(p_actor);
+    RETURN QUERY
+    SELECT p.provider, p.paused_by, p.reason, p.paused_at
+    FROM outbox.provider_pauses AS p
+    ORDER BY p.provider;
+END
 $$;
 
 --
@@ -5054,6 +5100,33 @@ BEGIN
     ) THEN
         RAISE EXCEPTION 'staff membership required' USING ERRCODE = 'insufficient_privilege';
     END IF;
+END
+$$;
+
+--
+-- Name: resume_provider(uuid, text, text); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.resume_provider(p_actor uuid, p_provider text, p_reason text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_actor IS NULL THEN
+        RAISE EXCEPTION 'p_actor: the staff member the resumption is made for is required'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM outbox.require_operator(p_actor);
+    DELETE FROM outbox.provider_pauses AS p WHERE p.provider = p_provider;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    INSERT INTO outbox.provider_pause_audit (
+        action, provider, actor_id, elevation_id, reason, occurred_at
+    ) VALUES (
+        'resume', p_provider, p_actor, NULL, p_reason, pg_catalog.statement_timestamp()
+    );
+    RETURN true;
 END
 $$;
 
@@ -6288,7 +6361,7 @@ CREATE TABLE outbox.provider_pause_audit (
     action text NOT NULL,
     provider text NOT NULL,
     actor_id uuid NOT NULL,
-    elevation_id uuid NOT NULL,
+    elevation_id uuid,
     reason text NOT NULL,
     occurred_at timestamp with time zone NOT NULL,
     CONSTRAINT provider_pause_audit_action_known CHECK ((action = ANY (ARRAY['pause'::text, 'resume'::text]))),
@@ -8550,11 +8623,23 @@ REVOKE ALL ON FUNCTION outbox.message_history(p_message_id uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION outbox.message_receipts(p_actor uuid, p_message_id uuid) FROM PUBLIC;
 
 --
+-- Name: FUNCTION pause_provider(p_actor uuid, p_provider text, p_reason text); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.pause_provider(p_actor uuid, p_provider text, p_reason text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION paused_providers(); Type: ACL; Schema: outbox; Owner: -
 --
 
 REVOKE ALL ON FUNCTION outbox.paused_providers() FROM PUBLIC;
 GRANT ALL ON FUNCTION outbox.paused_providers() TO outbox_worker;
+
+--
+-- Name: FUNCTION provider_pauses(p_actor uuid); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.provider_pauses(p_actor uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION purge_messages(p_published_retention interval, p_dead_lettered_retention interval, p_limit integer); Type: ACL; Schema: outbox; Owner: -
@@ -8631,6 +8716,12 @@ REVOKE ALL ON FUNCTION outbox.require_operator(p_actor uuid) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION outbox.require_staff(p_actor uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION resume_provider(p_actor uuid, p_provider text, p_reason text); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.resume_provider(p_actor uuid, p_provider text, p_reason text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION revoke_staff(p_email text); Type: ACL; Schema: outbox; Owner: -

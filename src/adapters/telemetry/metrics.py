@@ -160,6 +160,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         ("target",),
     ),
     MetricSpec(
+        "outbox_relay_target_suspended",
+        Kind.GAUGE,
+        "1 while a publication target (the broker) is unreachable and the events lane waits"
+        " for it without spending attempts; 0 once it answers again.",
+        ("target",),
+    ),
+    MetricSpec(
         "events_claim_batch_size",
         Kind.HISTOGRAM,
         "Tenant events per claimed batch (empty claims are not observed).",

@@ -106,6 +106,7 @@ async def record_batch(
     report: Callable[[int, RecordResult], tuple[str, str]],
     telemetry: Telemetry,
     log: BatchLog,
+    level: str = "info",
 ) -> tuple[BatchTally, list[tuple[str, str]]]:
     """Record ``records`` in one round trip and tally the batch; each record's kind and
     failure class.
@@ -113,7 +114,8 @@ async def record_batch(
     ``unstarted`` items were never run (their leases run out); ``report(i, result)`` logs the
     i-th record's result and answers its kind and failure class (as ``describe``; kind
     ``lease_lost`` when the record was refused). A failed round trip is logged and leaves every
-    record to lease expiry: nothing else can know what was committed.
+    record to lease expiry: nothing else can know what was committed. The batch's line is
+    logged at ``level`` (a probe of a target that is down says nothing new: debug).
     """
     if not records:
         skipped = BatchTally(claimed=claimed, lease_lost=unstarted)
@@ -140,5 +142,5 @@ async def record_batch(
         dead_lettered=tally["dead_lettered"],
         lease_lost=tally["lease_lost"] + unstarted,
     )
-    telemetry.event(log.done, **attrs.asdict(totals))
+    telemetry.event(log.done, level=level, **attrs.asdict(totals))
     return totals, kinds

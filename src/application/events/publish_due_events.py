@@ -25,6 +25,7 @@ from outbox.application.delivery.batch import (
     record_batch,
     run_deadline,
 )
+from outbox.application.delivery.provider_breaker import ProviderBreaker
 from outbox.application.events.ports import (
     ClaimedEvent,
     EventOutboxStore,
@@ -84,6 +85,15 @@ class PublishDueEvents:
     events). A target that raises costs the events it was given one counted
     ``unexpected_worker_error`` attempt, and its exception text is never kept.
 
+    A target that cannot be reached at all (the broker is down: it answers
+    ``provider_suspended`` for every event) is treated like a suspended provider: its events
+    are released without spending an attempt, and ``breaker`` pauses the lane for the retry
+    policy's probe interval; then one event is claimed as a probe, and the first one a
+    target accepts resumes the lane. An outage of any length therefore dead-letters and
+    parks nothing. It is said once when it starts (``relay.target_suspended``, warning) and
+    once when it ends (``relay.target_resumed``), and gauged while it lasts
+    (``outbox_relay_target_suspended``).
+
     The targets are asked one after another (an event refused by one is not offered to the
     next: it will be offered to all again), each in up to ``concurrency`` calls at once over
     slices of the batch. No publication outlives the lease: every call's timeout is cut to
@@ -102,22 +112,55 @@ class PublishDueEvents:
     concurrency: int = 4
     lease: timedelta = timedelta(seconds=60)
     target_timeout: timedelta = timedelta(seconds=10)
+    breaker: ProviderBreaker = attrs.field(factory=ProviderBreaker)
 
     async def __call__(self) -> BatchTally:
         """Publish one batch and return what happened to it.
 
         Raises StoreUnavailable when the claim cannot reach the database.
         """
+        now = self.clock.now()
+        if any(self.breaker.admit(target.name, now) is not None for target in self.targets):
+            return BatchTally()  # a target is down and its probe is not due: claim nothing
+        probing = [target.name for target in self.targets if target.name in self.breaker.paused()]
         # The lease starts on the database's clock after this moment, so it outlives this bound.
-        deadline = run_deadline(self.clock.now(), self.lease)
-        claimed = await self.store.claim(owner=self.owner, limit=self.batch_size, lease=self.lease)
+        deadline = run_deadline(now, self.lease)
+        limit = 1 if probing else self.batch_size
+        claimed = await self.store.claim(owner=self.owner, limit=limit, lease=self.lease)
         if not claimed:
+            for name in probing:
+                self.breaker.settle(name)  # nothing to probe with: probe on the next turn
             return BatchTally()
         self.telemetry.observe("events_claim_batch_size", len(claimed))
         verdicts: list[_Refused | _Unstarted | None] = [None] * len(claimed)
         for target in self.targets:
             await self._offer(target, claimed, verdicts, deadline)
         return await self._record(claimed, verdicts)
+
+    def _watch(
+        self, target: PublicationTarget, answers: Sequence[_Refused | _Unstarted | None]
+    ) -> None:
+        """Trip the breaker when ``target`` could not be reached for any event it was
+        offered; reset it on the first accepted one."""
+        if any(answer is None for answer in answers):
+            if self.breaker.succeed(target.name):
+                self.telemetry.event("relay.target_resumed", target=target.name)
+                self.telemetry.observe("outbox_relay_target_suspended", 0, target=target.name)
+            return
+        refusals = [answer for answer in answers if isinstance(answer, _Refused)]
+        if refusals and all(_suspended(refusal) for refusal in refusals):
+            until = self.clock.now() + self.policy.suspension_probe
+            if self.breaker.trip(target.name, until):
+                self.telemetry.event(
+                    "relay.target_suspended",
+                    level="warning",
+                    target=target.name,
+                    code=refusals[0].failure.code,
+                    probe_seconds=self.policy.suspension_probe.total_seconds(),
+                )
+                self.telemetry.observe("outbox_relay_target_suspended", 1, target=target.name)
+            return
+        self.breaker.settle(target.name)
 
     async def _offer(
         self,
@@ -138,6 +181,7 @@ class PublishDueEvents:
         for part, answer in zip(slices, answers, strict=True):
             for index, verdict in zip(part, answer, strict=True):
                 verdicts[index] = verdict
+        self._watch(target, [verdicts[index] for index in open_])
 
     async def _call(
         self, target: PublicationTarget, events: Sequence[ClaimedEvent], deadline: datetime
@@ -183,7 +227,8 @@ class PublishDueEvents:
             return Published()
         self.telemetry.event(
             "event.publish_failed",
-            level="warning",
+            # A target that is down is said once, by relay.target_suspended.
+            level="debug" if _suspended(verdict) else "warning",
             record_id=str(event.record_id),
             event_id=str(event.event_id),
             organization_id=str(event.organization_id),
@@ -214,6 +259,7 @@ class PublishDueEvents:
             report=lambda index, result: self._report(*pairs[index], result),
             telemetry=self.telemetry,
             log=_LOG,
+            level="debug" if verdicts and all(_is_suspension(v) for v in verdicts) else "info",
         )
         # Counters once per outcome and batch, not once per event.
         for kind, count in Counter(kind for kind, _ in kinds).items():
@@ -245,9 +291,10 @@ class PublishDueEvents:
             )
             return "lease_lost", ""
         kind, failure_class = describe(record.outcome)
+        suspended = failure_class == FailureClass.PROVIDER_SUSPENDED.value
         self.telemetry.event(
             f"event.{kind}",
-            level=LEVELS[kind],
+            level="debug" if suspended else LEVELS[kind],
             record_id=str(event.record_id),
             event_id=str(event.event_id),
             organization_id=str(event.organization_id),
@@ -257,6 +304,14 @@ class PublishDueEvents:
             failure_class=failure_class or None,
         )
         return kind, failure_class
+
+
+def _suspended(refusal: _Refused) -> bool:
+    return refusal.failure.failure_class is FailureClass.PROVIDER_SUSPENDED
+
+
+def _is_suspension(verdict: _Refused | _Unstarted | None) -> bool:
+    return isinstance(verdict, _Refused) and _suspended(verdict)
 
 
 class _AnswerCountMismatch(Exception):

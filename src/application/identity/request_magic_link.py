@@ -79,14 +79,8 @@ class RequestMagicLink:
                     code=str(getattr(error, "code", "") or ""),
                 )
                 return receipt
-        # One event for known and unknown emails alike (see request_password_recovery).
-        known = target.identity_id is not None
-        self.telemetry.event(
-            "identity.magic_link.requested",
-            known=known,
-            link_id=str(link.id) if known else None,
-            destination=mask(email),
-        )
+        # One event, with the same fields, for known and unknown emails alike.
+        self.telemetry.event("identity.magic_link.requested", destination=mask(email))
         return receipt
 
     def _link(self, target: MagicLinkTarget, email: str, digest: str, now: datetime) -> MagicLink:

@@ -77,14 +77,10 @@ class RequestPasswordRecovery:
                     code=str(getattr(error, "code", "") or ""),
                 )
                 return receipt
-        # One event for known and unknown identifiers alike: its counter is public to
-        # whoever scrapes metrics; only the log line says which it was.
-        known = target.identity_id is not None
+        # One event, with the same fields, for known and unknown identifiers alike: neither
+        # its counter nor its log line tells whether the account exists.
         self.telemetry.event(
-            "identity.password_recovery.requested",
-            known=known,
-            challenge_id=str(challenge.id) if known else None,
-            destination=mask(identifier.value),
+            "identity.password_recovery.requested", destination=mask(identifier.value)
         )
         return receipt
 

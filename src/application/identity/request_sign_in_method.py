@@ -66,10 +66,9 @@ class RequestSignInMethod:
         async with self.transactions.begin() as uow:
             account = await uow.identity.find_account(identifier.value)
             if account is not None and account.identifier.is_verified:
-                # The same event as a free identifier (see request_sign_up).
+                # The same event, with the same fields, as a free identifier.
                 self.telemetry.event(
                     "identity.sign_in_method.requested",
-                    known=True,
                     identity_id=str(identity_id),
                     destination=mask(identifier.value),
                 )
@@ -85,8 +84,7 @@ class RequestSignInMethod:
             await uow.commit()
         self.telemetry.event(
             "identity.sign_in_method.requested",
-            known=False,
-            challenge_id=str(challenge.id),
+            identity_id=str(identity_id),
             destination=mask(identifier.value),
         )
         return ChallengeReceipt(challenge_expires_at=challenge.expires_at)

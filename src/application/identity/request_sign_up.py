@@ -60,10 +60,10 @@ class RequestSignUp:
         async with self.transactions.begin() as uow:
             account = await uow.identity.find_account(identifier.value)
             if account is not None and account.identifier.is_verified:
-                # The same event as a new sign-up: counters must not tell who has an
-                # account; the log line's ``known`` does, for the operator.
+                # The same event, with the same fields, as a new sign-up: neither counters
+                # nor log lines tell who has an account.
                 self.telemetry.event(
-                    "identity.sign_up.requested", known=True, destination=mask(identifier.value)
+                    "identity.sign_up.requested", destination=mask(identifier.value)
                 )
                 return ChallengeReceipt(challenge_expires_at=now + self.issuer.policy.lifetime)
             if account is None:
@@ -89,10 +89,5 @@ class RequestSignUp:
                 drawn=drawn,
             )
             await uow.commit()
-        self.telemetry.event(
-            "identity.sign_up.requested",
-            known=False,
-            challenge_id=str(challenge.id),
-            destination=mask(identifier.value),
-        )
+        self.telemetry.event("identity.sign_up.requested", destination=mask(identifier.value))
         return ChallengeReceipt(challenge_expires_at=challenge.expires_at)

@@ -43,8 +43,8 @@ class ConsoleReads(Protocol):
 class ProviderPauseStore(Protocol):
     """Operator pauses of providers, audited; every worker honours them."""
 
-    async def pauses(self, *, actor: StaffActor) -> Sequence[ProviderPause]:
-        """The paused providers, by name."""
+    async def pauses(self, *, actor: StaffActor | None) -> Sequence[ProviderPause]:
+        """The paused providers, by name (None: the database operator asks)."""
         ...
 
     async def pause(self, *, actor: StaffActor, provider: str, reason: str) -> bool:

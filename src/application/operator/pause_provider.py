@@ -10,15 +10,20 @@ from outbox.application.errors import InvalidField
 from outbox.application.operator.console_ports import ProviderPauseStore
 from outbox.application.ports import Telemetry
 from outbox.application.staff import StaffActor, check_reason
+from outbox.domain.delivery.providers import PROVIDER_NAMES
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 
 
 def check_provider(name: str) -> str:
-    """The provider's name, stripped; raises InvalidField for anything but a provider name."""
+    """The provider's name, stripped; raises InvalidField for anything but the name of a
+    provider this package sends through (pausing a name no worker uses would pause nothing)."""
     stripped = name.strip()
     if _NAME.fullmatch(stripped) is None:
         raise InvalidField("provider", "a provider's name: lower-case letters, digits, - and _")
+    if stripped not in PROVIDER_NAMES:
+        known = ", ".join(sorted(PROVIDER_NAMES))
+        raise InvalidField("provider", f"no provider {stripped!r}: expected one of {known}")
     return stripped
 
 

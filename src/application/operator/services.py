@@ -7,7 +7,9 @@ import attrs
 from outbox.application.delivery.observe_delivery_states import ObserveDeliveryStates
 from outbox.application.delivery.operations import MessageOperations
 from outbox.application.events.operations import EventOperations
+from outbox.application.operator.console_ports import ProviderPauseStore
 from outbox.application.operator.grant_staff import GrantStaff
+from outbox.application.operator.pause_provider import PauseProvider, ResumeProvider
 from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
 from outbox.application.operator.require_elevation import RequireElevation
 from outbox.application.operator.resolve_staff_member import ResolveStaffMember
@@ -28,3 +30,7 @@ class OperatorServices:
     events: EventOperations
     telemetry: Telemetry
     observe_delivery_states: ObserveDeliveryStates
+    # Provider pauses: the console, the staff routes and the break-glass CLI share them.
+    pause_provider: PauseProvider
+    resume_provider: ResumeProvider
+    pauses: ProviderPauseStore

@@ -60,9 +60,9 @@ def resolve_database_url(settings: Settings, *, variable: str = "DATABASE_URL") 
     data_dir = embedded_data_dir(settings)
     url = EmbeddedPostgres.start(data_dir).ensure_database()
     if data_dir not in _ANNOUNCED:
-        # The one line the embedded server gets at info (the wheel's own stay below it).
+        # Debug: a development command stays quiet (outboxctl up's banner says where it is).
         _ANNOUNCED.add(data_dir)
-        structlog.get_logger().info(
+        structlog.get_logger().debug(
             "embedded_postgres.ready", logger="outbox", data_dir=str(data_dir)
         )
     return url

@@ -59,6 +59,7 @@ def build_operator_services(
 ) -> OperatorServices:
     """Every operator use case over ``pool``; reissued codes follow ``challenges``."""
     store = PostgresOperatorStore(pool)
+    console = PostgresConsoleStore(pool)
     issuer = ChallengeIssuer(
         secrets=secret_source, hasher=hasher, sealer=sealer, ids=ids, policy=challenges
     )
@@ -66,7 +67,7 @@ def build_operator_services(
         messages=MessageOperations(
             store=store,
             log=PostgresMessageLog(pool),  # the database operator's reads; the API never calls them
-            search=PostgresConsoleStore(pool),
+            search=console,
             suppressions=PostgresSuppressionStore(pool),
             gauge=PostgresBacklogGauge(pool),
             ids=ids,
@@ -84,6 +85,9 @@ def build_operator_services(
         observe_delivery_states=ObserveDeliveryStates(
             gauge=PostgresReceiptStore(pool), telemetry=telemetry
         ),
+        pause_provider=PauseProvider(store=console, telemetry=telemetry),
+        resume_provider=ResumeProvider(store=console, telemetry=telemetry),
+        pauses=console,
     )
 
 
@@ -141,7 +145,6 @@ def build_console_services(
     pool: AsyncConnectionPool[AsyncConnection],
     operator: OperatorServices,
     clock: Clock,
-    telemetry: Telemetry,
 ) -> ConsoleServices:
     """The operator console's use cases over the API pool (role ``identity_service``)."""
     console = PostgresConsoleStore(pool)
@@ -160,8 +163,5 @@ def build_console_services(
             requeue=operator.messages.requeue_dead_letter,
             clock=clock,
         ),
-        pause_provider=PauseProvider(store=console, telemetry=telemetry),
-        resume_provider=ResumeProvider(store=console, telemetry=telemetry),
         reads=console,
-        pauses=console,
     )

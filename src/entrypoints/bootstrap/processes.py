@@ -257,9 +257,7 @@ def admin_listener(
             settings.http.console,
             identity=services,
             operator=operator,
-            services=build_console_services(
-                pool=pool, operator=operator, clock=parts.clock, telemetry=parts.telemetry
-            ),
+            services=build_console_services(pool=pool, operator=operator, clock=parts.clock),
             clock=parts.clock.now,
         )
     return Listener(

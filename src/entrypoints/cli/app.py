@@ -13,6 +13,7 @@ from outbox.entrypoints.cli.backlog import backlog
 from outbox.entrypoints.cli.consumers import consume, consumers_app
 from outbox.entrypoints.cli.db import db_app
 from outbox.entrypoints.cli.dead_letters import dead_letters_app
+from outbox.entrypoints.cli.doctor import doctor
 from outbox.entrypoints.cli.events import events_app
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.inbox import inbox_app
@@ -20,6 +21,7 @@ from outbox.entrypoints.cli.keys import keys_app
 from outbox.entrypoints.cli.messages import messages_app
 from outbox.entrypoints.cli.nats import nats_app
 from outbox.entrypoints.cli.notifications import notifications_app
+from outbox.entrypoints.cli.providers import providers_app
 from outbox.entrypoints.cli.serve import serve
 from outbox.entrypoints.cli.staff import staff_app
 from outbox.entrypoints.cli.suppressions import suppressions_app
@@ -55,6 +57,8 @@ app.add_typer(nats_app, name="nats")
 app.add_typer(inbox_app, name="inbox")
 app.add_typer(notifications_app, name="notifications")
 app.add_typer(suppressions_app, name="suppressions")
+app.add_typer(providers_app, name="providers")
+app.command()(doctor)
 
 
 def _print_version(requested: bool) -> None:

@@ -16,3 +16,4 @@ class ExitCode(enum.IntEnum):
     NOT_FOUND = 5  # the named message, staff member or object does not exist
     REFUSED = 6  # the rules forbid this (a reissue that is not allowed, a missing grant)
     CONFLICT = 7  # a concurrent operation holds the object; try again
+    UNHEALTHY = 8  # outboxctl doctor found something to do (it says what)

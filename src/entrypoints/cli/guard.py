@@ -44,6 +44,23 @@ def fail(message: str, code: ExitCode) -> typer.Exit:
     return typer.Exit(int(code))
 
 
+# What to check for each reason a connection failed (error_translation.failure_code).
+_UNAVAILABLE = {
+    "connection_refused": "nothing listens at the URL's host and port; is PostgreSQL up?",
+    "host_not_found": "the URL's host name does not resolve; check its spelling and DNS",
+    "connect_timeout": "no answer within OUTBOX_DB_CONNECT_TIMEOUT_SECONDS; a firewall or a"
+    " wrong host?",
+    "host_unreachable": "no route to the URL's host; check the network",
+    "authentication_failed": "the login or its password was refused; check the URL's user"
+    " and password (and pg_hba.conf)",
+    "database_not_found": "the URL's database is missing on that server; create it first",
+    "tls_failed": "the TLS handshake failed; check sslmode and the server's certificate",
+    "socket_not_found": "no PostgreSQL socket at that path; is the server up?",
+    "too_many_connections": "the server has no connection slot left; lower the pool sizes",
+    "server_starting": "the server is starting up; retry in a moment",
+}
+
+
 @contextmanager
 def guarded() -> Iterator[None]:
     """Map the errors every command can meet to one line on stderr and an exit code."""
@@ -73,9 +90,9 @@ def guarded() -> Iterator[None]:
         ) from None
     except (StoreUnavailable, subprocess.SubprocessError) as error:
         code = getattr(error, "code", "") or type(error).__name__
+        advice = _UNAVAILABLE.get(code, "check the database URL and that PostgreSQL is up")
         raise fail(
-            f"database unavailable ({code}); check OUTBOX_DATABASE_URL and that PostgreSQL is up",
-            ExitCode.DATABASE_UNAVAILABLE,
+            f"database unavailable ({code}): {advice}", ExitCode.DATABASE_UNAVAILABLE
         ) from None
     except MigrationError as error:
         raise fail(str(error), ExitCode.FAILURE) from None

@@ -138,10 +138,13 @@ def show(
         return detail, await services.messages.show_receipts(ReceiptsQuery(message_id=message_id))
 
     detail, receipts = run_operator(read)
+    sent = detail.state is State.PUBLISHED
     if as_json:
-        print_json({**msgspec.to_builtins(MessageView.of(detail)), **receipts_json(receipts)})
+        print_json(
+            {**msgspec.to_builtins(MessageView.of(detail)), **receipts_json(receipts, sent=sent)}
+        )
         return
     fields, history = message_tables(detail)
     print_table(fields)
     print_table(history)
-    print_table(receipts_table(receipts))
+    print_table(receipts_table(receipts, sent=sent))

@@ -23,21 +23,23 @@ def receipt_json(receipt: ReceiptView) -> dict[str, Any]:
     }
 
 
-def receipts_json(receipts: MessageReceipts) -> dict[str, Any]:
-    """A message's delivery state and receipts."""
+def receipts_json(receipts: MessageReceipts, *, sent: bool = True) -> dict[str, Any]:
+    """A message's delivery state (null when it was never published) and receipts."""
     return {
-        "deliveryState": receipts.delivery_state.value,
+        "deliveryState": receipts.delivery_state.value if sent else None,
         "receipts": [receipt_json(r) for r in receipts.receipts],
     }
 
 
-def receipts_table(receipts: MessageReceipts) -> Table:
-    """The receipts, oldest first, under the state they add up to."""
+def receipts_table(receipts: MessageReceipts, *, sent: bool = True) -> Table:
+    """The receipts, oldest first, under the state they add up to (none for a message that
+    was never published: "accepted" would claim a provider took it)."""
+    state = receipts.delivery_state.value if sent else "none: never published"
     rows = table(
         "Provider\nEvent",
         "Occurred (UTC)\nReceived (UTC)",
         "Detail",
-        title=f"receipts (delivery state: {receipts.delivery_state.value})",
+        title=f"receipts (delivery state: {state})",
         words=(0,),
     )
     for receipt in receipts.receipts:

@@ -46,7 +46,7 @@ def list_(
         )
     )
     if as_json:
-        print_json([suppression_json(item) for item in items])
+        print_json({"items": [suppression_json(item) for item in items]})
         return
     if not items:
         typer.echo("no suppressions")

@@ -42,6 +42,7 @@ from outbox.entrypoints.http.sign_ups import SignUpController
 from outbox.entrypoints.http.staff_events import StaffEventsController
 from outbox.entrypoints.http.staff_outbox import StaffOutboxController
 from outbox.entrypoints.http.staff_problems import STAFF_EXCEPTION_MAP
+from outbox.entrypoints.http.staff_providers import StaffProvidersController
 from outbox.entrypoints.http.staff_suppressions import StaffSuppressionsController
 from outbox.entrypoints.http.step_ups import StepUpController
 
@@ -121,6 +122,7 @@ def create_admin_app(
         StaffOutboxController,
         StaffEventsController,
         StaffSuppressionsController,
+        StaffProvidersController,
     ]
     if console is not None:
         handlers.append(console_router(console))

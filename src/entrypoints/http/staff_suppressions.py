@@ -7,6 +7,7 @@ request bodies, never in URLs (which proxies log), and come back masked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated
 from uuid import UUID
@@ -102,6 +103,18 @@ class SuppressionOut(Out, frozen=True):
         return cls.built(item)
 
 
+class SuppressionsOut(Out, frozen=True):
+    """Suppressions, newest first: ``{"items": [...]}`` like every list the staff routes and
+    ``outboxctl … --json`` answer."""
+
+    items: list[SuppressionOut]
+
+    @classmethod
+    def of(cls, items: Sequence[SuppressionView]) -> SuppressionsOut:
+        """The body for ``items``."""
+        return cls(items=[SuppressionOut.of(item) for item in items])
+
+
 class SuppressionChangeOut(Out, frozen=True):
     """What an add or a lift did; ``changed`` is false for an address already suppressed."""
 
@@ -166,7 +179,7 @@ class StaffSuppressionsController(Controller):
         ] = False,
         limit: Annotated[int, Parameter(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
         elevation_token: ElevationToken = None,
-    ) -> list[SuppressionOut]:
+    ) -> SuppressionsOut:
         """The suppressions."""
         actor = await operator.require_elevation(
             ElevationCheck(principal=principal, elevation_token=elevation_token)
@@ -174,7 +187,7 @@ class StaffSuppressionsController(Controller):
         items = await operator.messages.list_suppressions(
             SuppressionQuery(include_lifted=include_lifted, limit=limit, actor=actor)
         )
-        return [SuppressionOut.of(item) for item in items]
+        return SuppressionsOut.of(items)
 
     @post(
         "/suppressions",

@@ -18,15 +18,11 @@ from outbox.adapters.providers.brevo.provider import DEFAULT_BASE_URL as BREVO_B
 from outbox.adapters.providers.smtp.provider import SmtpSecurity
 from outbox.adapters.providers.wasender.provider import DEFAULT_BASE_URL as WASENDER_BASE_URL
 from outbox.domain.channels import Channel
+from outbox.domain.delivery.providers import CONSOLE, PROVIDERS_BY_CHANNEL
 from outbox.entrypoints.settings.reader import PREFIX, EnvironmentReader, SettingsError
 
 NONE = "none"
-CONSOLE = "console"
-CHOICES: Mapping[Channel, tuple[str, ...]] = {
-    Channel.EMAIL: (CONSOLE, "smtp", "ses", "brevo"),
-    Channel.SMS: (CONSOLE, "brevo"),
-    Channel.WHATSAPP: (CONSOLE, "wasender"),
-}
+CHOICES = PROVIDERS_BY_CHANNEL
 _SMTP_PORTS = {SmtpSecurity.STARTTLS: 587, SmtpSecurity.TLS: 465, SmtpSecurity.PLAIN: 25}
 _SMS_SENDER = re.compile(r"[A-Za-z0-9]{1,11}|[0-9]{1,15}", re.ASCII)
 

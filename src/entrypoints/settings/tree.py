@@ -76,7 +76,7 @@ class DatabaseSettings:
     pool_max: int
     # How long a pool keeps trying to open its first connections before the command gives
     # up (exit 4, or the worker's readiness says why).
-    connect_timeout: timedelta = timedelta(seconds=30)
+    connect_timeout: timedelta = timedelta(seconds=5)
 
 
 @attrs.frozen(kw_only=True)
@@ -275,7 +275,7 @@ def _database(read: EnvironmentReader) -> DatabaseSettings:
         prepared_statements=read.flag("DB_PREPARED_STATEMENTS", default=True),
         pool_min=pool_min,
         pool_max=pool_max,
-        connect_timeout=read.seconds("DB_CONNECT_TIMEOUT_SECONDS", 30, minimum=1),
+        connect_timeout=read.seconds("DB_CONNECT_TIMEOUT_SECONDS", 5, minimum=1),
     )
 
 

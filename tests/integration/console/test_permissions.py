@@ -13,9 +13,11 @@ import attrs
 import httpx
 import pytest
 
+from outbox.domain.identity.rate_limits import Backoff
 from outbox.entrypoints.http.app import create_admin_app
 from outbox.entrypoints.observability import new_registry
 from tests.integration.console.world import ConsoleWorld, csrf_of
+from tests.integration.identity.api import PASSWORD
 
 pytestmark = pytest.mark.integration
 
@@ -60,8 +62,8 @@ def _commands(dead: UUID) -> list[tuple[str, dict[str, str]]]:
             f"/console/events/dead-letters/{dead}/repairs",
             {"action": "release", "reason": "ticket 3", "idempotency_key": "k-3"},
         ),
-        ("/console/providers/pause", {"provider": "recording", "reason": "ticket 4"}),
-        ("/console/providers/recording/resume", {"reason": "ticket 5"}),
+        ("/console/providers/pause", {"provider": "smtp", "reason": "ticket 4"}),
+        ("/console/providers/smtp/resume", {"reason": "ticket 5"}),
         ("/console/suppressions/add", {"destination": "kim@example.com", "reason": "ticket 6"}),
         ("/console/suppressions/lift", {"destination": "kim@example.com", "reason": "ticket 7"}),
     ]
@@ -241,3 +243,43 @@ async def test_behind_tls_the_cookie_is_secure_and_only_the_configured_origin_ma
             "/console/providers/pause", data=form, headers={"origin": "https://ops.example.com"}
         )
     assert (403, 303) == (foreign.status_code, own.status_code)
+
+
+async def test_a_paced_step_up_says_no_new_code_was_sent(world: ConsoleWorld):
+    """Issue 29, finding 4: a second sign-in moments after the first still said "a code is on
+    its way" though the step-up request was paced and no code went out."""
+    await world.account(STAFF)
+    identity = world.staff.staff_services
+    limits = identity.request_step_up.limits
+    paced = attrs.evolve(
+        identity,
+        request_step_up=attrs.evolve(
+            identity.request_step_up,
+            limits=attrs.evolve(
+                limits, policy=attrs.evolve(limits.policy, per_destination=Backoff())
+            ),
+        ),
+    )
+    console = attrs.evolve(world.console, identity=paced)
+    app = create_admin_app(
+        paced, operator=world.staff.operator, registry=new_registry(), console=console
+    )
+    here = ConsoleWorld(staff=world.staff, console=console, app=app)
+    async with here.client() as first, here.client() as second:
+        await here.signed_in(first, STAFF)
+        page = await second.get("/console/sign-in")
+        response = await second.post(
+            "/console/sign-in",
+            data={"csrf": csrf_of(page.text), "identifier": STAFF, "password": PASSWORD},
+        )
+        shown = await second.get(response.headers["location"])
+        asked = await second.post("/console/step-up/code", data={"csrf": csrf_of(shown.text)})
+
+    assert "/console/step-up?paced=1" == response.headers["location"]
+    assert "No new code was sent" in shown.text
+    assert "on its way" not in shown.text
+    assert 429 == asked.status_code, asked.text[:2000]
+    assert "No new code was sent" in asked.text
+    assert [(1,)] == await world.staff.api.rows(
+        "SELECT count(*) FROM outbox.messages WHERE purpose = 'step_up'"
+    )

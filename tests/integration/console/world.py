@@ -103,9 +103,7 @@ async def running_console_world(
         pool = await open_api_pool(database_url, StatementLog(), role="staff_service")
         try:
             clock = staff.api.clock
-            services = build_console_services(
-                pool=pool, operator=staff.operator, clock=clock, telemetry=staff.api.telemetry
-            )
+            services = build_console_services(pool=pool, operator=staff.operator, clock=clock)
             console = build_console(
                 ConsoleSettings(
                     enabled=True,

@@ -123,7 +123,7 @@ async def test_a_batch_keeps_each_aggregates_order_in_the_stream(
         assert 5 == len(sequences)
 
 
-async def test_no_server_is_unavailable_and_a_restarted_one_takes_the_retry(
+async def test_no_server_is_a_suspended_target_and_a_restarted_one_takes_the_retry(
     private_nats_server: NatsServer, stream_name: str, make_event: MakeEvent
 ) -> None:
     await make_stream(private_nats_server.url, stream_name, storage="file")  # survives a restart
@@ -139,7 +139,7 @@ async def test_no_server_is_unavailable_and_a_restarted_one_takes_the_retry(
             await asyncio.sleep(0.05)
         answer = await publisher.publish([event])
         assert [
-            TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="no_connection")
+            TargetRefusal(failure_class=FailureClass.PROVIDER_SUSPENDED, code="no_connection")
         ] == list(answer)
         private_nats_server.start()
         answers = []
@@ -158,7 +158,7 @@ async def test_no_server_is_unavailable_and_a_restarted_one_takes_the_retry(
         await client.close()
 
 
-async def test_a_broker_down_at_start_is_unavailable_not_fatal(
+async def test_a_broker_down_at_start_is_a_suspended_target_not_fatal(
     stream_name: str, make_event: MakeEvent
 ) -> None:
     telemetry = RecordingTelemetry()
@@ -167,7 +167,7 @@ async def test_a_broker_down_at_start_is_unavailable_not_fatal(
     await publisher.start()
     answer = await publisher.publish([make_event()])
 
-    assert [FailureClass.UNAVAILABLE] == [a.failure_class for a in answer if a is not None]
+    assert [FailureClass.PROVIDER_SUSPENDED] == [a.failure_class for a in answer if a is not None]
     [failed, *_] = telemetry.named("nats.connect_failed")
     assert "nats://***@127.0.0.1:1" == failed.fields["servers"]
     assert "s3cret" not in repr(telemetry.events)
@@ -208,7 +208,9 @@ async def test_a_subject_no_stream_captures_is_a_named_configuration_error(
     finally:
         await publisher.close()
 
-    assert [TargetRefusal(failure_class=FailureClass.UNAVAILABLE, code="no_stream")] == list(answer)
+    assert [TargetRefusal(failure_class=FailureClass.PROVIDER_SUSPENDED, code="no_stream")] == list(
+        answer
+    )
     [error] = telemetry.named("nats.stream_mismatch")  # start() saw the subjects do not match
     assert stream_name == error.fields["stream"]
     assert "error" == error.level

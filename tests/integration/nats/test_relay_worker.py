@@ -112,21 +112,31 @@ async def test_the_relay_publishes_every_event_to_jetstream_in_each_aggregates_o
 async def test_events_wait_unpublished_through_an_outage_and_go_out_once_it_ends(
     appended, connect_as, database_url: str, tmp_path: Path, nats_server: NatsServer
 ) -> None:
-    """Recorded published only after the PubAck: with no broker, nothing is published."""
+    """Recorded published only after the PubAck: with no broker, nothing is published, and
+    no attempt is spent: the heads are released and the lane waits for the broker."""
     stream = f"R{uuid.uuid4().hex[:10]}"
     await make_stream(nats_server.url, stream)
     down = f"nats://relay:s3cret@127.0.0.1:{free_port()}"
 
     during = _drain(database_url, tmp_path, down, stream, retry="600")
 
-    # Each aggregate's head was offered and refused; the later events wait behind it.
-    assert (6, 0, 6) == (during["claimed"], during["published"], during["retried"])
+    # Each aggregate's head was offered and released unspent; the later events wait behind it.
+    assert (6, 0, 0, 6) == (
+        during["claimed"],
+        during["published"],
+        during["retried"],
+        during["released"],
+    )
     async with connect_as() as conn:
         assert [("pending", 24)] == await rows(conn, STATES)
         classes = await rows(
             conn, "SELECT DISTINCT failure_class, code FROM events.publication_attempts"
         )
-    assert [("UNAVAILABLE", "no_connection")] == classes
+    assert [("PROVIDER_SUSPENDED", "no_connection")] == classes
+    async with connect_as() as conn:
+        assert [(0,)] == await rows(
+            conn, "SELECT DISTINCT attempt_count FROM events.outbox_records"
+        )
     assert [] == await _stored(nats_server.url, stream)
 
     async with connect_as() as conn:  # the retry falls due

@@ -71,6 +71,10 @@ class StaffCaller:
     token: str
     elevation: str
 
+    def headers(self) -> dict[str, str]:
+        """The bearer and elevation tokens a staff route takes."""
+        return {"Authorization": f"Bearer {self.token}", "Elevation-Token": self.elevation}
+
 
 @attrs.frozen
 class DeadCode:
@@ -205,7 +209,8 @@ async def running_staff_world(
     staff_parts = parts | {"pool": staff_pool}
     staff_services = build_identity_services(identity=settings.identity, staff=True, **staff_parts)
     operator = build_operator_services(challenges=ChallengePolicy(), **staff_parts)
-    provider = RecordingProvider()
+    # Named as a real provider: pauses name the providers this package sends through.
+    provider = RecordingProvider(provider_name="smtp")
     dispatch = DispatchDueMessages(
         store=dispatch_store,
         sealer=SEALER,

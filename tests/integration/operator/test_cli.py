@@ -146,3 +146,17 @@ async def test_the_api_login_cannot_read_as_the_database_operator(world: StaffWo
 
     assert ExitCode.REFUSED == result.exit_code
     assert "42501" in result.stderr
+
+
+async def test_a_message_never_published_has_no_delivery_state(world: StaffWorld):
+    """Issue 29, finding 6: ``messages show`` said "delivery state: accepted" for dead-lettered
+    and pending messages, as if a provider had taken them."""
+    dead = await world.dead_code()
+
+    shown = await world.cli_json("messages", "show", str(dead.message_id))
+    table = await world.cli("messages", "show", str(dead.message_id))
+
+    assert ("dead_lettered", None) == (shown["state"], shown["deliveryState"])
+    assert 0 == table.exit_code, table.stderr
+    assert "delivery state: none: never published" in " ".join(table.stdout.split())
+    assert "accepted" not in table.stdout

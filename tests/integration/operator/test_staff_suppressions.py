@@ -39,7 +39,7 @@ async def test_staff_add_list_and_lift_a_suppression_audited_in_their_name(world
     assert 200 == added.status_code, added.text
     assert {"destination": "g***@example.com", "changed": True}.items() <= added.json().items()
     assert [("g***@example.com", "operator", "the owner asked")] == [
-        (i["destination"], i["cause"], i["reason"]) for i in listed.json()
+        (i["destination"], i["cause"], i["reason"]) for i in listed.json()["items"]
     ]
     assert (200, 404) == (lifted.status_code, again.status_code)
     audit = await world.api.rows(
@@ -117,9 +117,9 @@ async def test_the_database_operator_lists_adds_and_lifts_with_outboxctl(world: 
 
     assert {"destination": "+34***78", "changed": True}.items() <= added.items()
     assert [("+34***78", "sms", "operator", "complaint")] == [
-        (i["destination"], i["channel"], i["cause"], i["reason"]) for i in listed
+        (i["destination"], i["channel"], i["cause"], i["reason"]) for i in listed["items"]
     ]
     assert lifted["id"] == added["id"]
     assert 5 == missing.exit_code
     assert 0 != no_reason.exit_code
-    assert [] == await world.cli_json("suppressions", "list")
+    assert {"items": []} == await world.cli_json("suppressions", "list")

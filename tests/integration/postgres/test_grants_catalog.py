@@ -64,6 +64,10 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "events.refuse_orphaned_event()": set(),
     # A message's attempts in sequence (0040_attempts_in_sequence.sql).
     "outbox.check_attempt_sequence()": set(),
+    # The database operator's break-glass provider pauses (0041): owner-only.
+    "outbox.provider_pauses(uuid)": set(),
+    "outbox.pause_provider(uuid,text,text)": set(),
+    "outbox.resume_provider(uuid,text,text)": set(),
     # Staff sessions and elevations are the admin listener's alone; an elevation only from a
     # consumed step-up (0037_staff_sessions.sql).
     "identity.add_staff_session(uuid,uuid,text,timestamp with time zone,"

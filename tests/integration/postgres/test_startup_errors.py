@@ -213,4 +213,4 @@ async def test_readiness_says_unreachable_with_the_error_code(database_url: str)
     finally:
         await pool.close()
 
-    assert ("database_unreachable", "OperationalError") == (report.failed, report.error_code)
+    assert ("database_unreachable", "database_not_found") == (report.failed, report.error_code)

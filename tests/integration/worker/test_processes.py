@@ -19,11 +19,9 @@ from tests.integration.worker.test_process import (
     _delivered_ids,
     _env,
     _states,
-    smtp,
 )
 
 pytestmark = pytest.mark.integration
-__all__ = ["smtp"]  # the fixture, shared with the single-process tests
 
 MESSAGES = 40
 

@@ -109,8 +109,8 @@ class ConsoleAuthController(Controller):
             identity_id=grant.identity_id, bearer=grant.token, bearer_expires_at=grant.expires_at
         )
         caller = await signed_in_with(console, cookie)
-        await _send_code(console, caller, client)
-        redirect = Redirect(f"{PREFIX}/step-up?sent=1", status_code=303)
+        sent = await _send_code(console, caller, client)
+        redirect = Redirect(f"{PREFIX}/step-up?{'sent=1' if sent else 'paced=1'}", status_code=303)
         redirect.cookies.append(session_cookie(console, cookie))
         redirect.cookies.append(_pre_cookie(console, secrets.token_urlsafe(32)))
         return redirect
@@ -126,6 +126,7 @@ class ConsoleAuthController(Controller):
             caller,
             title="Step up",
             sent=request.query_params.get("sent") == "1",
+            paced=request.query_params.get("paced") == "1",
         )
 
     @post("/step-up/code", status_code=303)
@@ -144,8 +145,10 @@ class ConsoleAuthController(Controller):
                 caller,
                 status=429,
                 title="Step up",
-                sent=True,
-                error="A code was sent moments ago: wait a little before asking again.",
+                sent=False,
+                paced=True,
+                error="No new code was sent: one went out moments ago. Wait a little before"
+                " asking again.",
             )
         return Redirect(f"{PREFIX}/step-up?sent=1", status_code=303)
 
@@ -202,8 +205,9 @@ async def signed_in_with(console: Console, cookie: str) -> SignedIn:
 
 async def _send_code(
     console: Console, caller: SignedIn, client: str, *, strict: bool = False
-) -> None:
-    """Ask for a step-up code; a limit hit right after sign-in is not an error to show."""
+) -> bool:
+    """Ask for a step-up code; whether one was sent. A limit hit right after sign-in is not
+    an error to show (the page says no new code went out); ``strict`` raises RateLimited."""
     try:
         await console.identity.request_step_up(
             RequestStepUpCommand(principal=caller.principal, client_address=client)
@@ -211,3 +215,5 @@ async def _send_code(
     except RateLimited:
         if strict:
             raise
+        return False
+    return True

@@ -53,7 +53,7 @@ class ConsoleProvidersController(Controller):
             reason=str(form.get("reason", "")),
         )
         try:
-            changed = await console.services.pause_provider(command)
+            changed = await console.operator.pause_provider(command)
         except InvalidField as bad:
             return await _page(console, caller, error=f"{bad}", status=400)
         return Redirect(
@@ -72,7 +72,7 @@ class ConsoleProvidersController(Controller):
             actor=caller.actor, provider=provider, reason=str(form.get("reason", ""))
         )
         try:
-            changed = await console.services.resume_provider(command)
+            changed = await console.operator.resume_provider(command)
         except InvalidField as bad:
             return await _page(console, caller, error=f"{bad}", status=400)
         return Redirect(
@@ -88,7 +88,7 @@ async def _page(
     error: str | None = None,
     status: int = 200,
 ) -> Template:
-    pauses = await console.services.pauses.pauses(actor=caller.actor)
+    pauses = await console.operator.pauses.pauses(actor=caller.actor)
     return page(
         "providers.html",
         caller.signed_in,

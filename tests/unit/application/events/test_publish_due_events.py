@@ -335,3 +335,37 @@ async def test_an_empty_claim_does_nothing_and_reports_nothing(
 
     assert BatchTally() == await _publish(outbox, telemetry=telemetry)()
     assert [] == telemetry.events
+
+
+async def test_a_target_that_is_down_spends_no_attempt_and_pauses_the_lane_until_a_probe(
+    outbox: InMemoryEventOutbox,
+) -> None:
+    ids = [await _append(outbox, ACME, f"order-{n}") for n in range(3)]
+    down = TargetRefusal(failure_class=FailureClass.PROVIDER_SUSPENDED, code="no_connection")
+    target = Target(refuse=dict.fromkeys(ids, down))
+    telemetry = RecordingTelemetry()
+    publish = _publish(outbox, target, telemetry=telemetry)
+
+    first = await publish()
+    paused = await publish()  # the probe is not due: nothing is claimed
+    outbox.clock.advance(RetryPolicy().suspension_probe + timedelta(seconds=1))
+    probe = await publish()  # one event, still refused: paused again, said once
+    outbox.clock.advance(RetryPolicy().suspension_probe + timedelta(seconds=1))
+    target.refuse.clear()
+    resumed = await publish()
+    rest = await publish()
+
+    assert BatchTally(claimed=3, released=3) == first
+    assert BatchTally() == paused
+    assert BatchTally(claimed=1, released=1) == probe
+    assert (1, 1) == (resumed.claimed, resumed.published)
+    assert 2 == rest.published
+    assert set(ids) == {p.event_id for p in outbox.publications}
+    assert {1} == {record.attempts for record in map(outbox.record_of, ids)}  # the publication
+    said = [(e.name, e.level) for e in telemetry.events if e.name.startswith("relay.target_")]
+    assert [("relay.target_suspended", "warning"), ("relay.target_resumed", "info")] == said
+    assert not [
+        e
+        for e in telemetry.events
+        if e.level in ("warning", "error") and e.name.startswith("event.")
+    ]

@@ -144,3 +144,16 @@ async def test_a_weak_new_password_names_its_field(world: World) -> None:
             )
         )
     assert "newPassword" == caught.value.field
+
+
+async def test_the_log_line_is_the_same_for_a_known_and_an_unknown_identifier(
+    world: World,
+) -> None:
+    """Issue 29: the line carried ``known`` (and a challenge id for known ones only)."""
+    await world.signed_up(KNOWN)
+    await world.request_password_recovery(recover(KNOWN))
+    await world.request_password_recovery(recover(UNKNOWN))
+
+    known, unknown = world.telemetry.named("identity.password_recovery.requested")
+    assert known.fields.keys() == unknown.fields.keys() == {"destination"}
+    assert known.level == unknown.level

@@ -63,8 +63,8 @@ def test_a_bad_log_format_names_its_variable() -> None:
     assert LogFormat.JSON is load_settings({"OUTBOX_LOG_FORMAT": "json"}).log_format
 
 
-def test_the_database_connect_timeout_defaults_to_thirty_seconds_and_can_be_shortened() -> None:
-    assert timedelta(seconds=30) == load_settings({}).database.connect_timeout
+def test_the_database_connect_timeout_defaults_to_five_seconds_and_can_be_shortened() -> None:
+    assert timedelta(seconds=5) == load_settings({}).database.connect_timeout
     shortened = load_settings({"OUTBOX_DB_CONNECT_TIMEOUT_SECONDS": "2.5"})
     assert timedelta(seconds=2.5) == shortened.database.connect_timeout
 
