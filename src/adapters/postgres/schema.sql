@@ -3744,6 +3744,37 @@ END
 $$;
 
 --
+-- Name: change_provider_pause(boolean, uuid, uuid, text, text); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.change_provider_pause(p_pause boolean, p_actor uuid, p_elevation uuid, p_provider text, p_reason text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.statement_timestamp();
+BEGIN
+    IF p_pause THEN
+        INSERT INTO outbox.provider_pauses (provider, paused_by, reason, paused_at)
+        VALUES (p_provider, p_actor, p_reason, v_now)
+        ON CONFLICT (provider) DO NOTHING;
+    ELSE
+        DELETE FROM outbox.provider_pauses AS p WHERE p.provider = p_provider;
+    END IF;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    INSERT INTO outbox.provider_pause_audit (
+        action, provider, actor_id, elevation_id, reason, occurred_at
+    ) VALUES (
+        CASE WHEN p_pause THEN 'pause' ELSE 'resume' END, p_provider, p_actor, p_elevation,
+        p_reason, v_now
+    );
+    RETURN true;
+END
+$$;
+
+--
 -- Name: check_attempt_sequence(); Type: FUNCTION; Schema: outbox; Owner: -
 --
 
@@ -4450,24 +4481,13 @@ CREATE FUNCTION outbox.pause_provider(p_actor uuid, p_provider text, p_reason te
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-DECLARE
-    v_now timestamptz := pg_catalog.statement_timestamp();
 BEGIN
     IF p_actor IS NULL THEN
-        RAISE EXCEPTION 'p_actor: the staff member the pause is made for is required'
+        RAISE EXCEPTION 'p_actor: the staff member it is done for is required'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM outbox.require_operator(p_actor);
-    INSERT INTO outbox.provider_pauses (provider, paused_by, reason, paused_at)
-    VALUES (p_provider, p_actor, p_reason, v_now)
-    ON CONFLICT (provider) DO NOTHING;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    INSERT INTO outbox.provider_pause_audit (
-        action, provider, actor_id, elevation_id, reason, occurred_at
-    ) VALUES ('pause', p_provider, p_actor, NULL, p_reason, v_now);
-    RETURN true;
+    RETURN outbox.change_provider_pause(true, p_actor, NULL, p_provider, p_reason);
 END
 $$;
 
@@ -5113,20 +5133,11 @@ CREATE FUNCTION outbox.resume_provider(p_actor uuid, p_provider text, p_reason t
     AS $$
 BEGIN
     IF p_actor IS NULL THEN
-        RAISE EXCEPTION 'p_actor: the staff member the resumption is made for is required'
+        RAISE EXCEPTION 'p_actor: the staff member it is done for is required'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM outbox.require_operator(p_actor);
-    DELETE FROM outbox.provider_pauses AS p WHERE p.provider = p_provider;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    INSERT INTO outbox.provider_pause_audit (
-        action, provider, actor_id, elevation_id, reason, occurred_at
-    ) VALUES (
-        'resume', p_provider, p_actor, NULL, p_reason, pg_catalog.statement_timestamp()
-    );
-    RETURN true;
+    RETURN outbox.change_provider_pause(false, p_actor, NULL, p_provider, p_reason);
 END
 $$;
 
@@ -5427,24 +5438,12 @@ $$;
 --
 
 CREATE FUNCTION outbox.staff_pause_provider(p_actor uuid, p_elevation text, p_provider text, p_reason text) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-DECLARE
-    v_elevation uuid := outbox.require_elevation(p_actor, p_elevation);
-    v_now timestamptz := pg_catalog.statement_timestamp();
-BEGIN
-    INSERT INTO outbox.provider_pauses (provider, paused_by, reason, paused_at)
-    VALUES (p_provider, p_actor, p_reason, v_now)
-    ON CONFLICT (provider) DO NOTHING;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    INSERT INTO outbox.provider_pause_audit (
-        action, provider, actor_id, elevation_id, reason, occurred_at
-    ) VALUES ('pause', p_provider, p_actor, v_elevation, p_reason, v_now);
-    RETURN true;
-END
+    SELECT outbox.change_provider_pause(
+        true, p_actor, outbox.require_elevation(p_actor, p_elevation), p_provider, p_reason
+    )
 $$;
 
 --
@@ -5597,23 +5596,12 @@ $$;
 --
 
 CREATE FUNCTION outbox.staff_resume_provider(p_actor uuid, p_elevation text, p_provider text, p_reason text) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-DECLARE
-    v_elevation uuid := outbox.require_elevation(p_actor, p_elevation);
-BEGIN
-    DELETE FROM outbox.provider_pauses AS p WHERE p.provider = p_provider;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    INSERT INTO outbox.provider_pause_audit (
-        action, provider, actor_id, elevation_id, reason, occurred_at
-    ) VALUES (
-        'resume', p_provider, p_actor, v_elevation, p_reason, pg_catalog.statement_timestamp()
-    );
-    RETURN true;
-END
+    SELECT outbox.change_provider_pause(
+        false, p_actor, outbox.require_elevation(p_actor, p_elevation), p_provider, p_reason
+    )
 $$;
 
 --
@@ -8503,6 +8491,12 @@ GRANT ALL ON FUNCTION outbox.backlog_metrics() TO identity_service;
 
 REVOKE ALL ON FUNCTION outbox.cancel_by_subject(p_subject_id uuid, p_reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION outbox.cancel_by_subject(p_subject_id uuid, p_reason text) TO identity_service;
+
+--
+-- Name: FUNCTION change_provider_pause(p_pause boolean, p_actor uuid, p_elevation uuid, p_provider text, p_reason text); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.change_provider_pause(p_pause boolean, p_actor uuid, p_elevation uuid, p_provider text, p_reason text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION check_attempt_sequence(); Type: ACL; Schema: outbox; Owner: -

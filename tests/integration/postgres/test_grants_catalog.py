@@ -65,6 +65,7 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     # A message's attempts in sequence (0040_attempts_in_sequence.sql).
     "outbox.check_attempt_sequence()": set(),
     # The database operator's break-glass provider pauses (0041): owner-only.
+    "outbox.change_provider_pause(boolean,uuid,uuid,text,text)": set(),
     "outbox.provider_pauses(uuid)": set(),
     "outbox.pause_provider(uuid,text,text)": set(),
     "outbox.resume_provider(uuid,text,text)": set(),

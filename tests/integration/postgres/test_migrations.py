@@ -79,6 +79,10 @@ EXPECTED_FUNCTIONS = {
     "outbox.refuse_final_update()",
     "outbox.check_attempt_sequence()",  # 0040
     "outbox.provider_pauses(p_actor uuid)",  # 0041
+    (
+        "outbox.change_provider_pause(p_pause boolean, p_actor uuid, p_elevation uuid, "
+        "p_provider text, p_reason text)"
+    ),
     "outbox.pause_provider(p_actor uuid, p_provider text, p_reason text)",
     "outbox.resume_provider(p_actor uuid, p_provider text, p_reason text)",
     # The operator surfaces (0007_operator_functions.sql).
