@@ -33,6 +33,24 @@ async def _line_matching(
                 return match
 
 
+def _found(pattern: str, text: str) -> str:
+    match = re.search(pattern, text)
+    assert match is not None, text
+    return match.group(1)
+
+
+async def _banner(stream: asyncio.StreamReader, within: float) -> str:
+    """Every line ``outboxctl up`` prints up to its last banner line."""
+    lines: list[str] = []
+    async with asyncio.timeout(within):
+        while not lines or "Stop with Ctrl-C" not in lines[-1]:
+            line = (await stream.readline()).decode()
+            if not line:
+                pytest.fail("the stream ended before the banner's end")
+            lines.append(line)
+    return "".join(lines)
+
+
 def _consumers_lag(env: dict[str, str]) -> list[dict[str, object]]:
     """``outboxctl consumers lag --json`` against the stack's embedded server."""
     listed = run_outboxctl("consumers", "lag", "--json", variables=env)
@@ -72,23 +90,30 @@ async def test_up_serves_the_api_and_delivers_a_sign_up_code_to_the_console(
     )
     assert stack.stdout is not None
     try:
-        base = (await _line_matching(stack.stdout, r"API on (http://\S+) ", 120)).group(1)
-        admin = (await _line_matching(stack.stdout, r"admin listener, (http://\S+) ", 5)).group(1)
-        console = await _line_matching(stack.stdout, r"operator console: (http://\S+) ", 5)
-        assert f"{admin}/console/" == console.group(1)
+        banner = await _banner(stack.stdout, 120)
+        base = _found(r"API on (http://\S+) ", banner)
+        admin = _found(r"admin listener, (http://\S+) ", banner)
+        assert f"{admin}/console/" == _found(r"operator console: (http://\S+) ", banner)
+        # The banner's own examples, as a newcomer would paste them.
+        sign_up, confirmation = [
+            json.loads(body) for body in re.findall(r"-d '(.*?)'", banner, re.DOTALL)
+        ]
         async with httpx.AsyncClient(base_url=base, timeout=10) as client:
             ready = await client.get("/readyz")
             assert 200 == ready.status_code
-            identity = {"identifier": "newcomer@example.com"}
-            created = await client.post("/sign-ups", json=identity)
-            assert 201 == created.status_code
+            created = await client.post("/sign-ups", json=sign_up)
+            assert 201 == created.status_code, created.text
             assert ["challengeExpiresAt"] == list(created.json())
             code = (await _line_matching(stack.stdout, r"code is ([0-9]{6})", 30)).group(1)
             confirmed = await client.post(
-                "/sign-ups/confirmations",
-                json={**identity, "code": code, "password": "correct horse battery staple"},
+                "/sign-ups/confirmations", json={**confirmation, "code": code}
             )
             assert confirmed.is_success, confirmed.text
+            signed_in = await client.post(
+                "/sessions",
+                json={k: confirmation[k] for k in ("identifier", "password")},
+            )
+            assert 201 == signed_in.status_code, signed_in.text
             # identity.account_verified is published by the events lane and handled by the
             # identity.security_notices consumer and the identity.account_notifications one
             # (the consumers lane), whose notice and welcome the security lane prints.

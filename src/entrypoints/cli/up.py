@@ -16,12 +16,13 @@ Metrics and the staff routes are on the admin listener, {admin} (/metrics).
 {console}Codes are printed here by the console provider. Try a sign-up:
 
   curl -s -X POST {base}/sign-ups -H 'content-type: application/json' \\
-       -d '{{"identifier": "you@example.com", "password": "correct horse battery staple"}}'
+       -d '{{"identifier": "you@example.com"}}'
 
-then confirm it with the code printed below:
+then confirm it with the code printed below, choosing the password:
 
   curl -s -X POST {base}/sign-ups/confirmations -H 'content-type: application/json' \\
-       -d '{{"identifier": "you@example.com", "code": "<code>"}}'
+       -d '{{"identifier": "you@example.com", "code": "<code>",
+            "password": "correct horse battery staple"}}'
 
 Stop with Ctrl-C.
 """
