@@ -13,6 +13,10 @@ The handler writes through ``transaction``, the service's own database transacti
 the event's receipt is recorded; the message is acknowledged after the commit, so a
 redelivery finds the receipt and has no second effect. A handler that raises is retried on
 the backoff's schedule, then kept as a dead letter in the service's database.
+
+Log lines go to the standard library's ``logging`` under the logger ``outbox`` (redacted),
+so the application's own logging configuration decides where they go and at which level;
+nothing is written to standard output.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from outbox.application.events.receive_inbox_events import DEFAULT_BACKOFF, Inbo
 from outbox.entrypoints.bootstrap import consumers as consumer_composition
 from outbox.entrypoints.bootstrap import inbox as composition
 from outbox.entrypoints.bootstrap.relay import RelayNotConfigured
+from outbox.entrypoints.observability import log_through_application
 from outbox.entrypoints.settings.reader import SettingsError
 from outbox.entrypoints.settings.tree import load_settings
 
@@ -76,6 +81,7 @@ async def run_inbox(
     setting, RelayNotConfigured without ``OUTBOX_NATS_URL``, ValueError for a bad consumer
     name.
     """
+    log_through_application()
     settings = load_settings(os.environ if environ is None else environ)
     return await composition.run_inbox(
         settings,
@@ -109,6 +115,7 @@ async def run_consumers(
     return each one's totals. Retries follow ``OUTBOX_RETRY_SCHEDULE_SECONDS`` and the lease
     ``OUTBOX_WORKER_LEASE_SECONDS`` in ``environ`` (default: this process's environment).
     """
+    log_through_application()
     settings = load_settings(os.environ if environ is None else environ)
     return await consumer_composition.run_consumers(
         settings,

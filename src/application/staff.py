@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
 from typing import Generic, Protocol, TypeVar
 from uuid import UUID
 
@@ -20,6 +21,12 @@ MAX_KEY = 255
 # Visible ASCII only: a key travels in an HTTP header and is stored in the audit table.
 _KEY = re.compile(rf"[\x21-\x7e]{{1,{MAX_KEY}}}", re.ASCII)
 _REASON = re.compile(rf"[^\x00-\x1f\x7f]{{1,{MAX_REASON}}}")
+
+
+# A stepped-up staff session reads (the console's pages, GET staff routes it asks as reads)
+# for this long after its step-up; every command needs a fresh one. The database keeps the
+# same window (outbox.require_read_elevation, 0042).
+READ_WINDOW = timedelta(hours=8)
 
 
 @attrs.frozen(kw_only=True)

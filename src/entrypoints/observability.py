@@ -18,7 +18,7 @@ import logging
 import socketserver
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from http import HTTPStatus
 from typing import Any, TextIO
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -161,6 +161,44 @@ def configure_logging(
     root.setLevel(number)
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(max(number, logging.WARNING))
+
+
+def log_through_application() -> None:
+    """In a process this package does not own (an application calling ``run_inbox`` or
+    ``run_consumers``), send its log lines to the standard library's ``logging``, redacted,
+    under the logger ``outbox``: the application's own handlers, levels and format decide
+    where they go. Without any configuration, only warnings and above reach standard error
+    (``logging``'s last resort), never standard output. An application that configured
+    structlog itself keeps its configuration.
+    """
+    if structlog.is_configured():
+        return
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            _logger_name,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            exception_as_fields,
+            redact_event,
+            _to_outbox_logger,
+        ],
+        wrapper_class=structlog.stdlib.BoundLogger,
+        context_class=dict,
+        logger_factory=lambda *_: logging.getLogger("outbox"),
+        cache_logger_on_first_use=True,
+    )
+
+
+def _to_outbox_logger(
+    _logger: Any, _method: str, event: MutableMapping[str, Any]
+) -> tuple[Any, ...]:
+    """The event as one ``logging`` call on logger ``outbox``: its name as the message, its
+    fields (already redacted) under ``extra["outbox"]`` for a formatter that wants them."""
+    name = str(event.pop("event", ""))
+    own = ("logger", "level", "timestamp")  # logging has its own name, level and time
+    fields = " ".join(f"{key}={value}" for key, value in event.items() if key not in own)
+    return (f"{name} {fields}".strip(),), {"extra": {"outbox": dict(event)}}
 
 
 def new_registry(*, process_metrics: bool = True) -> CollectorRegistry:

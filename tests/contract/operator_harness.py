@@ -53,7 +53,9 @@ class OperatorHarness(Protocol):
     def now(self) -> datetime: ...
     async def put(self, message: Message) -> None: ...
     async def add_identity(self, email: str) -> UUID: ...
-    async def elevate(self, identity_id: UUID, *, lifetime: timedelta = ...) -> str: ...
+    async def elevate(
+        self, identity_id: UUID, *, lifetime: timedelta = ..., made: timedelta = ...
+    ) -> str: ...
     async def put_challenge(self, challenge: Challenge) -> None: ...
     async def add_attempt(
         self, message_id: UUID, attempt: int, outcome: Outcome, provider: str
@@ -66,6 +68,7 @@ class OperatorHarness(Protocol):
 
 
 ELEVATION_LIFETIME = timedelta(minutes=5)
+MADE = timedelta(minutes=1)  # how long before now an elevation was granted
 
 
 def new_elevation_digest() -> str:
@@ -173,9 +176,16 @@ class MemoryOperatorHarness:
         self.admin.emails[email] = identity_id
         return identity_id
 
-    async def elevate(self, identity_id: UUID, *, lifetime: timedelta = ELEVATION_LIFETIME) -> str:
+    async def elevate(
+        self,
+        identity_id: UUID,
+        *,
+        lifetime: timedelta = ELEVATION_LIFETIME,
+        made: timedelta = MADE,
+    ) -> str:
         digest = new_elevation_digest()
-        self.admin.elevations[digest] = (identity_id, self.now() + lifetime)
+        now = self.now()
+        self.admin.elevations[digest] = (identity_id, now - made, now + lifetime)
         return digest
 
     async def put_challenge(self, challenge: Challenge) -> None:
@@ -301,7 +311,13 @@ class PostgresOperatorHarness:
         )
         return identity_id
 
-    async def elevate(self, identity_id: UUID, *, lifetime: timedelta = ELEVATION_LIFETIME) -> str:
+    async def elevate(
+        self,
+        identity_id: UUID,
+        *,
+        lifetime: timedelta = ELEVATION_LIFETIME,
+        made: timedelta = MADE,
+    ) -> str:
         session, digest, now = uuid.uuid4(), new_elevation_digest(), self.now()
         await self._execute(
             "INSERT INTO identity.sessions (id, identity_id, token_digest, created_at,"
@@ -316,7 +332,7 @@ class PostgresOperatorHarness:
                 session,
                 identity_id,
                 digest,
-                now - timedelta(minutes=1),
+                now - made,
                 now + lifetime,
             ),
         )

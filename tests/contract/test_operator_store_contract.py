@@ -332,18 +332,35 @@ async def test_the_api_role_cannot_act_in_a_staff_members_name_without_an_elevat
 
 
 @pytest.mark.parametrize("call", [*READS, *WRITES], ids=["b", "d", "m", "reissue", "requeue"])
-async def test_an_elevation_of_someone_else_or_expired_is_refused(
+async def test_an_elevation_of_someone_else_or_past_the_read_window_is_refused(
     operator: OperatorHarness, call: Call
 ) -> None:
     actor = await staff(operator)
     other = await staff(operator, "other@example.com")
-    expired = await operator.elevate(actor.identity_id, lifetime=-timedelta(seconds=1))
+    too_old = await operator.elevate(
+        actor.identity_id, made=timedelta(hours=9), lifetime=-timedelta(hours=8, minutes=55)
+    )
 
-    for digest in (other.elevation_digest, expired, "0" * 64):
+    for digest in (other.elevation_digest, too_old, "0" * 64):
         with pytest.raises(StepUpRequired):
             await call(
                 operator.api, StaffActor(identity_id=actor.identity_id, elevation_digest=digest)
             )
+
+
+async def test_an_expired_step_up_still_reads_but_changes_nothing(
+    operator: OperatorHarness,
+) -> None:
+    """Reads take a step-up of the last eight hours; every write a live one (issue 29)."""
+    actor = await staff(operator)
+    expired = await operator.elevate(actor.identity_id, lifetime=-timedelta(seconds=1))
+    reader = StaffActor(identity_id=actor.identity_id, elevation_digest=expired)
+
+    for read in READS:
+        await read(operator.api, reader)
+    for write in WRITES:
+        with pytest.raises(StepUpRequired):
+            await write(operator.api, reader)
 
 
 @pytest.mark.parametrize("call", [*READS, *WRITES], ids=["b", "d", "m", "reissue", "requeue"])

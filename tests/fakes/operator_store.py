@@ -26,6 +26,7 @@ from outbox.application.operator.errors import StaffIdentityNotFound
 from outbox.application.operator.views import StaffChange
 from outbox.application.staff import MAX_KEY as MAX_LENGTH
 from outbox.application.staff import (
+    READ_WINDOW,
     IdempotencyKeyReused,
     RequestInProgress,
     StaffActor,
@@ -99,7 +100,8 @@ class InMemoryOperatorStore:
     outbox: InMemoryOutboxStore = attrs.field(factory=InMemoryOutboxStore)
     challenges: dict[UUID, Challenge] = attrs.field(factory=dict)
     staff: dict[UUID, StaffRow] = attrs.field(factory=dict)
-    elevations: dict[str, tuple[UUID, datetime]] = attrs.field(factory=dict)
+    # Elevation digest → (identity, granted at, expires at).
+    elevations: dict[str, tuple[UUID, datetime, datetime]] = attrs.field(factory=dict)
     emails: dict[str, UUID] = attrs.field(factory=dict)
     audit: list[AuditRow] = attrs.field(factory=list)
     in_progress: set[tuple[UUID, str]] = attrs.field(factory=set)
@@ -343,22 +345,25 @@ class InMemoryOperatorStore:
             retry_at=retry_at,
         )
 
-    def _require_staff(self, actor: StaffActor) -> None:
+    def _require_staff(self, actor: StaffActor, *, reading: bool = False) -> None:
+        """A write needs a live elevation; a read one granted within READ_WINDOW."""
         if actor.elevation_digest is None:
             self._require_database_operator()
         row = self.staff.get(actor.identity_id)
         if row is None or row.revoked_at is not None:
             raise StaffRequired("42501")
         if actor.elevation_digest is not None:
-            identity_id, expires_at = self.elevations.get(
-                actor.elevation_digest, (None, self.now())
+            now = self.now()
+            identity_id, granted_at, expires_at = self.elevations.get(
+                actor.elevation_digest, (None, now, now)
             )
-            if identity_id != actor.identity_id or expires_at <= self.now():
+            fresh = expires_at > now or (reading and now - granted_at < READ_WINDOW)
+            if identity_id != actor.identity_id or not fresh:
                 raise StepUpRequired
 
     def _require_operator(self, actor: StaffActor | None) -> None:
         if actor is not None:
-            self._require_staff(actor)
+            self._require_staff(actor, reading=True)
         else:
             self._require_database_operator()
 

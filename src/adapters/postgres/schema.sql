@@ -1989,7 +1989,7 @@ CREATE FUNCTION events.staff_backlog(p_actor uuid, p_elevation text, p_limit int
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT b.* FROM events.backlog(p_actor, p_limit) AS b;
 END
 $$;
@@ -2003,7 +2003,7 @@ CREATE FUNCTION events.staff_consumer_lag(p_actor uuid, p_elevation text) RETURN
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT l.* FROM events.consumer_lag() AS l;
 END
 $$;
@@ -2017,7 +2017,7 @@ CREATE FUNCTION events.staff_event_attempts(p_actor uuid, p_elevation text, p_ev
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT a.* FROM events.event_attempts(p_actor, p_event_id) AS a;
 END
 $$;
@@ -2031,7 +2031,7 @@ CREATE FUNCTION events.staff_event_audit(p_actor uuid, p_elevation text, p_event
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY
     SELECT a.action, a.actor_id, a.dead_letter_id, a.new_record_id, a.reason, a.occurred_at
     FROM events.operator_audit AS a
@@ -2049,7 +2049,7 @@ CREATE FUNCTION events.staff_event_detail(p_actor uuid, p_elevation text, p_even
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT e.* FROM events.event_detail(p_actor, p_event_id) AS e;
 END
 $$;
@@ -2063,7 +2063,7 @@ CREATE FUNCTION events.staff_event_records(p_actor uuid, p_elevation text, p_eve
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT r.* FROM events.event_records(p_actor, p_event_id) AS r;
 END
 $$;
@@ -2077,7 +2077,7 @@ CREATE FUNCTION events.staff_list_dead_letters(p_actor uuid, p_elevation text, p
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY
     SELECT d.* FROM events.list_dead_letters(
         p_actor, p_organization_id, p_unresolved_only, p_after, p_before, p_limit
@@ -2094,7 +2094,7 @@ CREATE FUNCTION events.staff_parked_aggregates(p_actor uuid, p_elevation text, p
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY
     SELECT p.* FROM events.parked_aggregates(
         p_actor, p_organization_id, p_after, p_before, p_limit
@@ -5106,6 +5106,36 @@ END
 $$;
 
 --
+-- Name: require_read_elevation(uuid, text); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.require_read_elevation(p_actor uuid, p_elevation text) RETURNS uuid
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.statement_timestamp();
+    v_elevation uuid;
+BEGIN
+    PERFORM outbox.require_staff(p_actor);
+    SELECT e.id INTO v_elevation
+    FROM identity.elevations AS e
+    JOIN identity.sessions AS s ON s.id = e.session_id
+    WHERE e.token_digest = p_elevation
+      AND e.identity_id = p_actor
+      AND s.identity_id = p_actor
+      AND s.staff
+      AND e.created_at > v_now - interval '8 hours'
+      AND s.revoked_at IS NULL
+      AND s.expires_at > v_now;
+    IF v_elevation IS NULL THEN
+        RAISE EXCEPTION 'fresh step-up required' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN v_elevation;
+END
+$$;
+
+--
 -- Name: require_staff(uuid); Type: FUNCTION; Schema: outbox; Owner: -
 --
 
@@ -5184,7 +5214,7 @@ DECLARE
     v_end timestamptz := pg_catalog.date_trunc('minute', pg_catalog.statement_timestamp());
     v_start timestamptz;
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     IF p_minutes IS NULL OR p_minutes < 1 OR p_minutes > 240 THEN
         RAISE EXCEPTION 'minutes: must be between 1 and 240'
             USING ERRCODE = 'invalid_parameter_value';
@@ -5244,7 +5274,7 @@ CREATE FUNCTION outbox.staff_backlog(p_actor uuid, p_elevation text) RETURNS TAB
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT b.* FROM outbox.backlog(p_actor) AS b;
 END
 $$;
@@ -5258,7 +5288,7 @@ CREATE FUNCTION outbox.staff_dead_letters(p_actor uuid, p_elevation text, p_afte
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT d.* FROM outbox.dead_letters(p_actor, p_after, p_before, p_limit) AS d;
 END
 $$;
@@ -5276,7 +5306,7 @@ DECLARE
     v_cursor_at timestamptz;
     v_cursor_id uuid;
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1001 THEN
         RAISE EXCEPTION 'limit: must be between 1 and 1001'
             USING ERRCODE = 'invalid_parameter_value';
@@ -5381,7 +5411,7 @@ CREATE FUNCTION outbox.staff_message_attempts(p_actor uuid, p_elevation text, p_
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT a.* FROM outbox.message_attempts(p_actor, p_message_id) AS a;
 END
 $$;
@@ -5395,7 +5425,7 @@ CREATE FUNCTION outbox.staff_message_audit(p_actor uuid, p_elevation text, p_mes
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY
     SELECT a.action, a.actor_id, a.message_id, a.new_message_id, a.console_reason,
            a.occurred_at
@@ -5414,7 +5444,7 @@ CREATE FUNCTION outbox.staff_message_detail(p_actor uuid, p_elevation text, p_me
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT d.* FROM outbox.message_detail(p_actor, p_message_id) AS d;
 END
 $$;
@@ -5428,7 +5458,7 @@ CREATE FUNCTION outbox.staff_message_receipts(p_actor uuid, p_elevation text, p_
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT r.* FROM outbox.message_receipts(p_actor, p_message_id) AS r;
 END
 $$;
@@ -5455,7 +5485,7 @@ CREATE FUNCTION outbox.staff_provider_pauses(p_actor uuid, p_elevation text) RET
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY
     SELECT p.provider, p.paused_by, p.reason, p.paused_at
     FROM outbox.provider_pauses AS p
@@ -5613,7 +5643,7 @@ CREATE FUNCTION outbox.staff_suppressions(p_actor uuid, p_elevation text, p_incl
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM outbox.require_elevation(p_actor, p_elevation);
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT s.* FROM outbox.list_suppressions(p_actor, p_include_lifted, p_limit) AS s;
 END
 $$;
@@ -8704,6 +8734,12 @@ REVOKE ALL ON FUNCTION outbox.require_elevation(p_actor uuid, p_elevation text) 
 --
 
 REVOKE ALL ON FUNCTION outbox.require_operator(p_actor uuid) FROM PUBLIC;
+
+--
+-- Name: FUNCTION require_read_elevation(p_actor uuid, p_elevation text); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.require_read_elevation(p_actor uuid, p_elevation text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION require_staff(p_actor uuid); Type: ACL; Schema: outbox; Owner: -

@@ -13,7 +13,7 @@ from outbox.application.identity.elevations import is_elevated
 from outbox.application.identity.ports import IdentityTransactions
 from outbox.application.identity.principal import Principal
 from outbox.application.ports import Clock
-from outbox.application.staff import StaffActor, StepUpRequired
+from outbox.application.staff import READ_WINDOW, StaffActor, StepUpRequired
 from outbox.domain.identity.tokens import token_digest
 
 
@@ -23,6 +23,8 @@ class ElevationCheck:
 
     principal: Principal
     elevation_token: str | None = attrs.field(repr=False)
+    # Reading, not changing: a step-up made within READ_WINDOW serves, expired or not.
+    reading: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -39,7 +41,11 @@ class RequireElevation:
             raise StepUpRequired
         async with self.transactions.begin() as uow:
             elevated = await is_elevated(
-                uow.identity, check.principal, check.elevation_token, self.clock.now()
+                uow.identity,
+                check.principal,
+                check.elevation_token,
+                self.clock.now(),
+                reads_for=READ_WINDOW if check.reading else None,
             )
         if not elevated:
             raise StepUpRequired

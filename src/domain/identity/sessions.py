@@ -80,10 +80,22 @@ class Elevation:
         """Whether the elevation still holds at ``now``."""
         return now < self.expires_at
 
-    def elevates(self, *, session_id: UUID, identity_id: UUID, now: datetime) -> bool:
-        """Whether it is a live step-up of exactly this session of this identity at ``now``."""
-        return (
-            self.session_id == session_id
-            and self.identity_id == identity_id
-            and self.is_active(now)
-        )
+    def elevates(
+        self,
+        *,
+        session_id: UUID,
+        identity_id: UUID,
+        now: datetime,
+        reads_for: timedelta | None = None,
+    ) -> bool:
+        """Whether it is a live step-up of exactly this session of this identity at ``now``.
+
+        ``reads_for`` (reading, not changing) also accepts a step-up made within that long
+        before ``now``, expired or not: a stepped-up staff session reads for hours, while
+        every command needs a fresh step-up.
+        """
+        if self.session_id != session_id or self.identity_id != identity_id:
+            return False
+        if reads_for is not None and now - self.created_at < reads_for:
+            return True
+        return self.is_active(now)

@@ -144,3 +144,36 @@ async def test_the_admin_listeners_role_elevates_its_session_once_per_step_up(co
             )
 
     assert await _paused(connect_as)
+
+
+@pytest.mark.parametrize(
+    ("made", "reads"),
+    [("10 minutes", True), ("9 hours", False)],
+    ids=["expired-but-recent", "older-than-the-read-window"],
+)
+async def test_a_step_up_reads_for_hours_but_changes_nothing_once_expired(connect_as, made, reads):
+    """Issue 29: reads take a step-up of the last eight hours (0042); commands a fresh one."""
+    member = await _staff_member(connect_as)
+    session, challenge = uuid.uuid4(), uuid.uuid4()
+    async with connect_as("staff_service") as conn:
+        await conn.execute(
+            "SELECT identity.add_staff_session(%s, %s, %s, now() - interval '10 hours',"
+            " now() + interval '1 hour')",
+            (session, member, SESSION_DIGEST),
+        )
+        await conn.execute(CONSUMED_STEP_UP, (challenge, member, CODE_HASH))
+        await conn.execute(
+            "SELECT identity.elevate_staff_session(%s, %s, %s, %s, %s,"
+            " now() - %s::interval, now() - %s::interval + interval '5 minutes')",
+            (uuid.uuid4(), session, member, challenge, ELEVATION_DIGEST, made, made),
+        )
+        read = "SELECT * FROM outbox.staff_backlog(%s, %s)"
+        if reads:
+            await conn.execute(read, (member, ELEVATION_DIGEST))
+        else:
+            with pytest.raises(errors.InsufficientPrivilege, match="fresh step-up required"):
+                await conn.execute(read, (member, ELEVATION_DIGEST))
+        with pytest.raises(errors.InsufficientPrivilege, match="fresh step-up required"):
+            await conn.execute(PAUSE, (member, ELEVATION_DIGEST))
+
+    assert not await _paused(connect_as)

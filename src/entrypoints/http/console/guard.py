@@ -72,14 +72,24 @@ async def signed_in(request: Request[Any, Any, State], console: Console) -> Sign
 
 
 async def staff(request: Request[Any, Any, State], console: Console) -> Staff:
-    """The stepped-up caller; raises SignInNeeded or StepUpNeeded."""
+    """The stepped-up caller; raises SignInNeeded or StepUpNeeded.
+
+    A page (GET) needs a step-up made within READ_WINDOW; a command (POST) a fresh one, so
+    an operator reads through an incident without a code every five minutes.
+    """
     caller = await signed_in(request, console)
+    reading = request.method in {"GET", "HEAD"}
     try:
         actor = await console.operator.require_elevation(
-            ElevationCheck(principal=caller.principal, elevation_token=caller.session.elevation)
+            ElevationCheck(
+                principal=caller.principal,
+                elevation_token=caller.session.elevation,
+                reading=reading,
+            )
         )
     except StepUpRequired:
-        caller.session.elevation = None
+        if reading:  # too old even to read with; a command's refusal keeps it for reading
+            caller.session.elevation = None
         raise StepUpNeeded from None
     return Staff(signed_in=caller, actor=actor)
 

@@ -106,7 +106,7 @@ class OperatorWorld:
     def elevated(self, identity_id: UUID) -> StaffActor:
         """``identity_id`` with a fresh elevation (the fake store's side of a step-up)."""
         digest = f"{len(self.store.elevations):064x}"
-        self.store.elevations[digest] = (identity_id, self.now() + timedelta(minutes=5))
+        self.store.elevations[digest] = (identity_id, self.now(), self.now() + timedelta(minutes=5))
         return StaffActor(identity_id=identity_id, elevation_digest=digest)
 
     def open_challenge(self, *, code: str = "111111", **changes: object) -> Challenge:

@@ -55,6 +55,28 @@ def test_an_elevation_never_outlives_its_session() -> None:
     assert NOW + timedelta(minutes=2) == elevation.expires_at
 
 
+def test_an_expired_elevation_still_serves_reads_within_their_window() -> None:
+    elevation = Elevation.grant(
+        id=UUID(int=3),
+        session_id=UUID(int=1),
+        identity_id=UUID(int=2),
+        session_expires_at=NOW + timedelta(hours=12),
+        token_digest="e",
+        now=NOW,
+        lifetime=timedelta(minutes=5),
+    )
+    mine = {"session_id": UUID(int=1), "identity_id": UUID(int=2)}
+    later = NOW + timedelta(minutes=6)
+    window = timedelta(hours=8)
+
+    assert not elevation.elevates(**mine, now=later)  # a command needs a fresh one
+    assert elevation.elevates(**mine, now=later, reads_for=window)
+    assert not elevation.elevates(**mine, now=NOW + timedelta(hours=9), reads_for=window)
+    assert not elevation.elevates(
+        session_id=UUID(int=9), identity_id=UUID(int=2), now=later, reads_for=window
+    )
+
+
 def invitation() -> Invitation:
     return Invitation.issue(
         id=UUID(int=1),
