@@ -297,3 +297,17 @@ async def test_a_paced_step_up_says_no_new_code_was_sent(world: ConsoleWorld):
     assert [(1,)] == await world.staff.api.rows(
         "SELECT count(*) FROM outbox.messages WHERE purpose = 'step_up'"
     )
+
+
+async def test_pausing_a_name_no_provider_has_is_refused_not_paused(world: ConsoleWorld):
+    """Issue 29, finding 4: "sess" was answered "Paused" and paused nothing."""
+    await world.account(STAFF)
+    async with world.client() as client:
+        csrf = await world.stepped_up(client, STAFF)
+        response = await client.post(
+            "/console/providers/pause", data={"csrf": csrf, "provider": "sess", "reason": "typo"}
+        )
+
+    assert 400 == response.status_code
+    assert "no provider &#39;sess&#39;" in response.text or "no provider 'sess'" in response.text
+    assert [] == await world.staff.api.rows("SELECT provider FROM outbox.provider_pauses")

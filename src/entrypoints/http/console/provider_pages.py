@@ -12,6 +12,7 @@ from litestar.response import Redirect, Template
 
 from outbox.application.errors import InvalidField
 from outbox.application.operator.pause_provider import ProviderCommand
+from outbox.domain.delivery.providers import PROVIDER_NAMES
 from outbox.entrypoints.http.console.context import PREFIX, Console
 from outbox.entrypoints.http.console.guard import CSRF_FIELD, Staff, check_form, staff
 from outbox.entrypoints.http.console.rendering import page
@@ -97,5 +98,5 @@ async def _page(
         notice=notice,
         error=error,
         pauses=pauses,
-        seen=("brevo", "console", "ses", "smtp", "wasender"),
+        seen=sorted(PROVIDER_NAMES),
     )
