@@ -22,11 +22,12 @@ from outbox.application.delivery.operations import (
     RequeueCommand,
     StaffSearch,
 )
-from outbox.application.delivery.views import CopyReceipt, MessagePage
+from outbox.application.delivery.views import CopyReceipt, MessagePage, MessageSummary
 from outbox.application.errors import InvalidField
 from outbox.application.operator.reissue_dead_letter import ReissueCommand, ReissueDeadLetter
 from outbox.application.ports import Clock
 from outbox.application.staff import StaffActor, check_idempotency_key, check_reason
+from outbox.domain.delivery.dead_letters import is_delivery_failure
 from outbox.domain.delivery.messages import State
 
 MAX_MATCHES = 1000  # one form repairs at most this many; narrow the filter for more
@@ -40,6 +41,23 @@ class BulkAction(enum.StrEnum):
     REISSUE = "reissue"
     REQUEUE = "requeue"
 
+    def fits(self, item: MessageSummary, *, repaired_before: datetime | None = None) -> bool:
+        """Whether this repair would change ``item``, a dead letter: a code that failed on its
+        way is reissued, a notification requeued, and neither twice (the database refuses
+        the rest, so a preview counts only these and a form repairs only these).
+
+        ``repaired_before`` (a form being sent): a repair made since then is the form's own
+        earlier try, which the form's key replays; one made before it leaves ``item`` alone.
+        """
+        if item.repair is not None and (
+            repaired_before is None or item.repair.at < repaired_before
+        ):
+            return False
+        if self is BulkAction.REQUEUE:
+            return item.purpose.is_requeueable
+        reason = item.dead_letter_reason
+        return item.purpose.is_reissuable and (reason is None or is_delivery_failure(reason))
+
 
 @attrs.frozen(kw_only=True)
 class MatchQuery:
@@ -50,14 +68,25 @@ class MatchQuery:
     where: MessageFilter = attrs.field(factory=MessageFilter)
     destination: str | None = attrs.field(default=None, repr=False)
     as_of: datetime | None = None
+    action: BulkAction | None = None  # count and repair only what it would change
+    previewed_at: datetime | None = None  # the preview's time (a repair since is this form's)
 
 
 @attrs.frozen(kw_only=True)
 class MatchPreview:
-    """How many dead letters the filter matches (at most MAX_MATCHES + 1), read at ``as_of``."""
+    """How many dead letters the action would repair (at most MAX_MATCHES + 1), read at
+    ``as_of``; ``matched`` counts every dead letter the filter matches, those the action
+    leaves alone included (already repaired, or of another purpose)."""
 
     count: int
     as_of: datetime
+    matched: int = 0
+    previewed_at: datetime | None = None  # when it was counted: the form carries it back
+
+    @property
+    def left_alone(self) -> int:
+        """How many matches the action would not change."""
+        return max(0, self.matched - self.count)
 
     @property
     def too_many(self) -> bool:
@@ -123,11 +152,18 @@ class RepairMatchingMessages:
         ``as_of`` is just after the newest match's creation (the database's clock, not this
         process's), so the form reaches exactly what was counted and nothing newer.
         """
+        now = self.clock.now()
         matches = await self._matches(query)
         if not matches:
-            return MatchPreview(count=0, as_of=query.as_of or self.clock.now())
-        newest = max(created for _, created in matches)
-        return MatchPreview(count=len(matches), as_of=newest + timedelta(microseconds=1))
+            return MatchPreview(count=0, as_of=query.as_of or now, previewed_at=now)
+        newest = max(item.created_at for item in matches)
+        fitting = [i for i in matches if query.action is None or query.action.fits(i)]
+        return MatchPreview(
+            count=len(fitting),
+            matched=len(matches),
+            as_of=newest + timedelta(microseconds=1),
+            previewed_at=now,
+        )
 
     async def __call__(self, command: BulkRepairCommand) -> BulkResult:
         """Every outcome; raises InvalidField (reason, key, too many matches), StaffRequired or
@@ -138,7 +174,11 @@ class RepairMatchingMessages:
             raise InvalidField("idempotency_key", f"1 to {KEY_ROOM} visible ASCII characters")
         if command.query.as_of is None:
             raise InvalidField("as_of", "preview first: the form carries the preview's time")
-        ids = [message_id for message_id, _ in await self._matches(command.query)]
+        matches = await self._matches(command.query)
+        if len(matches) > MAX_MATCHES:
+            raise InvalidField("filter", f"matches more than {MAX_MATCHES}; narrow it")
+        since = command.query.previewed_at
+        ids = [item.id for item in matches if command.action.fits(item, repaired_before=since)]
         if len(ids) > MAX_MATCHES:
             raise InvalidField("filter", f"matches more than {MAX_MATCHES}; narrow it")
         actor = command.query.actor
@@ -168,16 +208,15 @@ class RepairMatchingMessages:
 
         return reissue if action is BulkAction.REISSUE else requeue
 
-    async def _matches(self, query: MatchQuery) -> list[tuple[UUID, datetime]]:
-        """The matching dead letters' ids and creation times, newest first, at most
-        MAX_MATCHES + 1."""
+    async def _matches(self, query: MatchQuery) -> list[MessageSummary]:
+        """The matching dead letters, newest first, at most MAX_MATCHES + 1."""
         until = query.where.until
         if query.as_of is not None and (until is None or query.as_of < until):
             until = query.as_of
         where = attrs.evolve(query.where, state=State.DEAD_LETTERED, until=until)
-        ids: list[tuple[UUID, datetime]] = []
+        found: list[MessageSummary] = []
         after: UUID | None = None
-        while len(ids) <= MAX_MATCHES:
+        while len(found) <= MAX_MATCHES:
             page = await self.search(
                 StaffSearch(
                     actor=query.actor,
@@ -187,11 +226,11 @@ class RepairMatchingMessages:
                     limit=PAGE,
                 )
             )
-            ids.extend((item.id, item.created_at) for item in page.items)
+            found.extend(page.items)
             if not page.has_older:
                 break
             after = page.older_cursor
-        return ids[: MAX_MATCHES + 1]
+        return found[: MAX_MATCHES + 1]
 
 
 async def _outcome(message_id: UUID, repairing: Awaitable[CopyReceipt]) -> ItemOutcome:

@@ -104,7 +104,12 @@ def show(
     typer.echo(f"intent {first.intent_id} ({first.source.value}, {first.intent_key})")
     typer.echo(f"category {first.category}, recipient {first.recipient_id}")
     built = table(
-        "Delivery", "Channel\nDestination", "Template\nLocale", "Decision\nMessage", words=(3,)
+        "Delivery",
+        "Channel\nDestination",
+        "Template\nLocale",
+        "Decision\nMessage",
+        ids=1,
+        words=(1, 3),
     )
     for s, state in zip(view.snapshots, view.message_states, strict=True):
         built.add_row(

@@ -14,7 +14,7 @@ import typer
 from outbox.application.operator.pause_provider import ProviderCommand
 from outbox.entrypoints.cli.operator_run import run_operator
 from outbox.entrypoints.cli.options import AsJson, Reason, StaffEmail
-from outbox.entrypoints.cli.output import print_json, print_table, table
+from outbox.entrypoints.cli.output import print_json, print_table, short_time, table
 from outbox.entrypoints.wire.providers import ProviderChangeView, ProviderPausesView
 
 if TYPE_CHECKING:  # the services' module loads with the command that runs them
@@ -38,9 +38,10 @@ def list_(as_json: AsJson = False) -> None:
     if not rows:
         typer.echo("no provider is paused: every worker sends through every provider")
         return
-    rows_table = table("provider", "paused at", "paused by", "reason", words=(0,))
+    # The staff member's id first: an id is never cut (it is copied into the next command).
+    rows_table = table("Paused by", "Provider", "Paused at (UTC)", "Reason", ids=1, words=(1,))
     for row in rows:
-        rows_table.add_row(row.provider, row.paused_at.isoformat(), str(row.paused_by), row.reason)
+        rows_table.add_row(str(row.paused_by), row.provider, short_time(row.paused_at), row.reason)
     print_table(rows_table)
 
 

@@ -83,7 +83,7 @@ async def test_a_bulk_requeue_repairs_each_match_once_even_when_the_form_is_sent
         preview = await client.get(
             "/console/messages/bulk", params={**filters, "action": "requeue"}
         )
-        assert "<strong>3</strong> dead letters match" in preview.text
+        assert "<strong>3</strong> dead letters will be requeued" in preview.text
         as_of = re.search(r'name="as_of" value="([^"]+)"', preview.text)
         assert as_of is not None
         await _dead_notifications(world, "d@example.com")  # after the preview: not counted
@@ -149,3 +149,58 @@ async def test_staff_see_a_parked_aggregate_open_its_event_and_release_it(
     assert "Released:" in after.text
     assert "ticket OPS-7" in after.text
     assert "Repair the dead letter" not in after.text
+
+
+async def test_bulk_repairs_offer_and_count_only_what_they_change(world: ConsoleWorld):
+    """Issue 29, finding 6: on dead sign-up codes the first button was "Requeue every match"
+    (all refused), the preview counted dead letters already reissued, and "Reissue" reissued
+    them again."""
+    await world.account(STAFF)
+    dead = [await world.staff.dead_code(f"p{i}@example.com") for i in range(3)]
+    async with world.client() as client:
+        csrf = await world.stepped_up(client, STAFF)
+        listed = await client.get("/console/messages?state=dead_lettered&purpose=sign_up")
+        one = await client.post(
+            f"/console/messages/{dead[0].message_id}/repairs",
+            data={
+                "csrf": csrf,
+                "action": "reissue",
+                "idempotency_key": "single-1",
+                "reason": "ticket OPS-10",
+            },
+        )
+        filters = {"state": "dead_lettered", "purpose": "sign_up"}
+        preview = await client.get(
+            "/console/messages/bulk", params={**filters, "action": "reissue"}
+        )
+        requeue = await client.get(
+            "/console/messages/bulk", params={**filters, "action": "requeue"}
+        )
+        as_of = re.search(r'name="as_of" value="([^"]+)"', preview.text)
+        previewed = re.search(r'name="previewed_at" value="([^"]+)"', preview.text)
+        assert as_of is not None
+        assert previewed is not None
+        done = await client.post(
+            "/console/messages/bulk",
+            data={
+                "csrf": csrf_of(preview.text),
+                "idempotency_key": form_key_of(preview.text),
+                "as_of": as_of.group(1),
+                "previewed_at": previewed.group(1),
+                "action": "reissue",
+                "reason": "ticket OPS-11",
+                **filters,
+            },
+        )
+
+    assert 'value="reissue">Reissue every match' in listed.text
+    assert 'value="requeue"' not in listed.text
+    assert 303 == one.status_code, one.text
+    assert "<strong>2</strong> dead letters will be reissued" in preview.text
+    assert "1 other match is left alone" in preview.text
+    assert "None of the 3 matching dead letters can be requeued" in requeue.text
+    assert "<strong>2</strong> repaired now · 0 already done" in done.text
+    reissued = await world.staff.api.rows(
+        "SELECT message_id FROM outbox.staff_audit WHERE action = 'reissue'"
+    )
+    assert sorted(str(d.message_id) for d in dead) == sorted(str(m) for (m,) in reissued)

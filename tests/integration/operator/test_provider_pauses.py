@@ -31,6 +31,7 @@ async def test_the_operator_resumes_a_paused_email_provider_without_any_code(wor
     )
     # The console's own sign-in would now need a code that cannot arrive: break glass.
     listed = await world.cli_json("providers", "list")
+    shown = await world.cli("providers", "list")  # 80 columns: the id must stay whole
     resumed = await world.cli(
         "providers", "resume", "smtp", "--staff", STAFF, "--reason", "ticket 7: fixed"
     )
@@ -41,6 +42,7 @@ async def test_the_operator_resumes_a_paused_email_provider_without_any_code(wor
     assert 200 == paused.status_code, paused.text
     assert {"provider": "smtp", "paused": True, "changed": True} == paused.json()
     assert ["smtp"] == [item["provider"] for item in listed["items"]]
+    assert str(caller.identity_id) in shown.stdout
     assert "ticket 7: bounces" == listed["items"][0]["reason"]
     assert (0, "resumed smtp\n") == (resumed.exit_code, resumed.stdout)
     assert {"provider": "smtp", "paused": False, "changed": False} == again

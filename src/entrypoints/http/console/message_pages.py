@@ -91,6 +91,9 @@ class ConsoleMessagesController(Controller):
             page=result,
             query=where.query(),
             query_fields=where.fields(),
+            # Only the repairs some listed dead letter allows (a sign-up code is never
+            # requeued, a notification never reissued, nothing twice).
+            bulk_actions=[a.value for a in BulkAction if any(a.fits(i) for i in result.items)],
             **CHOICES,
         )
 
@@ -105,6 +108,7 @@ class ConsoleMessagesController(Controller):
             page=None,
             query="",
             query_fields=[],
+            bulk_actions=[],
             **CHOICES,
         )
 
@@ -218,7 +222,7 @@ class ConsoleMessagesController(Controller):
         where = parse_filter({name: params.get(name) for name in FIELDS})
         action = BulkAction(params.get("action") or "requeue")
         preview = await console.services.repair_matching.preview(
-            MatchQuery(actor=caller.actor, where=where.where())
+            MatchQuery(actor=caller.actor, where=where.where(), action=action)
         )
         return page(
             "bulk_preview.html",
@@ -242,9 +246,15 @@ class ConsoleMessagesController(Controller):
         try:
             where = parse_filter({name: form.get(name) for name in FIELDS})
             as_of = datetime.fromisoformat(str(form.get("as_of", "")))
+            previewed = datetime.fromisoformat(str(form.get("previewed_at") or as_of.isoformat()))
             result = await console.services.repair_matching(
                 BulkRepairCommand(
-                    query=MatchQuery(actor=caller.actor, where=where.where(), as_of=as_of),
+                    query=MatchQuery(
+                        actor=caller.actor,
+                        where=where.where(),
+                        as_of=as_of,
+                        previewed_at=previewed,
+                    ),
                     action=BulkAction(str(form.get("action", ""))),
                     reason=str(form.get("reason", "")),
                     idempotency_key=str(form.get("idempotency_key", "")),
