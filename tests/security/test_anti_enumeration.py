@@ -111,7 +111,7 @@ async def test_known_and_unknown_look_alike_on_both_listeners(app: App, route: s
     assert known.status_code < 500, known.text
     assert _wire(known) == _wire(unknown)
     assert known_counters == unknown_counters
-    assert 1 == sum(1 for name, _ in known_counters if name == "outbox_events_total")
+    assert 1 == sum(1 for name, _ in known_counters if name == "outbox_log_events_total")
     if route in SAME_STATEMENTS:
         assert known_statements == unknown_statements
 

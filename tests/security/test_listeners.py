@@ -79,7 +79,7 @@ async def test_the_admin_metrics_content_type_is_one_a_prometheus_server_accepts
     assert {"version", "charset"} == set(params)
     assert "utf-8" == params["charset"].lower()
     families = {family.name for family in text_string_to_metric_families(scraped.text)}
-    assert "outbox_events" in families
+    assert "outbox_log_events" in families
 
 
 async def test_a_rotating_forwarded_for_from_loopback_does_not_escape_the_client_limit(

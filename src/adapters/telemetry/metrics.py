@@ -148,13 +148,13 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     ),
     MetricSpec("outbox_in_flight", Kind.GAUGE, "Messages this process is sending right now."),
     MetricSpec(
-        "events_publications_total",
+        "outbox_event_publications_total",
         Kind.COUNTER,
         "Tenant events recorded by the worker's events lane, by outcome (lease_lost included).",
         ("outcome",),
     ),
     MetricSpec(
-        "events_publish_seconds",
+        "outbox_event_publish_seconds",
         Kind.HISTOGRAM,
         "Time a publication target took to answer one call (a slice of a batch).",
         ("target",),
@@ -167,15 +167,15 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         ("target",),
     ),
     MetricSpec(
-        "events_claim_batch_size",
+        "outbox_event_claim_batch_size",
         Kind.HISTOGRAM,
         "Tenant events per claimed batch (empty claims are not observed).",
         buckets=BATCH,
     ),
     MetricSpec(
-        "outbox_events_total",
+        "outbox_log_events_total",
         Kind.COUNTER,
-        "Telemetry events reported, by event name and level (alert on security.* and errors).",
+        "Log lines written, by event name and level (alert on security.* and errors).",
         ("event", "level"),
     ),
     # Delivery receipts: counted by the webhook listener, gauged on scrape.

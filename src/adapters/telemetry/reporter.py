@@ -43,7 +43,7 @@ class StructlogPrometheusTelemetry:
     ) -> None:
         """Register the catalogue's metrics in ``registry`` (a dedicated one, never the global)."""
         self._metrics = register(registry, catalogue)
-        events = self._metrics.get("outbox_events_total")
+        events = self._metrics.get("outbox_log_events_total")
         self._events = events.metric if events and isinstance(events.metric, Counter) else None
         # A lazy proxy: it picks up the logging configuration made before its first use.
         self._log = structlog.get_logger()

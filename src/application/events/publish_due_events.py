@@ -131,7 +131,7 @@ class PublishDueEvents:
             for name in probing:
                 self.breaker.settle(name)  # nothing to probe with: probe on the next turn
             return BatchTally()
-        self.telemetry.observe("events_claim_batch_size", len(claimed))
+        self.telemetry.observe("outbox_event_claim_batch_size", len(claimed))
         verdicts: list[_Refused | _Unstarted | None] = [None] * len(claimed)
         for target in self.targets:
             await self._offer(target, claimed, verdicts, deadline)
@@ -214,7 +214,7 @@ class PublishDueEvents:
             return [_Refused(target=target.name, failure=failure)] * len(events)
         finally:
             self.telemetry.observe(
-                "events_publish_seconds", time.perf_counter() - started, target=target.name
+                "outbox_event_publish_seconds", time.perf_counter() - started, target=target.name
             )
         now = self.clock.now()
         return [
@@ -263,7 +263,7 @@ class PublishDueEvents:
         )
         # Counters once per outcome and batch, not once per event.
         for kind, count in Counter(kind for kind, _ in kinds).items():
-            self.telemetry.count("events_publications_total", count, outcome=kind)
+            self.telemetry.count("outbox_event_publications_total", count, outcome=kind)
         return totals
 
     def _record_of(

@@ -113,9 +113,11 @@ def test_events_are_counted_by_name_and_level(
     telemetry.event("delivery.failed", level="warning")
     telemetry.event("security.decryption_failed", level="critical")
 
-    assert 2 == _sample(registry, "outbox_events_total", event="delivery.failed", level="warning")
+    assert 2 == _sample(
+        registry, "outbox_log_events_total", event="delivery.failed", level="warning"
+    )
     assert 1 == _sample(
-        registry, "outbox_events_total", event="security.decryption_failed", level="critical"
+        registry, "outbox_log_events_total", event="security.decryption_failed", level="critical"
     )
 
 
@@ -124,7 +126,7 @@ def test_a_malformed_event_name_is_counted_as_invalid(
 ) -> None:
     telemetry.event("Something Happened for alice@example.com")
 
-    assert 1 == _sample(registry, "outbox_events_total", event="invalid", level="info")
+    assert 1 == _sample(registry, "outbox_log_events_total", event="invalid", level="info")
     assert "telemetry.invalid_event_name" in [log["event"] for log in logs]
 
 

@@ -41,10 +41,10 @@ def test_repeated_events_are_each_counted_by_name_and_level() -> None:
         telemetry.event("message.published", level="debug")
         telemetry.event("message.published")
     assert 4 == registry.get_sample_value(
-        "outbox_events_total", {"event": "message.published", "level": "debug"}
+        "outbox_log_events_total", {"event": "message.published", "level": "debug"}
     )
     assert 4 == registry.get_sample_value(
-        "outbox_events_total", {"event": "message.published", "level": "info"}
+        "outbox_log_events_total", {"event": "message.published", "level": "info"}
     )
 
 
@@ -58,7 +58,7 @@ def test_a_repeated_misuse_is_ignored_every_time_and_reported_once(
         telemetry.event("Not An Event Name")
     assert registry.get_sample_value(SENT, {"provider": "ses"}) is None
     assert 3 == registry.get_sample_value(
-        "outbox_events_total", {"event": "invalid", "level": "info"}
+        "outbox_log_events_total", {"event": "invalid", "level": "info"}
     )
     warnings = [line["event"] for line in logs if line["event"].startswith("telemetry.")]
     assert ["telemetry.metric_misused", "telemetry.invalid_event_name"] == warnings

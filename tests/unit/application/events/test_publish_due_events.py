@@ -308,7 +308,7 @@ async def test_a_record_under_a_lost_lease_is_counted_lease_lost(
 
     assert BatchTally(claimed=1, lease_lost=1) == result
     assert 1 == len(telemetry.named("event.lease_lost"))
-    assert ("events_publications_total", 1, {"outcome": "lease_lost"}) in telemetry.counts
+    assert ("outbox_event_publications_total", 1, {"outcome": "lease_lost"}) in telemetry.counts
 
 
 async def test_telemetry_names_events_and_never_carries_a_payload(
@@ -324,7 +324,7 @@ async def test_telemetry_names_events_and_never_carries_a_payload(
     assert str(ACME) == published.fields["organization_id"]
     [batch] = telemetry.named("event_batch.published")
     assert 1 == batch.fields["published"]
-    assert ("events_publications_total", 1, {"outcome": "published"}) in telemetry.counts
+    assert ("outbox_event_publications_total", 1, {"outcome": "published"}) in telemetry.counts
     assert MARKER not in repr(telemetry.events)
 
 
