@@ -41,8 +41,21 @@ class StructlogPrometheusTelemetry:
     def __init__(
         self, registry: CollectorRegistry, *, catalogue: Iterable[MetricSpec] = CATALOGUE
     ) -> None:
-        """Register the catalogue's metrics in ``registry`` (a dedicated one, never the global)."""
+        """Register the catalogue's metrics in ``registry`` (a dedicated one, never the global).
+
+        An unlabelled gauge is exported only once this process sets it: a gauge another
+        process owns (the backlog's oldest due age, set by the admin listener; the worker's
+        sends in flight) would otherwise read 0 here, as if it were measured.
+        """
         self._metrics = register(registry, catalogue)
+        self._registry = registry
+        self._dormant = {
+            name
+            for name, registered in self._metrics.items()
+            if registered.spec.kind is Kind.GAUGE and not registered.spec.labels
+        }
+        for name in self._dormant:
+            registry.unregister(self._metrics[name].metric)
         events = self._metrics.get("outbox_log_events_total")
         self._events = events.metric if events and isinstance(events.metric, Counter) else None
         # A lazy proxy: it picks up the logging configuration made before its first use.
@@ -117,6 +130,9 @@ class StructlogPrometheusTelemetry:
         registered = self._find(name, labels, refused=refused, call=call)
         if registered is None:
             return None
+        if name in self._dormant:
+            self._dormant.discard(name)
+            self._registry.register(registered.metric)
         child = _labelled(registered, labels)
         if len(self._children) < _MAX_CACHED:
             self._children[key] = child

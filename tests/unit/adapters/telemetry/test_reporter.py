@@ -9,7 +9,7 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
-from outbox.adapters.telemetry.metrics import CATALOGUE
+from outbox.adapters.telemetry.metrics import CATALOGUE, Kind
 from outbox.adapters.telemetry.reporter import StructlogPrometheusTelemetry
 from outbox.application.ports import Telemetry
 
@@ -224,9 +224,16 @@ def test_two_adapters_with_their_own_registries_do_not_collide() -> None:
 
 
 def test_every_catalogue_metric_is_registered(registry: CollectorRegistry) -> None:
-    StructlogPrometheusTelemetry(registry)
+    """All of them, but an unlabelled gauge only once this process sets it."""
+    telemetry = StructlogPrometheusTelemetry(registry)
+    unlabelled = {spec.name for spec in CATALOGUE if spec.kind is Kind.GAUGE and not spec.labels}
+    before = {metric.name for metric in registry.collect()}
+    for name in unlabelled:
+        telemetry.observe(name, 1)
     families = {metric.name: metric.type for metric in registry.collect()}
 
+    assert {"outbox_oldest_due_age_seconds", "outbox_in_flight"} == unlabelled
+    assert set() == unlabelled & before
     assert {spec.name.removesuffix("_total"): spec.kind.value for spec in CATALOGUE} == families
 
 
