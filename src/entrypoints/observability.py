@@ -127,13 +127,7 @@ def configure_logging(
         if console
         else structlog.processors.JSONRenderer()
     )
-    shared: list[Any] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.processors.add_log_level,
-        _logger_name,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-        exception_as_fields,
-    ]
+    shared = _shared_processors()
     structlog.configure(
         processors=[*shared, redact_event, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(number),
@@ -163,6 +157,17 @@ def configure_logging(
         logging.getLogger(name).setLevel(max(number, logging.WARNING))
 
 
+def _shared_processors() -> list[Any]:
+    """What every log line gets before it is redacted and rendered, in either mode."""
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        _logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        exception_as_fields,
+    ]
+
+
 def log_through_application() -> None:
     """In a process this package does not own (an application calling ``run_inbox`` or
     ``run_consumers``), send its log lines to the standard library's ``logging``, redacted,
@@ -174,15 +179,7 @@ def log_through_application() -> None:
     if structlog.is_configured():
         return
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            _logger_name,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            exception_as_fields,
-            redact_event,
-            _to_outbox_logger,
-        ],
+        processors=[*_shared_processors(), redact_event, _to_outbox_logger],
         wrapper_class=structlog.stdlib.BoundLogger,
         context_class=dict,
         logger_factory=lambda *_: logging.getLogger("outbox"),

@@ -5055,29 +5055,10 @@ $$;
 --
 
 CREATE FUNCTION outbox.require_elevation(p_actor uuid, p_elevation text) RETURNS uuid
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-DECLARE
-    v_now timestamptz := pg_catalog.statement_timestamp();
-    v_elevation uuid;
-BEGIN
-    PERFORM outbox.require_staff(p_actor);
-    SELECT e.id INTO v_elevation
-    FROM identity.elevations AS e
-    JOIN identity.sessions AS s ON s.id = e.session_id
-    WHERE e.token_digest = p_elevation
-      AND e.identity_id = p_actor
-      AND s.identity_id = p_actor
-      AND s.staff
-      AND e.expires_at > v_now
-      AND s.revoked_at IS NULL
-      AND s.expires_at > v_now;
-    IF v_elevation IS NULL THEN
-        RAISE EXCEPTION 'fresh step-up required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    RETURN v_elevation;
-END
+    SELECT outbox.staff_elevation(p_actor, p_elevation, false)
 $$;
 
 --
@@ -5110,29 +5091,10 @@ $$;
 --
 
 CREATE FUNCTION outbox.require_read_elevation(p_actor uuid, p_elevation text) RETURNS uuid
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-DECLARE
-    v_now timestamptz := pg_catalog.statement_timestamp();
-    v_elevation uuid;
-BEGIN
-    PERFORM outbox.require_staff(p_actor);
-    SELECT e.id INTO v_elevation
-    FROM identity.elevations AS e
-    JOIN identity.sessions AS s ON s.id = e.session_id
-    WHERE e.token_digest = p_elevation
-      AND e.identity_id = p_actor
-      AND s.identity_id = p_actor
-      AND s.staff
-      AND e.created_at > v_now - interval '8 hours'
-      AND s.revoked_at IS NULL
-      AND s.expires_at > v_now;
-    IF v_elevation IS NULL THEN
-        RAISE EXCEPTION 'fresh step-up required' USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    RETURN v_elevation;
-END
+    SELECT outbox.staff_elevation(p_actor, p_elevation, true)
 $$;
 
 --
@@ -5290,6 +5252,37 @@ CREATE FUNCTION outbox.staff_dead_letters(p_actor uuid, p_elevation text, p_afte
 BEGIN
     PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT d.* FROM outbox.dead_letters(p_actor, p_after, p_before, p_limit) AS d;
+END
+$$;
+
+--
+-- Name: staff_elevation(uuid, text, boolean); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.staff_elevation(p_actor uuid, p_elevation text, p_reading boolean) RETURNS uuid
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.statement_timestamp();
+    v_elevation uuid;
+BEGIN
+    PERFORM outbox.require_staff(p_actor);
+    SELECT e.id INTO v_elevation
+    FROM identity.elevations AS e
+    JOIN identity.sessions AS s ON s.id = e.session_id
+    WHERE e.token_digest = p_elevation
+      AND e.identity_id = p_actor
+      AND s.identity_id = p_actor
+      AND s.staff
+      AND CASE WHEN p_reading THEN e.created_at > v_now - interval '8 hours'
+               ELSE e.expires_at > v_now END
+      AND s.revoked_at IS NULL
+      AND s.expires_at > v_now;
+    IF v_elevation IS NULL THEN
+        RAISE EXCEPTION 'fresh step-up required' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN v_elevation;
 END
 $$;
 
@@ -8786,6 +8779,12 @@ GRANT ALL ON FUNCTION outbox.staff_backlog(p_actor uuid, p_elevation text) TO id
 
 REVOKE ALL ON FUNCTION outbox.staff_dead_letters(p_actor uuid, p_elevation text, p_after uuid, p_before uuid, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION outbox.staff_dead_letters(p_actor uuid, p_elevation text, p_after uuid, p_before uuid, p_limit integer) TO identity_service;
+
+--
+-- Name: FUNCTION staff_elevation(p_actor uuid, p_elevation text, p_reading boolean); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.staff_elevation(p_actor uuid, p_elevation text, p_reading boolean) FROM PUBLIC;
 
 --
 -- Name: FUNCTION staff_find_messages(p_actor uuid, p_elevation text, p_state text, p_purpose text, p_reason text, p_provider text, p_since timestamp with time zone, p_until timestamp with time zone, p_message_id uuid, p_destination_digest text, p_after uuid, p_before uuid, p_limit integer); Type: ACL; Schema: outbox; Owner: -

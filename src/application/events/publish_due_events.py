@@ -122,7 +122,8 @@ class PublishDueEvents:
         now = self.clock.now()
         if any(self.breaker.admit(target.name, now) is not None for target in self.targets):
             return BatchTally()  # a target is down and its probe is not due: claim nothing
-        probing = [target.name for target in self.targets if target.name in self.breaker.paused()]
+        paused = self.breaker.paused()
+        probing = [target.name for target in self.targets if target.name in paused]
         # The lease starts on the database's clock after this moment, so it outlives this bound.
         deadline = run_deadline(now, self.lease)
         limit = 1 if probing else self.batch_size

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import socket
 from collections.abc import Callable
 
@@ -34,6 +33,7 @@ from outbox.entrypoints.bootstrap.parts import (
     http_middleware,
     stop_tracing,
 )
+from outbox.entrypoints.bootstrap.served import Served
 from outbox.entrypoints.bootstrap.webhooks import bind_webhook_socket, webhook_listener
 from outbox.entrypoints.bootstrap.worker import worker_owner
 from outbox.entrypoints.http.app import create_admin_app, create_app
@@ -44,29 +44,6 @@ from outbox.entrypoints.worker.loop import BatchResult
 from outbox.entrypoints.worker.process import run_worker_process
 
 # --- outboxctl up: the all-in-one development stack -----------------------------------------
-
-
-class Served(enum.Enum):
-    """Which listeners ``outboxctl serve`` runs: one process, or the admin listener apart.
-
-    The public listeners (the identity API and the provider webhooks) use the API's login
-    (``identity_service``); the admin listener (staff routes, console, metrics) its own
-    (``staff_service``), which the public login must not hold.
-    """
-
-    ALL = "all"
-    PUBLIC = "public"
-    ADMIN = "admin"
-
-    @property
-    def public(self) -> bool:
-        """Whether the public API and the webhook listener are served."""
-        return self is not Served.ADMIN
-
-    @property
-    def admin(self) -> bool:
-        """Whether the admin listener is served."""
-        return self is not Served.PUBLIC
 
 
 async def run_stack(

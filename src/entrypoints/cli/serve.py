@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import enum
 from typing import Annotated
 
 import typer
 
+from outbox.entrypoints.bootstrap.served import Served
 from outbox.entrypoints.cli.guard import run_guarded
 from outbox.entrypoints.cli.startup import start
 
 
-class Only(enum.StrEnum):
-    """Which listeners this process serves."""
-
-    ALL = "all"
-    PUBLIC = "public"
-    ADMIN = "admin"
-
-
 def serve(
     only: Annotated[
-        Only,
+        Served,
         typer.Option(
             "--only",
             help=(
@@ -31,7 +23,7 @@ def serve(
                 " OUTBOX_ADMIN_DATABASE_URL); all: both in one process."
             ),
         ),
-    ] = Only.ALL,
+    ] = Served.ALL,
 ) -> None:
     """Serve the HTTP API on OUTBOX_HTTP_HOST:OUTBOX_HTTP_PORT until SIGINT or SIGTERM.
 
@@ -40,6 +32,6 @@ def serve(
     the admin listener as its own process (--only admin) with its own login.
     """
     settings = start()
-    from outbox.entrypoints.bootstrap.processes import Served, run_api  # noqa: PLC0415 - only this command loads it
+    from outbox.entrypoints.bootstrap.processes import run_api  # noqa: PLC0415 - only this command loads it
 
-    run_guarded(lambda: asyncio.run(run_api(settings, Served(only.value))))
+    run_guarded(lambda: asyncio.run(run_api(settings, only)))

@@ -68,6 +68,7 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.change_provider_pause(boolean,uuid,uuid,text,text)": set(),
     # Reads accept a step-up of the last eight hours (0042_staff_reads.sql).
     "outbox.require_read_elevation(uuid,text)": set(),
+    "outbox.staff_elevation(uuid,text,boolean)": set(),
     "outbox.provider_pauses(uuid)": set(),
     "outbox.pause_provider(uuid,text,text)": set(),
     "outbox.resume_provider(uuid,text,text)": set(),

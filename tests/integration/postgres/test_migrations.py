@@ -80,6 +80,7 @@ EXPECTED_FUNCTIONS = {
     "outbox.check_attempt_sequence()",  # 0040
     "outbox.provider_pauses(p_actor uuid)",  # 0041
     "outbox.require_read_elevation(p_actor uuid, p_elevation text)",  # 0042
+    "outbox.staff_elevation(p_actor uuid, p_elevation text, p_reading boolean)",
     (
         "outbox.change_provider_pause(p_pause boolean, p_actor uuid, p_elevation uuid, "
         "p_provider text, p_reason text)"

@@ -5,12 +5,17 @@
 -- (and with the email provider paused, none could arrive). The reading staff functions (the
 -- STABLE ones) now accept an elevation of the caller's live staff session made within the
 -- last eight hours, expired or not (outbox.require_read_elevation); every function that
--- changes anything keeps outbox.require_elevation, a fresh step-up. The code keeps the same
--- window (READ_WINDOW in application/staff.py).
+-- changes anything keeps outbox.require_elevation, a fresh step-up. Both are one rule,
+-- outbox.staff_elevation. The code keeps the same window (READ_WINDOW in
+-- application/staff.py).
 
 SET LOCAL ROLE outbox_owner;
 
-CREATE FUNCTION outbox.require_read_elevation(p_actor uuid, p_elevation text) RETURNS uuid
+-- Granted to nobody: the elevation that lets p_actor act, the one rule both checks share.
+-- Reading, a step-up of the caller's live staff session made in the last eight hours serves,
+-- expired or not; changing anything needs a live one.
+CREATE FUNCTION outbox.staff_elevation(p_actor uuid, p_elevation text, p_reading boolean)
+RETURNS uuid
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -25,7 +30,8 @@ BEGIN
       AND e.identity_id = p_actor
       AND s.identity_id = p_actor
       AND s.staff
-      AND e.created_at > v_now - interval '8 hours'
+      AND CASE WHEN p_reading THEN e.created_at > v_now - interval '8 hours'
+               ELSE e.expires_at > v_now END
       AND s.revoked_at IS NULL
       AND s.expires_at > v_now;
     IF v_elevation IS NULL THEN
@@ -35,6 +41,20 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION outbox.require_elevation(p_actor uuid, p_elevation text)
+RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT outbox.staff_elevation(p_actor, p_elevation, false)
+$$;
+
+CREATE FUNCTION outbox.require_read_elevation(p_actor uuid, p_elevation text) RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT outbox.staff_elevation(p_actor, p_elevation, true)
+$$;
+
+REVOKE ALL ON FUNCTION outbox.staff_elevation(uuid, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION outbox.require_read_elevation(uuid, text) FROM PUBLIC;
 
 -- Every reading staff function checks with it instead; their grants are kept.
