@@ -16,7 +16,8 @@ the backoff's schedule, then kept as a dead letter in the service's database.
 
 Log lines go to the standard library's ``logging`` under the logger ``outbox`` (redacted),
 so the application's own logging configuration decides where they go and at which level;
-nothing is written to standard output.
+nothing is written to standard output. Metrics (``outbox_inbox_events_total``…) go to a
+``Metrics`` the application passes and serves from its own ``/metrics``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import os
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
+from prometheus_client import CollectorRegistry
+
 from outbox.application.events.consumer_handlers import ConsumerRegistry, Reject, RetryAfter
 from outbox.application.events.consumer_ports import DeliveredEvent
 from outbox.application.events.inbox_ports import InboxEvent, InboxHandle
@@ -34,7 +37,7 @@ from outbox.application.events.receive_inbox_events import DEFAULT_BACKOFF, Inbo
 from outbox.entrypoints.bootstrap import consumers as consumer_composition
 from outbox.entrypoints.bootstrap import inbox as composition
 from outbox.entrypoints.bootstrap.relay import RelayNotConfigured
-from outbox.entrypoints.observability import log_through_application
+from outbox.entrypoints.observability import build_telemetry, log_through_application
 from outbox.entrypoints.settings.reader import SettingsError
 from outbox.entrypoints.settings.tree import load_settings
 
@@ -45,6 +48,7 @@ __all__ = [
     "InboxEvent",
     "InboxHandle",
     "InboxResult",
+    "Metrics",
     "ProcessingResult",
     "Reject",
     "RelayNotConfigured",
@@ -53,6 +57,19 @@ __all__ = [
     "run_consumers",
     "run_inbox",
 ]
+
+
+class Metrics:
+    """Where ``run_inbox`` and ``run_consumers`` calls keep their Prometheus metrics: in
+    ``registry`` (default: a new one), which the application serves (docs/consumers.md).
+
+    Several calls may share one; a registry takes one ``Metrics`` (the outbox's names are
+    registered once), so an application passing its global registry makes one per process.
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = CollectorRegistry() if registry is None else registry
+        self._telemetry = build_telemetry(self.registry)
 
 
 async def run_inbox(
@@ -69,17 +86,19 @@ async def run_inbox(
     ack_wait: timedelta = timedelta(seconds=30),
     drain: bool = False,
     stop: asyncio.Event | None = None,
+    metrics: Metrics | None = None,
 ) -> InboxResult:
     """Read the stream as durable consumer ``consumer`` until ``stop`` is set (with ``drain``,
     until nothing is pending or awaiting an ack); return the totals.
 
-    ``database_url`` is the service's database (migrated with the ``inbox`` schema; its login
-    a member of ``role``). The broker is read from ``environ`` (default: this process's
-    environment): ``OUTBOX_NATS_URL``, ``OUTBOX_NATS_STREAM``, ``OUTBOX_NATS_SUBJECT_PREFIX``
-    and the other ``OUTBOX_NATS_*`` settings. ``subject`` narrows what is read (default every
-    event; ``<prefix>.*.sales.order_placed`` for one type). Raises SettingsError for a bad
-    setting, RelayNotConfigured without ``OUTBOX_NATS_URL``, ValueError for a bad consumer
-    name.
+    ``database_url`` is the service's database (its inbox created by ``outboxctl inbox
+    install``; its login a member of ``role``). The broker is read from ``environ`` (default:
+    this process's environment): ``OUTBOX_NATS_URL``, ``OUTBOX_NATS_STREAM``,
+    ``OUTBOX_NATS_SUBJECT_PREFIX`` and the other ``OUTBOX_NATS_*`` settings. ``subject``
+    narrows what is read (default every event; ``<prefix>.*.sales.order_placed`` for one
+    type). The metrics go to ``metrics`` (default: a registry of this call's own, served by
+    nobody). Raises SettingsError for a bad setting, RelayNotConfigured without
+    ``OUTBOX_NATS_URL``, ValueError for a bad consumer name.
     """
     log_through_application()
     settings = load_settings(os.environ if environ is None else environ)
@@ -96,6 +115,7 @@ async def run_inbox(
         ack_wait=ack_wait,
         drain=drain,
         stop=stop,
+        telemetry=None if metrics is None else metrics._telemetry,
     )
 
 
@@ -108,12 +128,14 @@ async def run_consumers(
     environ: Mapping[str, str] | None = None,
     drain: bool = False,
     handle_signals: bool = True,
+    metrics: Metrics | None = None,
 ) -> dict[str, ProcessingResult]:
     """Run ``registry``'s consumers (or those named in ``consumers``) on the outbox's database
     at ``database_url``, each connection acting as ``role`` (the consumer module's role; None:
     the login's own), until SIGTERM or SIGINT (with ``drain``, until none has a delivery due);
     return each one's totals. Retries follow ``OUTBOX_RETRY_SCHEDULE_SECONDS`` and the lease
     ``OUTBOX_WORKER_LEASE_SECONDS`` in ``environ`` (default: this process's environment).
+    The metrics go to ``metrics`` (default: a registry of this call's own, served by nobody).
     """
     log_through_application()
     settings = load_settings(os.environ if environ is None else environ)
@@ -125,4 +147,5 @@ async def run_consumers(
         role=role,
         url=database_url,
         handle_signals=handle_signals,
+        telemetry=None if metrics is None else metrics._telemetry,
     )

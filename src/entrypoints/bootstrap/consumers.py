@@ -244,6 +244,7 @@ async def run_consumers(
     batch_size: int = DEFAULT_BATCH_SIZE,
     concurrency: int = DEFAULT_CONCURRENCY,
     handle_signals: bool = True,
+    telemetry: Telemetry | None = None,
 ) -> dict[str, ProcessingResult]:
     """Run ``consumers`` (default: every one ``registry`` serves) until SIGTERM/SIGINT, or,
     with ``drain``, until none has a claimable delivery; each one's totals.
@@ -251,10 +252,11 @@ async def run_consumers(
     The pool acts as ``role`` (default: ``consumer_role``) on ``url`` (default: the API's
     database URL). Retries follow the worker's schedule (OUTBOX_RETRY_SCHEDULE_SECONDS).
     While nothing is due it waits for the fan-out's ``consumers_work`` notification, or
-    ``poll_interval``.
+    ``poll_interval``. Log lines and metrics go to ``telemetry`` (default: this call's own).
     """
     chosen = choose(registry, consumers)
-    parts = build_process_parts(settings, seal_keys=False)  # a consumer seals nothing
+    # A consumer seals nothing.
+    parts = build_process_parts(settings, seal_keys=False, telemetry=telemetry)
     database_url = (
         url
         if url is not None
