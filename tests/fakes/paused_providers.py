@@ -1,8 +1,11 @@
-"""PausedProviders in memory: the names staff paused, and how often they were read."""
+"""PausedProviders in memory: the names staff paused, and how often they were read; the same
+names read through the staff gate (PausedProviderReads)."""
 
 from __future__ import annotations
 
 import attrs
+
+from outbox.application.staff import StaffActor
 
 
 @attrs.define
@@ -15,4 +18,9 @@ class InMemoryPausedProviders:
     async def paused(self) -> frozenset[str]:
         """The names paused now."""
         self.reads += 1
+        return frozenset(self.names)
+
+    async def paused_providers(self, *, actor: StaffActor | None) -> frozenset[str]:
+        """The names paused now, as staff read them (every actor may)."""
+        del actor
         return frozenset(self.names)

@@ -152,6 +152,10 @@ class PostgresConsoleStore:
             for r in await self._all(*gated(actor, PAUSES, OPERATOR_PAUSES, ()))
         ]
 
+    async def paused_providers(self, *, actor: StaffActor | None) -> frozenset[str]:
+        """The paused providers' names, read as ``actor`` (PausedProviderReads)."""
+        return frozenset(pause.provider for pause in await self.pauses(actor=actor))
+
     async def pause(self, *, actor: StaffActor, provider: str, reason: str) -> bool:
         """Pause ``provider``, audited; False if it was already paused."""
         [(changed,)] = await self._all(*gated(actor, PAUSE, OPERATOR_PAUSE, (provider, reason)))

@@ -15,6 +15,7 @@ from uuid import UUID
 
 import attrs
 
+from outbox.application.delivery.copy_routes import CopyRouter
 from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
 from outbox.application.delivery.message_filters import MessageFilter, digest_of_destination
 from outbox.application.delivery.operator_ports import (
@@ -184,6 +185,8 @@ async def reported_dead_letter_copy(
             "dead_letter_id": str(receipt.dead_letter_id),
             "message_id": str(receipt.message_id),
             "replayed": receipt.replayed,
+            # the paused provider the copy waits for, named only when there is one
+            **({"waits_for": receipt.waits_for} if receipt.waits_for else {}),
         }
 
     return await reported_repair(
@@ -213,6 +216,7 @@ class MessageOperations:
     gauge: BacklogGauge
     ids: Ids
     telemetry: Telemetry
+    router: CopyRouter = attrs.field(factory=CopyRouter)  # refuses a copy no provider sends
 
     async def show_backlog(self, query: BacklogQuery) -> Backlog:
         """Messages per state and the age of the oldest due one."""
@@ -261,21 +265,37 @@ class MessageOperations:
 
     async def requeue_dead_letter(self, command: RequeueCommand) -> CopyReceipt:
         """Enqueue a copy of a dead-lettered notification under a new id; the dead letter
-        stays final. Raises MessageNotFound, DeadLetterRefused, IdempotencyKeyReused,
-        RequestInProgress or InvalidField (a malformed key or reason)."""
+        stays final. Raises MessageNotFound, DeadLetterRefused (NoProvider when no provider
+        sends its channel), IdempotencyKeyReused, RequestInProgress or InvalidField (a
+        malformed key or reason)."""
         key = check_idempotency_key(command.idempotency_key)
         reason = None if command.reason is None else check_reason(command.reason)
+        return await reported_dead_letter_copy(
+            self._requeue(command, key, reason),
+            "requeue",
+            command.actor,
+            command.message_id,
+            self.telemetry,
+        )
+
+    async def _requeue(
+        self, command: RequeueCommand, key: str | None, reason: str | None
+    ) -> CopyReceipt:
+        waits_for = None
+        detail = await self.store.message(actor=command.actor, message_id=command.message_id)
+        # The store refuses the rest (and a message gone since); only a copy it would make
+        # is routed.
+        if detail is not None and detail.purpose.is_requeueable:
+            waits_for = await self.router.waits_for(actor=command.actor, channel=detail.channel)
         new_id = self.ids.new_id()
-        copying = self.store.requeue(
+        receipt = await self.store.requeue(
             actor=command.actor,
             message_id=command.message_id,
             new_message_id=new_id,
             idempotency_key=key or str(new_id),
             reason=reason,
         )
-        return await reported_dead_letter_copy(
-            copying, "requeue", command.actor, command.message_id, self.telemetry
-        )
+        return attrs.evolve(receipt, waits_for=waits_for)
 
     async def show_receipts(self, query: MessageQuery) -> MessageReceipts:
         """The receipts (none: accepted, or never sent) and the state they fold to, which is

@@ -143,6 +143,7 @@ class CopyReceipt:
     message_id: UUID
     expires_at: datetime | None
     replayed: bool = False
+    waits_for: str | None = None  # the paused provider the copy waits for, until resumed
 
 
 @attrs.frozen(kw_only=True)

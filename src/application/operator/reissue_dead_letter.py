@@ -3,12 +3,17 @@
 The code is minted, hashed and sealed here; the store replaces the challenge's hash, enqueues
 the new message and audits, all in one transaction, so the old code stops working exactly
 when the new one is on its way. The plaintext code never leaves this call.
+
+Nothing changes when no provider sends the message's channel (the new code would dead-letter
+at once while the old one stopped working); when its provider is paused, the receipt says the
+new code waits for it.
 """
 
 from __future__ import annotations
 
 import attrs
 
+from outbox.application.delivery.copy_routes import CopyRouter
 from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
 from outbox.application.delivery.operations import RequeueCommand, reported_dead_letter_copy
 from outbox.application.delivery.views import CopyReceipt, MessageDetail
@@ -40,11 +45,12 @@ class ReissueDeadLetter:
     store: OperatorStore
     issuer: ChallengeIssuer
     telemetry: Telemetry
+    router: CopyRouter = attrs.field(factory=CopyRouter)
 
     async def __call__(self, command: ReissueCommand) -> CopyReceipt:
         """The new message's receipt; raises StaffRequired, StepUpRequired, MessageNotFound,
-        DeadLetterRefused, IdempotencyKeyReused, RequestInProgress or InvalidField (a
-        malformed key)."""
+        DeadLetterRefused (NoProvider when no provider sends its channel),
+        IdempotencyKeyReused, RequestInProgress or InvalidField (a malformed key)."""
         key = check_idempotency_key(command.idempotency_key)
         if command.reason is not None:
             command = attrs.evolve(command, reason=check_reason(command.reason))
@@ -63,10 +69,11 @@ class ReissueDeadLetter:
         refusal = _early_refusal(detail)
         if refusal is not None:
             raise DeadLetterRefused(refusal)
+        waits_for = await self.router.waits_for(actor=command.actor, channel=detail.channel)
         new_id = self.issuer.ids.new_id()
         code, code_hash = await self.issuer.new_code()
         sealed = self.issuer.sealer.seal(message_id=new_id, purpose=detail.purpose, plaintext=code)
-        return await self.store.reissue(
+        receipt = await self.store.reissue(
             actor=command.actor,
             message_id=command.message_id,
             new_message_id=new_id,
@@ -75,3 +82,4 @@ class ReissueDeadLetter:
             idempotency_key=key or str(new_id),
             reason=command.reason,
         )
+        return attrs.evolve(receipt, waits_for=waits_for)

@@ -16,6 +16,7 @@ from uuid import UUID
 
 import attrs
 
+from outbox.application.delivery.copy_routes import ChannelRoutes, CopyRouter
 from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
 from outbox.application.delivery.message_filters import MessageFilter
 from outbox.application.delivery.operations import (
@@ -41,10 +42,17 @@ class BulkAction(enum.StrEnum):
     REISSUE = "reissue"
     REQUEUE = "requeue"
 
-    def fits(self, item: MessageSummary, *, repaired_before: datetime | None = None) -> bool:
+    def fits(
+        self,
+        item: MessageSummary,
+        *,
+        repaired_before: datetime | None = None,
+        routes: ChannelRoutes | None = None,
+    ) -> bool:
         """Whether this repair would change ``item``, a dead letter: a code that failed on its
-        way is reissued, a notification requeued, and neither twice (the database refuses
-        the rest, so a preview counts only these and a form repairs only these).
+        way is reissued, a notification requeued, and neither twice, nor on a channel that
+        ``routes`` say no provider sends (the repair refuses the rest, so a preview counts
+        only these and a form repairs only these).
 
         ``repaired_before`` (a form being sent): a repair made since then is the form's own
         earlier try, which the form's key replays; one made before it leaves ``item`` alone.
@@ -52,6 +60,8 @@ class BulkAction(enum.StrEnum):
         if item.repair is not None and (
             repaired_before is None or item.repair.at < repaired_before
         ):
+            return False
+        if routes is not None and not routes.sends(item.channel):
             return False
         if self is BulkAction.REQUEUE:
             return item.purpose.is_requeueable
@@ -82,6 +92,10 @@ class MatchPreview:
     as_of: datetime
     matched: int = 0
     previewed_at: datetime | None = None  # when it was counted: the form carries it back
+    # Of ``count``, how many would go to a provider staff paused (they wait for its resume),
+    # and which providers those are.
+    waiting: int = 0
+    paused: tuple[str, ...] = ()
 
     @property
     def left_alone(self) -> int:
@@ -112,6 +126,7 @@ class ItemOutcome:
     new_message_id: UUID | None = None
     replayed: bool = False
     refusal: str | None = None
+    waits_for: str | None = None  # the paused provider its copy waits for
 
 
 @attrs.frozen(kw_only=True)
@@ -136,6 +151,16 @@ class BulkResult:
         """How many were refused (the reasons are on the items)."""
         return sum(1 for i in self.items if i.refusal is not None)
 
+    @property
+    def waiting(self) -> int:
+        """How many copies wait for a paused provider to be resumed."""
+        return sum(1 for i in self.items if i.waits_for is not None)
+
+    @property
+    def paused(self) -> tuple[str, ...]:
+        """The paused providers those copies wait for."""
+        return tuple(sorted({i.waits_for for i in self.items if i.waits_for is not None}))
+
 
 @attrs.frozen(kw_only=True)
 class RepairMatchingMessages:
@@ -145,6 +170,7 @@ class RepairMatchingMessages:
     reissue: ReissueDeadLetter
     requeue: Callable[[RequeueCommand], Awaitable[CopyReceipt]]
     clock: Clock
+    router: CopyRouter = attrs.field(factory=CopyRouter)  # the repairs' own, to count alike
 
     async def preview(self, query: MatchQuery) -> MatchPreview:
         """The count; raises InvalidField, StaffRequired or StepUpRequired.
@@ -157,12 +183,23 @@ class RepairMatchingMessages:
         if not matches:
             return MatchPreview(count=0, as_of=query.as_of or now, previewed_at=now)
         newest = max(item.created_at for item in matches)
-        fitting = [i for i in matches if query.action is None or query.action.fits(i)]
+        routes = self.router.routes
+        fitting = [
+            i for i in matches if query.action is None or query.action.fits(i, routes=routes)
+        ]
+        paused = await self.router.paused(query.actor) if fitting else frozenset[str]()
+        waiting = [
+            provider
+            for i in fitting
+            if (provider := routes.provider_for(i.channel)) is not None and provider in paused
+        ]
         return MatchPreview(
             count=len(fitting),
             matched=len(matches),
             as_of=newest + timedelta(microseconds=1),
             previewed_at=now,
+            waiting=len(waiting),
+            paused=tuple(sorted(set(waiting))),
         )
 
     async def __call__(self, command: BulkRepairCommand) -> BulkResult:
@@ -178,7 +215,12 @@ class RepairMatchingMessages:
         if len(matches) > MAX_MATCHES:
             raise InvalidField("filter", f"matches more than {MAX_MATCHES}; narrow it")
         since = command.query.previewed_at
-        ids = [item.id for item in matches if command.action.fits(item, repaired_before=since)]
+        routes = self.router.routes
+        ids = [
+            item.id
+            for item in matches
+            if command.action.fits(item, repaired_before=since, routes=routes)
+        ]
         if len(ids) > MAX_MATCHES:
             raise InvalidField("filter", f"matches more than {MAX_MATCHES}; narrow it")
         actor = command.query.actor
@@ -241,5 +283,8 @@ async def _outcome(message_id: UUID, repairing: Awaitable[CopyReceipt]) -> ItemO
     except MessageNotFound:
         return ItemOutcome(dead_letter_id=message_id, refusal="not_found")
     return ItemOutcome(
-        dead_letter_id=message_id, new_message_id=receipt.message_id, replayed=receipt.replayed
+        dead_letter_id=message_id,
+        new_message_id=receipt.message_id,
+        replayed=receipt.replayed,
+        waits_for=receipt.waits_for,
     )

@@ -21,6 +21,9 @@ class Refusal(enum.StrEnum):
     CHALLENGE_LOCKED = "challenge_locked"
     NEWER_MESSAGE_EXISTS = "newer_message_exists"  # the person has, or will get, a newer code
     ALREADY_REQUEUED = "already_requeued"
+    # No provider sends the message's channel (the settings say so): the copy would
+    # dead-letter at once. Decided in Python, from the settings, before anything changes.
+    NO_PROVIDER = "no_provider"
 
 
 # Dead letters that are not delivery failures: a resend, a use, an expiry or a revocation

@@ -18,6 +18,7 @@ from outbox.adapters.postgres.identity_transactions import PostgresIdentityTrans
 from outbox.adapters.postgres.message_log import PostgresMessageLog
 from outbox.adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
 from outbox.adapters.postgres.receipt_store import PostgresReceiptStore, PostgresSuppressionStore
+from outbox.application.delivery.copy_routes import ChannelRoutes, CopyRouter
 from outbox.application.delivery.observe_delivery_states import ObserveDeliveryStates
 from outbox.application.delivery.operations import MessageOperations
 from outbox.application.events.operations import EventOperations
@@ -56,10 +57,13 @@ def build_operator_services(
     secret_source: SecretSource,
     telemetry: Telemetry,
     challenges: ChallengePolicy,
+    routes: ChannelRoutes | None = None,
 ) -> OperatorServices:
-    """Every operator use case over ``pool``; reissued codes follow ``challenges``."""
+    """Every operator use case over ``pool``; reissued codes follow ``challenges``, and a
+    reissue or requeue is refused for a channel ``routes`` say no provider sends."""
     store = PostgresOperatorStore(pool)
     console = PostgresConsoleStore(pool)
+    router = CopyRouter(routes=routes or ChannelRoutes(), pauses=console)
     issuer = ChallengeIssuer(
         secrets=secret_source, hasher=hasher, sealer=sealer, ids=ids, policy=challenges
     )
@@ -72,8 +76,11 @@ def build_operator_services(
             gauge=PostgresBacklogGauge(pool),
             ids=ids,
             telemetry=telemetry,
+            router=router,
         ),
-        reissue_dead_letter=ReissueDeadLetter(store=store, issuer=issuer, telemetry=telemetry),
+        reissue_dead_letter=ReissueDeadLetter(
+            store=store, issuer=issuer, telemetry=telemetry, router=router
+        ),
         grant_staff=GrantStaff(store=store, telemetry=telemetry),
         revoke_staff=RevokeStaff(store=store, telemetry=telemetry),
         resolve_staff_member=ResolveStaffMember(store=store),
@@ -104,8 +111,16 @@ def build_event_operator_services(
     )
 
 
+def channel_routes(settings: Settings) -> ChannelRoutes:
+    """Which provider sends each channel, as ``OUTBOX_CHANNEL_*`` say (read by every process,
+    so the admin listener and outboxctl refuse a copy the worker could not send)."""
+    return ChannelRoutes(settings.channels)
+
+
 def staff_operator_services(
-    parts: ProcessParts, pool: AsyncConnectionPool[AsyncConnection], challenges: ChallengePolicy
+    parts: ProcessParts,
+    pool: AsyncConnectionPool[AsyncConnection],
+    settings: Settings,
 ) -> OperatorServices:
     """The staff routes' services over the API pool (role ``identity_service``).
 
@@ -120,7 +135,8 @@ def staff_operator_services(
         ids=parts.ids,
         secret_source=parts.secret_source,
         telemetry=parts.telemetry,
-        challenges=challenges,
+        challenges=settings.identity.challenges,
+        routes=channel_routes(settings),
     )
 
 
@@ -137,7 +153,7 @@ async def operator_services(
         settings, seal_keys=seal_keys, telemetry=telemetry, process_metrics=False
     )
     async with database_pool(settings, DatabaseAccess.OPERATOR) as pool:
-        yield staff_operator_services(parts, pool, settings.identity.challenges)
+        yield staff_operator_services(parts, pool, settings)
 
 
 def build_console_services(
@@ -162,6 +178,7 @@ def build_console_services(
             reissue=operator.reissue_dead_letter,
             requeue=operator.messages.requeue_dead_letter,
             clock=clock,
+            router=operator.reissue_dead_letter.router,
         ),
         reads=console,
     )

@@ -227,7 +227,7 @@ def admin_listener(
     Its sessions and elevations are staff ones: only this pool's role may start them.
     """
     services = api_identity_services(settings, parts, pool, DatabaseAccess.ADMIN)
-    operator = staff_operator_services(parts, pool, settings.identity.challenges)
+    operator = staff_operator_services(parts, pool, settings)
     console = None
     if settings.http.console.enabled:
         console = build_console(

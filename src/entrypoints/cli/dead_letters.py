@@ -73,6 +73,12 @@ def _report(receipt: CopyReceipt, verb: str, as_json: bool) -> None:
     done = "already " + verb if receipt.replayed else verb
     expiry = f"; it expires at {short_time(receipt.expires_at)} UTC" if receipt.expires_at else ""
     typer.echo(f"{done} {receipt.dead_letter_id} as {receipt.message_id}{expiry}")
+    if receipt.waits_for is not None:
+        typer.echo(
+            f"{receipt.waits_for} is paused: the new message waits until it is resumed"
+            f" (outboxctl providers resume {receipt.waits_for} --staff EMAIL --reason TEXT)",
+            err=True,
+        )
 
 
 @dead_letters_app.command("reissue")
@@ -84,9 +90,11 @@ def reissue(
 ) -> None:
     """Send a new one-time code for the dead letter's still-open challenge.
 
-    The old code stops working; the new one goes out as a new message. Refused for a
-    superseded, expired or consumed code, a locked or expired challenge, or when a newer
-    message already goes to the same destination. Audited.
+    The old code stops working; the new one goes out as a new message. Refused, with nothing
+    changed, for a superseded, expired or consumed code, a locked or expired challenge, when
+    a newer message already goes to the same destination, or when no provider sends the
+    channel (OUTBOX_CHANNEL_* set to none). While the channel's provider is paused the new
+    code waits for it, and the command says so. Audited.
     """
 
     async def act(services: OperatorServices) -> CopyReceipt:
@@ -105,7 +113,11 @@ def requeue(
     idempotency_key: IdempotencyKey = None,
     as_json: AsJson = False,
 ) -> None:
-    """Send a dead-lettered notification again, as a new copy. Audited."""
+    """Send a dead-lettered notification again, as a new copy. Audited.
+
+    Refused, with nothing changed, when no provider sends its channel; while the channel's
+    provider is paused the copy waits for it, and the command says so.
+    """
 
     async def act(services: OperatorServices) -> CopyReceipt:
         actor = await services.resolve_staff_member(staff)

@@ -48,6 +48,11 @@ REFUSALS: dict[Refusal, str] = {
         " (outboxctl dead-letters list, outboxctl backlog)"
     ),
     Refusal.ALREADY_REQUEUED: "it was already requeued (outboxctl messages show shows the copy)",
+    Refusal.NO_PROVIDER: (
+        "no provider sends this message's channel (OUTBOX_CHANNEL_* says none), so a new"
+        " message would dead-letter at once; nothing was changed. Configure a provider for"
+        " the channel, then try again"
+    ),
 }
 
 

@@ -117,8 +117,12 @@ class StaffOutboxController(Controller):
             " new code is sealed and enqueued, and the action is audited. Refused (409"
             " reissue-refused, with a reason) for superseded, expired or consumed codes,"
             " expired, consumed or locked challenges, invitations, magic links and"
-            " notifications, and when a newer message goes to the same destination. A replay"
-            f" answers 201 with the first result and {REPLAYED_HEADER}: true."
+            " notifications, when a newer message goes to the same destination, and (reason"
+            " no_provider) when no provider sends the message's channel: nothing changes then,"
+            " and the old code still works. When the channel's provider is paused the code is"
+            " reissued and waitsForProvider names the provider: the new code goes out once it"
+            f" is resumed. A replay answers 201 with the first result and {REPLAYED_HEADER}:"
+            " true."
         ),
         responses=staff_responses(
             "validation-error",

@@ -1,7 +1,9 @@
 """Which provider serves each channel, with which credentials (``OUTBOX_CHANNEL_*`` and the rest).
 
-Only processes that send read these (the worker, ``outboxctl up``): a migration or an operator
-command needs no provider credential.
+Only processes that send read the credentials (the worker, ``outboxctl up``): a migration or an
+operator command needs none. Every process reads the channel map itself
+(``read_channel_routes``), so the admin listener and ``outboxctl`` know which channels have a
+provider.
 """
 
 from __future__ import annotations
@@ -107,6 +109,23 @@ def read_provider_settings(read: EnvironmentReader, environment: str) -> Provide
         wasender=read.section(lambda: _wasender(read), None) if "wasender" in used else None,
         rate_per_second=_rates(read, used),
     )
+
+
+def read_channel_routes(read: EnvironmentReader, environment: str) -> dict[Channel, str | None]:
+    """Which provider sends each channel (None: ``none``), as OUTBOX_CHANNEL_* say, checked as
+    the worker checks them; no credential is read.
+
+    In development an unset channel is the console's, as for the worker. In staging and
+    production an unset channel is left out: a process that does not send need not be told,
+    and then refuses nothing on that channel's account.
+    """
+    routes: dict[Channel, str | None] = {}
+    for channel in Channel:
+        if read.strict and not read.raw(f"CHANNEL_{channel.value.upper()}"):
+            continue
+        name = _channel_choice(read, channel, environment)
+        routes[channel] = None if name == NONE else name
+    return routes
 
 
 def _rates(read: EnvironmentReader, used: set[str]) -> dict[str, float]:

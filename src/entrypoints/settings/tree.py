@@ -16,10 +16,15 @@ import platformdirs
 from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict
 
+from outbox.domain.channels import Channel
 from outbox.entrypoints.settings.identity import IdentitySettings, read_identity_settings
 from outbox.entrypoints.settings.lanes import SECURITY, LaneSettings, read_lanes
 from outbox.entrypoints.settings.nats import NatsSettings, read_nats_settings
-from outbox.entrypoints.settings.providers import ProviderSettings, read_provider_settings
+from outbox.entrypoints.settings.providers import (
+    ProviderSettings,
+    read_channel_routes,
+    read_provider_settings,
+)
 from outbox.entrypoints.settings.reader import EnvironmentReader
 from outbox.entrypoints.settings.webhooks import WebhookSettings, read_webhook_settings
 
@@ -163,6 +168,9 @@ class Settings:
     identity: IdentitySettings
     webhooks: WebhookSettings  # the listener providers post receipts to
     providers: ProviderSettings | None = None
+    # Which provider sends each channel (None: none), read by every process from
+    # OUTBOX_CHANNEL_*; a channel absent is one this process was not told about.
+    channels: Mapping[Channel, str | None] = attrs.field(factory=dict)
     nats: NatsSettings | None = None  # the broker relay, on when OUTBOX_NATS_URL is set
     # Things that work but an operator should hear about at start-up (logged, not fatal).
     warnings: tuple[str, ...] = ()
@@ -250,6 +258,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
         ),
         nats=read_nats_settings(read),
     )
+    settings = attrs.evolve(settings, channels=_channels(read, settings))
     _check_together(read, settings)
     read.raise_problems()
     return attrs.evolve(settings, warnings=lanes.warnings + _warnings(settings))
@@ -304,6 +313,14 @@ def _log_level(read: EnvironmentReader) -> str:
         problem = f"expected one of {', '.join(LOG_LEVELS)}, got {read.shown('LOG_LEVEL', level)}"
         return read.refuse("LOG_LEVEL", problem, "info")
     return level
+
+
+def _channels(read: EnvironmentReader, settings: Settings) -> dict[Channel, str | None]:
+    """The channel map: the providers' own when they were read (every channel named), else
+    OUTBOX_CHANNEL_* read alone."""
+    if settings.providers is not None:
+        return {channel: settings.providers.channels.get(channel) for channel in Channel}
+    return read_channel_routes(read, settings.environment.value)
 
 
 def _check_together(read: EnvironmentReader, settings: Settings) -> None:

@@ -214,8 +214,11 @@ class ReissueView(Out, frozen=True):
     message_id: UUID
     expires_at: datetime | None
     replayed: bool
+    # The paused provider the new message waits for (it goes out once staff resume it);
+    # null when it goes out as usual.
+    waits_for_provider: str | None
 
     @classmethod
     def of(cls, receipt: CopyReceipt) -> ReissueView:
         """The body for ``receipt``."""
-        return cls.built(receipt)
+        return cls.built(receipt, waits_for_provider=receipt.waits_for)

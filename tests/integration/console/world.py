@@ -17,6 +17,7 @@ import attrs
 import httpx
 
 from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
+from outbox.domain.channels import Channel
 from outbox.entrypoints.bootstrap.console import build_console
 from outbox.entrypoints.bootstrap.operator import build_console_services
 from outbox.entrypoints.http.app import create_admin_app
@@ -96,10 +97,17 @@ def _code(text: str) -> str:
 
 
 async def running_console_world(
-    database_url: str, dispatch_store: PostgresDispatchStore, data_dir: Path
+    database_url: str,
+    dispatch_store: PostgresDispatchStore,
+    data_dir: Path,
+    *,
+    unserved: frozenset[Channel] = frozenset(),
 ) -> AsyncIterator[ConsoleWorld]:
-    """The staff world with the console on its admin app."""
-    async for staff in running_staff_world(database_url, dispatch_store, data_dir):
+    """The staff world with the console on its admin app (``unserved``: channels with no
+    provider)."""
+    async for staff in running_staff_world(
+        database_url, dispatch_store, data_dir, unserved=unserved
+    ):
         pool = await open_api_pool(database_url, StatementLog(), role="staff_service")
         try:
             clock = staff.api.clock

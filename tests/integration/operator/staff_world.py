@@ -28,6 +28,7 @@ from outbox.adapters.postgres.operator_store import PostgresOperatorStore
 from outbox.adapters.postgres.pool import open_pool
 from outbox.adapters.system.ids import Uuid7Ids
 from outbox.adapters.system.secrets import SystemSecrets
+from outbox.application.delivery.copy_routes import ChannelRoutes
 from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages
 from outbox.application.delivery.links import LinkBases
 from outbox.application.delivery.provider_breaker import ProviderBreaker
@@ -185,9 +186,16 @@ class StaffWorld:
 
 
 async def running_staff_world(
-    database_url: str, dispatch_store: PostgresDispatchStore, data_dir: Path
+    database_url: str,
+    dispatch_store: PostgresDispatchStore,
+    data_dir: Path,
+    *,
+    unserved: frozenset[Channel] = frozenset(),
 ) -> AsyncIterator[StaffWorld]:
-    """Serve the identity and staff routes in-process; the CLI gets the same database."""
+    """Serve the identity and staff routes in-process; the CLI gets the same database.
+
+    ``unserved``: channels with no provider, for the worker and in the operator's settings.
+    """
     settings = ApiSettings()
     log = StatementLog()
     pool = await open_api_pool(database_url, log)
@@ -208,14 +216,18 @@ async def running_staff_world(
     services = build_identity_services(identity=settings.identity, **parts)
     staff_parts = parts | {"pool": staff_pool}
     staff_services = build_identity_services(identity=settings.identity, staff=True, **staff_parts)
-    operator = build_operator_services(challenges=ChallengePolicy(), **staff_parts)
+    # What the admin listener reads from OUTBOX_CHANNEL_*: the worker's providers below.
+    routes = ChannelRoutes(
+        {c: None if c in unserved else "smtp" for c in (Channel.EMAIL, Channel.SMS)}
+    )
+    operator = build_operator_services(challenges=ChallengePolicy(), routes=routes, **staff_parts)
     # Named as a real provider: pauses name the providers this package sends through.
     provider = RecordingProvider(provider_name="smtp")
     dispatch = DispatchDueMessages(
         store=dispatch_store,
         sealer=SEALER,
         renderer=RecordingRenderer(),
-        providers={Channel.EMAIL: provider, Channel.SMS: provider},
+        providers={c: provider for c in (Channel.EMAIL, Channel.SMS) if c not in unserved},
         clock=clock,
         telemetry=RecordingTelemetry(),
         policy=RetryPolicy(),

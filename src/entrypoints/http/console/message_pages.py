@@ -12,6 +12,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
+from outbox.application.delivery.copy_routes import ChannelRoutes, NoProvider
 from outbox.application.delivery.errors import DeadLetterRefused, MessageNotFound
 from outbox.application.delivery.operations import (
     MessageQuery,
@@ -29,6 +30,7 @@ from outbox.application.operator.repair_matching_messages import (
 )
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import State as MessageState
+from outbox.domain.delivery.providers import PROVIDER_NAMES
 from outbox.domain.purposes import Purpose
 from outbox.entrypoints.http.console.context import PREFIX, Console
 from outbox.entrypoints.http.console.filters import FIELDS, parse_filter
@@ -43,6 +45,12 @@ NOTICES = {
     "requeued": "Requeued: a copy is on its way.",
     "replayed": "Already done by an earlier submission of this form: nothing repeated.",
 }
+# The same, when the channel's provider is paused: the new message waits for its resume.
+WAITING = {
+    "reissued": "Reissued: the old code no longer works; the new one waits until {p} is resumed"
+    " (Providers), then goes out.",
+    "requeued": "Requeued: the copy waits until {p} is resumed (Providers), then goes out.",
+}
 
 
 CHOICES: dict[str, Any] = {
@@ -50,6 +58,19 @@ CHOICES: dict[str, Any] = {
     "purposes": [purpose.value for purpose in Purpose],
     "reasons": [reason.value for reason in FailureClass],
 }
+
+
+def _routes(console: Console) -> ChannelRoutes:
+    """Which provider sends each channel, as the repairs themselves see it."""
+    return console.services.repair_matching.router.routes
+
+
+def _notice(done: str | None, waits: str | None) -> str | None:
+    """The notice after a repair; ``waits`` is a paused provider's name (anything else is
+    ignored: it comes from the address bar)."""
+    if done in WAITING and waits in PROVIDER_NAMES:
+        return WAITING[done].format(p=waits)
+    return NOTICES.get(done or "")
 
 
 def _cursor(raw: str | None) -> UUID | None:
@@ -93,7 +114,11 @@ class ConsoleMessagesController(Controller):
             query_fields=where.fields(),
             # Only the repairs some listed dead letter allows (a sign-up code is never
             # requeued, a notification never reissued, nothing twice).
-            bulk_actions=[a.value for a in BulkAction if any(a.fits(i) for i in result.items)],
+            bulk_actions=[
+                a.value
+                for a in BulkAction
+                if any(a.fits(i, routes=_routes(console)) for i in result.items)
+            ],
             **CHOICES,
         )
 
@@ -165,8 +190,10 @@ class ConsoleMessagesController(Controller):
             caller.signed_in,
             section=SECTION,
             title=f"Message {message_id}",
-            notice=NOTICES.get(request.query_params.get("done") or ""),
+            notice=_notice(request.query_params.get("done"), request.query_params.get("waits")),
             m=detail,
+            # No provider sends its channel: a repair would dead-letter at once.
+            unserved=not _routes(console).sends(detail.channel),
             audit=audit,
             receipts=list(zip(receipts.receipts, receipts.states_after, strict=True)),
             delivery_state=receipts.delivery_state.value if detail.published_at else None,
@@ -206,11 +233,14 @@ class ConsoleMessagesController(Controller):
                 raise InvalidField("action", "reissue or requeue")  # noqa: TRY301
         except InvalidField as bad:
             return _refused(caller.signed_in, message_id, f"{bad}", 400)
+        except NoProvider as refused:
+            return _refused(caller.signed_in, message_id, _no_provider(refused), 409)
         except DeadLetterRefused as refused:
             why = refused.refusal.value.replace("_", " ")
             return _refused(caller.signed_in, message_id, f"Refused: {why}.", 409)
         done = "replayed" if receipt.replayed else f"{action}d"
-        return Redirect(f"{PREFIX}/messages/{message_id}?done={done}", status_code=303)
+        waits = f"&waits={receipt.waits_for}" if receipt.waits_for and not receipt.replayed else ""
+        return Redirect(f"{PREFIX}/messages/{message_id}?done={done}{waits}", status_code=303)
 
     @get("/bulk")
     async def bulk_preview(
@@ -274,6 +304,15 @@ class ConsoleMessagesController(Controller):
         return page(
             "bulk_result.html", caller.signed_in, section=SECTION, title="Done", result=result
         )
+
+
+def _no_provider(refused: NoProvider) -> str:
+    channel = refused.channel.value
+    return (
+        f"Refused: no provider sends {channel} (OUTBOX_CHANNEL_{channel.upper()} is none), so"
+        " a new message would dead-letter at once. Nothing was changed: a code already sent"
+        " still works. Configure a provider for the channel first."
+    )
 
 
 def _refused(caller: Any, message_id: UUID, message: str, status: int) -> Template:

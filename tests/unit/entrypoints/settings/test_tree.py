@@ -7,6 +7,7 @@ from datetime import timedelta
 import attrs
 import pytest
 
+from outbox.domain.channels import Channel
 from outbox.entrypoints.settings.reader import SettingsError
 from outbox.entrypoints.settings.tree import LogFormat, load_settings
 
@@ -74,3 +75,30 @@ def test_a_database_connect_timeout_under_a_second_is_refused() -> None:
         load_settings({"OUTBOX_DB_CONNECT_TIMEOUT_SECONDS": "0"})
 
     assert "OUTBOX_DB_CONNECT_TIMEOUT_SECONDS" == caught.value.variable
+
+
+def test_every_process_reads_which_channels_have_a_provider_without_credentials() -> None:
+    """The admin listener refuses a reissue the worker could not send: it reads the channel
+    map, and no provider's credential."""
+    settings = load_settings(
+        {
+            **PRODUCTION_WITHOUT_PROVIDERS,
+            "OUTBOX_CHANNEL_EMAIL": "smtp",
+            "OUTBOX_CHANNEL_SMS": "none",
+        }
+    )
+
+    assert settings.providers is None
+    assert {Channel.EMAIL: "smtp", Channel.SMS: None} == settings.channels
+
+
+def test_a_channel_left_unset_outside_development_is_not_known() -> None:
+    assert {} == load_settings(PRODUCTION_WITHOUT_PROVIDERS).channels
+    assert dict.fromkeys(Channel, "console") == load_settings({}).channels
+
+
+def test_the_channel_map_is_checked_as_the_worker_checks_it() -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings({**PRODUCTION_WITHOUT_PROVIDERS, "OUTBOX_CHANNEL_SMS": "console"})
+
+    assert "OUTBOX_CHANNEL_SMS" == caught.value.variable
