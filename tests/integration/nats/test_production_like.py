@@ -12,26 +12,27 @@ module) appends a tenant event; the worker relays it to JetStream while its cons
 from __future__ import annotations
 
 import asyncio
-import re
 import subprocess
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
-from psycopg import sql
 
-from outbox.adapters.crypto.keyring import key_line
 from outbox.inbox import InboxEvent, run_inbox
-from outbox.producer import Producer
 from tests.events_rows import SETUP
 from tests.integration.nats.conftest import make_stream
+from tests.integration.production import (
+    PASSWORD,
+    append_demo_event,
+    job_logins,
+    mailed_code,
+    production_environment,
+)
 from tests.integration.providers.smtp_stand_in import SmtpStandIn
-from tests.integration.worker.conftest import SEAL_KEY
 from tests.nats_server import NatsServer
 from tests.outboxctl import outboxctl_environment, run_outboxctl
 from tests.security.served import OUTBOXCTL, free_port, wait_until_ready
@@ -39,7 +40,6 @@ from tests.security.served import OUTBOXCTL, free_port, wait_until_ready
 pytestmark = pytest.mark.integration
 
 ADA = "ada@example.com"
-PASSWORD = "correct horse battery staple"
 JOBS = {
     "api": "identity_service",
     "admin": "staff_service",
@@ -55,35 +55,8 @@ Logins = dict[str, str]
 @pytest.fixture
 def logins(database_url: str) -> Iterator[Logins]:
     """One throw-away login per job, granted that job's role only; their URLs by job."""
-    names = {job: f"e2e_{job}_{uuid.uuid4().hex[:8]}" for job in JOBS}
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        for job, name in names.items():
-            conn.execute(
-                sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
-                    sql.Identifier(name), sql.Identifier(JOBS[job])
-                )
-            )
-    yield {job: psycopg.conninfo.make_conninfo(database_url, user=n) for job, n in names.items()}
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        for name in names.values():
-            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
-            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
-
-
-def _production(tmp_path: Path, **variables: str) -> dict[str, str]:
-    keys = tmp_path / "seal-keys"
-    keys.write_text(key_line(SEAL_KEY) + "\n", encoding="utf-8")
-    keys.chmod(0o600)
-    return {
-        "OUTBOX_ENV": "production",
-        "OUTBOX_DATA_DIR": str(tmp_path / "data"),
-        "OUTBOX_LOG_FORMAT": "json",
-        "OUTBOX_LOG_LEVEL": "warning",
-        "OUTBOX_SEAL_KEYS_FILE": str(keys),
-        "OUTBOX_INVITATION_LINK_BASE_URL": "https://app.example.com/join",
-        "OUTBOX_MAGIC_LINK_BASE_URL": "https://app.example.com/sign-in",
-        **variables,
-    }
+    with job_logins(database_url, JOBS) as urls:
+        yield urls
 
 
 def _serve(environment: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -101,30 +74,9 @@ def _worker(environment: dict[str, str], lanes: str) -> None:
     assert 0 == done.returncode, done.stdout[-2000:] + done.stderr[-3000:]
 
 
-def _append_event(producer_url: str, organization: uuid.UUID) -> uuid.UUID:
-    producer = Producer.from_seal_keys(key_line(SEAL_KEY))
-    with psycopg.connect(producer_url) as conn, conn.transaction():
-        conn.execute("SET LOCAL ROLE outbox_producer")  # the role mapped to module demo
-        return producer.append_event(
-            conn,
-            organization_id=organization,
-            event_type="demo.thing_happened",
-            contract_version=1,
-            aggregate_type="thing",
-            aggregate_id="thing-1",
-            idempotency_key="thing-1-happened",
-            payload={"thing": "1"},
-            occurred_at=datetime.now(UTC),
-        )
-
-
 def _code(smtp: SmtpStandIn) -> str:
     [mail] = smtp.accepted
-    body = mail.message.get_body(preferencelist=("plain",))
-    assert body is not None
-    match = re.search(r"\b\d{6,8}\b", str(body.get_content()))
-    assert match is not None
-    return match.group(0)
+    return mailed_code(mail)
 
 
 async def test_every_process_runs_with_only_its_jobs_login(
@@ -143,7 +95,7 @@ async def test_every_process_runs_with_only_its_jobs_login(
         "OUTBOX_NATS_STREAM": stream,
         "OUTBOX_NATS_SUBJECT_PREFIX": stream.lower(),
     }
-    api = _production(
+    api = production_environment(
         tmp_path,
         OUTBOX_DATABASE_URL=logins["api"],
         OUTBOX_ADMIN_DATABASE_URL=logins["admin"],
@@ -151,7 +103,7 @@ async def test_every_process_runs_with_only_its_jobs_login(
         OUTBOX_ADMIN_PORT=str(free_port()),
         OUTBOX_WEBHOOK_PORT=str(free_port()),
     )
-    worker = _production(
+    worker = production_environment(
         tmp_path,
         OUTBOX_WORKER_DATABASE_URL=logins["worker"],
         OUTBOX_CONSUMERS_DATABASE_URL=logins["consumers"],
@@ -185,7 +137,7 @@ async def test_every_process_runs_with_only_its_jobs_login(
                 json={"identifier": ADA, "code": code, "password": PASSWORD},
             )
             session = await client.post("/sessions", json={"identifier": ADA, "password": PASSWORD})
-        event = await asyncio.to_thread(_append_event, logins["producer"], uuid.uuid4())
+        event = await asyncio.to_thread(append_demo_event, logins["producer"], uuid.uuid4())
         # One lane after the other, each drained: the consumers' deliveries exist once the
         # events are published, the welcome once the consumers ran.
         for lane in ("events", "consumers", "security"):
@@ -194,7 +146,7 @@ async def test_every_process_runs_with_only_its_jobs_login(
             handle,
             consumer="shop",
             database_url=logins["inbox"],
-            environ=_production(tmp_path, **broker),
+            environ=production_environment(tmp_path, **broker),
             drain=True,
         )
     finally:
