@@ -8,7 +8,7 @@ import hashlib
 import secrets
 import uuid
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -20,7 +20,15 @@ from outbox.adapters.postgres.pool import open_pool
 from outbox.application.errors import InvalidRequest, PermissionDenied
 from outbox.application.events.errors import DeadLetterNotFound, EventRepairRefused
 from outbox.application.events.operator_ports import EventOperatorStore
-from outbox.application.events.views import EventDeadLetter, RepairAction, Resolution
+from outbox.application.events.views import (
+    BulkEventAction,
+    EventDeadLetter,
+    EventFilter,
+    EventState,
+    EventSummary,
+    RepairAction,
+    Resolution,
+)
 from outbox.application.staff import IdempotencyKeyReused, StaffActor, StaffRequired, StepUpRequired
 from tests.events_rows import EventRows
 from tests.fakes.event_operator_store import InMemoryEventOperatorStore
@@ -39,6 +47,7 @@ class Harness(Protocol):
     async def staff(self) -> StaffActor: ...
     async def elevate(self, actor: StaffActor) -> StaffActor: ...
     async def dead_letter(self, aggregate_id: str) -> UUID: ...
+    async def pending(self, aggregate_id: str) -> UUID: ...
     async def audit(self) -> list[tuple[str, UUID, str, str, bool]]: ...
 
 
@@ -77,7 +86,33 @@ class MemoryHarness:
             dead_lettered_at=self.admin.now + timedelta(seconds=self.count),
         )
         self.admin.letters.append(letter)
+        self._summary(letter.event_id, letter.id, aggregate_id, EventState.DEAD_LETTERED)
         return letter.id
+
+    async def pending(self, aggregate_id: str) -> UUID:
+        self.count += 1
+        event_id = uuid.uuid4()
+        self._summary(event_id, uuid.uuid4(), aggregate_id, EventState.PENDING)
+        return event_id
+
+    def _summary(
+        self, event_id: UUID, record_id: UUID, aggregate_id: str, state: EventState
+    ) -> None:
+        self.admin.summaries.append(
+            EventSummary(
+                id=event_id,
+                sequence=self.count,
+                organization_id=ORG,
+                event_type="demo.thing_happened",
+                contract_version=1,
+                aggregate_type="thing",
+                aggregate_id=aggregate_id,
+                appended_at=self.admin.now + timedelta(seconds=self.count),
+                record_id=record_id,
+                state=state,
+                attempts=0,
+            )
+        )
 
     async def audit(self) -> list[tuple[str, UUID, str, str, bool]]:
         return [
@@ -120,6 +155,9 @@ class PostgresHarness:
         await self.rows.dead_letter(event)
         return await self.rows.dead_record(event)
 
+    async def pending(self, aggregate_id: str) -> UUID:
+        return await self.rows.append(ORG, aggregate_id)
+
     async def audit(self) -> list[tuple[str, UUID, str, str, bool]]:
         found = await self.rows.rows(
             "SELECT action, dead_letter_id, reason, idempotency_key, elevation_id IS NOT NULL"
@@ -137,7 +175,7 @@ async def harness(request: pytest.FixtureRequest, database_url: str) -> AsyncIte
         return
     rows = EventRows(database_url)
     await rows.setup()
-    api_pool = await open_pool(database_url, min_size=1, max_size=2, role="identity_service")
+    api_pool = await open_pool(database_url, min_size=1, max_size=2, role="staff_service")
     admin_pool = await open_pool(database_url, min_size=1, max_size=2)
     try:
         yield PostgresHarness(
@@ -266,3 +304,125 @@ async def test_the_api_needs_a_staff_member_with_a_fresh_step_up(harness: Harnes
     with pytest.raises(PermissionDenied):
         await harness.api.backlog(actor=None, limit=10)
     assert [] == list(await harness.api.backlog(actor=await harness.elevate(actor), limit=10))
+
+
+async def test_a_search_filters_by_state_and_aggregate_newest_first_in_pages(
+    harness: Harness,
+) -> None:
+    dead = await harness.dead_letter("s-1")
+    older = await harness.pending("s-1")
+    newer = await harness.pending("s-1")
+    await harness.pending("s-2")
+    where = EventFilter(aggregate_id="s-1", organization_id=ORG)
+
+    pending = await harness.admin.search(
+        actor=None, state=EventState.PENDING, where=where, before=None, limit=10
+    )
+    first = await harness.admin.search(actor=None, state=None, where=where, before=None, limit=2)
+    rest = await harness.admin.search(
+        actor=None, state=None, where=where, before=first[-1].sequence, limit=2
+    )
+
+    assert [newer, older] == [e.id for e in pending]
+    assert [newer, older] == [e.id for e in first]
+    assert [(dead, EventState.DEAD_LETTERED)] == [(e.record_id, e.state) for e in rest]
+    assert [] == list(
+        await harness.admin.search(
+            actor=None,
+            state=None,
+            where=EventFilter(event_type="demo.no_such_type"),
+            before=None,
+            limit=10,
+        )
+    )
+
+
+async def test_a_bulk_release_counts_and_changes_only_unresolved_dead_letters_once(
+    harness: Harness,
+) -> None:
+    actor = await harness.elevate(await harness.staff())
+    resolved = await harness.dead_letter("b-0")
+    await _release(harness.api, actor, resolved, "single")
+    dead = [await harness.dead_letter(f"b-{n}") for n in (1, 2)]
+    await harness.pending("b-3")
+    now = datetime.now(UTC) + timedelta(days=1)
+    everything = EventFilter(organization_id=ORG)
+
+    count, _ = await harness.api.count_bulk(
+        actor=actor, action=BulkEventAction.RELEASE, where=everything, as_of=now
+    )
+    before, _ = await harness.api.count_bulk(
+        actor=actor,
+        action=BulkEventAction.RELEASE,
+        where=everything,
+        as_of=datetime(2000, 1, 1, tzinfo=UTC),
+    )
+    first = await harness.api.bulk_repair(
+        actor=actor,
+        action=BulkEventAction.RELEASE,
+        where=everything,
+        as_of=now,
+        reason="broker fixed",
+        idempotency_key="form-1",
+        limit=10,
+    )
+    again = await harness.api.bulk_repair(
+        actor=actor,
+        action=BulkEventAction.RELEASE,
+        where=everything,
+        as_of=now,
+        reason="broker fixed",
+        idempotency_key="form-1",
+        limit=10,
+    )
+
+    assert (2, 0) == (count, before)
+    assert (2, 0, 0) == (first.changed, first.replayed, first.remaining)
+    assert (0, 2, 0) == (again.changed, again.replayed, again.remaining)
+    audit = await harness.audit()
+    assert sorted(dead) == sorted(row[1] for row in audit[1:])
+    assert {("release", "broker fixed", True)} == {(a, r, e) for a, _, r, _, e in audit[1:]}
+
+
+async def test_a_bulk_cancel_withdraws_pending_events_in_pages(harness: Harness) -> None:
+    actor = await harness.elevate(await harness.staff())
+    events = [await harness.pending(f"c-{n}") for n in range(3)]
+    await harness.dead_letter("c-9")
+    now = datetime.now(UTC) + timedelta(days=1)
+    where = EventFilter(organization_id=ORG)
+
+    count, _ = await harness.api.count_bulk(
+        actor=actor, action=BulkEventAction.CANCEL, where=where, as_of=now
+    )
+    first = await harness.api.bulk_repair(
+        actor=actor,
+        action=BulkEventAction.CANCEL,
+        where=where,
+        as_of=now,
+        reason="duplicate import",
+        idempotency_key="cancel-1",
+        limit=2,
+    )
+    rest = await harness.api.bulk_repair(
+        actor=actor,
+        action=BulkEventAction.CANCEL,
+        where=where,
+        as_of=now,
+        reason="duplicate import",
+        idempotency_key="cancel-2",
+        limit=2,
+    )
+
+    assert 3 == count
+    assert (2, 1) == (first.changed, first.remaining)
+    assert (1, 0) == (rest.changed, rest.remaining)
+    assert [] == list(
+        await harness.api.search(
+            actor=actor, state=EventState.PENDING, where=where, before=None, limit=10
+        )
+    )
+    found = await harness.api.search(
+        actor=actor, state=EventState.DEAD_LETTERED, where=where, before=None, limit=10
+    )
+    cancelled = {e.id for e in found if e.resolution is Resolution.CANCELLED}
+    assert set(events) == cancelled

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import attrs
 
@@ -14,8 +14,13 @@ from outbox.application.errors import InvalidRequest, PermissionDenied
 from outbox.application.events.errors import DeadLetterNotFound, EventRepairRefused
 from outbox.application.events.views import (
     OTHER,
+    BulkEventAction,
+    BulkOutcome,
     EventDeadLetter,
     EventDetail,
+    EventFilter,
+    EventState,
+    EventSummary,
     OrganizationBacklog,
     ParkedAggregate,
     RepairAction,
@@ -52,6 +57,8 @@ class InMemoryEventOperatorStore:
     waiting: dict[UUID, int] = attrs.field(factory=dict)
     events: dict[UUID, EventDetail] = attrs.field(factory=dict)
     audit: list[RepairAudit] = attrs.field(factory=list)
+    summaries: list[EventSummary] = attrs.field(factory=list)  # events a search lists
+    cancelled: list[tuple[UUID, str]] = attrs.field(factory=list)  # (record, request key)
     now: datetime = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
     def _gate(self, actor: StaffActor | None, *, repair: bool = False) -> None:
@@ -218,6 +225,113 @@ class InMemoryEventOperatorStore:
     ) -> RepairReceipt:
         return self._repair(
             actor, RepairAction.RELEASE, dead_letter_id, None, reason, idempotency_key
+        )
+
+    async def search(
+        self,
+        *,
+        actor: StaffActor | None,
+        state: EventState | None,
+        where: EventFilter,
+        before: int | None,
+        limit: int,
+    ) -> Sequence[EventSummary]:
+        self._gate(actor)
+        rows = [
+            e
+            for e in sorted(self.summaries, key=lambda e: e.sequence, reverse=True)
+            if where.matches(e)
+            and (state is None or e.state is state)
+            and (before is None or e.sequence < before)
+        ]
+        return rows[:limit]
+
+    def _letter_matches(self, letter: EventDeadLetter, where: EventFilter) -> bool:
+        """A dead letter's event, as a search row would show it (appended when it died)."""
+        return where.matches(
+            EventSummary(
+                id=letter.event_id,
+                sequence=0,
+                organization_id=letter.organization_id,
+                event_type=letter.event_type,
+                contract_version=letter.contract_version,
+                aggregate_type=letter.aggregate_type,
+                aggregate_id=letter.aggregate_id,
+                appended_at=letter.dead_lettered_at,
+                record_id=letter.id,
+                state=EventState.DEAD_LETTERED,
+                attempts=letter.attempts,
+            )
+        )
+
+    def _targets(self, action: BulkEventAction, where: EventFilter, as_of: datetime) -> list[UUID]:
+        if action is BulkEventAction.CANCEL:
+            return [
+                e.record_id
+                for e in sorted(self.summaries, key=lambda e: e.sequence)
+                if e.state is EventState.PENDING and e.appended_at <= as_of and where.matches(e)
+            ]
+        return [
+            d.id
+            for d in self.letters
+            if d.resolution is None
+            and d.dead_lettered_at <= as_of
+            and self._letter_matches(d, where)
+        ]
+
+    async def count_bulk(
+        self,
+        *,
+        actor: StaffActor | None,
+        action: BulkEventAction,
+        where: EventFilter,
+        as_of: datetime | None,
+    ) -> tuple[int, datetime]:
+        self._gate(actor)
+        at = as_of or self.now
+        return len(self._targets(action, where, at)), at
+
+    async def bulk_repair(
+        self,
+        *,
+        actor: StaffActor,
+        action: BulkEventAction,
+        where: EventFilter,
+        as_of: datetime,
+        reason: str,
+        idempotency_key: str,
+        limit: int,
+    ) -> BulkOutcome:
+        self._gate(actor, repair=True)
+        if not 1 <= len(reason) <= 500:
+            raise InvalidRequest("p_reason: 1 to 500 characters")
+        prefix = f"{idempotency_key}:"
+        replayed = sum(
+            1
+            for a in self.audit
+            if a.actor_id == actor.identity_id
+            and a.action.value == action.value
+            and a.idempotency_key.startswith(prefix)
+        ) + sum(1 for _, key in self.cancelled if key.startswith(prefix))
+        targets = self._targets(action, where, as_of)
+        for record_id in targets[:limit]:
+            key = f"{prefix}{record_id}"
+            if action is BulkEventAction.CANCEL:
+                self.summaries = [
+                    attrs.evolve(e, state=EventState.DEAD_LETTERED, resolution=Resolution.CANCELLED)
+                    if e.record_id == record_id
+                    else e
+                    for e in self.summaries
+                ]
+                self.cancelled.append((record_id, key))
+            else:
+                repair = RepairAction(action.value)
+                self._repair(actor, repair, record_id, uuid4(), reason, key)
+        return BulkOutcome(
+            action=action,
+            changed=len(targets[:limit]),
+            replayed=replayed,
+            remaining=max(len(targets) - limit, 0),
         )
 
 

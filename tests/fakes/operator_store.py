@@ -22,7 +22,7 @@ from outbox.application.delivery.views import (
     MessageDetail,
 )
 from outbox.application.errors import InvalidRequest, PermissionDenied
-from outbox.application.operator.errors import StaffIdentityNotFound
+from outbox.application.operator.errors import NotStaff, StaffIdentityNotFound
 from outbox.application.operator.views import StaffChange
 from outbox.application.staff import MAX_KEY as MAX_LENGTH
 from outbox.application.staff import (
@@ -104,6 +104,7 @@ class InMemoryOperatorStore:
     elevations: dict[str, tuple[UUID, datetime, datetime]] = attrs.field(factory=dict)
     emails: dict[str, UUID] = attrs.field(factory=dict)
     audit: list[AuditRow] = attrs.field(factory=list)
+    break_glass: list[tuple[UUID, UUID, str]] = attrs.field(factory=list)
     in_progress: set[tuple[UUID, str]] = attrs.field(factory=set)
     database_operator: bool = True
 
@@ -278,6 +279,17 @@ class InMemoryOperatorStore:
             )
         )
         return StaffChange(identity_id=identity_id, changed=True)
+
+    async def break_glass_step_up(
+        self, *, email: str, challenge_id: UUID, code_hash: str, expires_at: datetime, reason: str
+    ) -> UUID:
+        """The staff member's identity; the challenge itself is the identity store's."""
+        identity_id = await self._known(email)
+        row = self.staff.get(identity_id)
+        if row is None or row.revoked_at is not None:
+            raise NotStaff
+        self.break_glass.append((identity_id, challenge_id, reason))
+        return identity_id
 
     async def revoke_staff(self, email: str) -> StaffChange:
         """Revoke the e-mail's identity's staff membership, audited."""

@@ -1,4 +1,5 @@
-"""The operator console's reads and writes over 0032_console.sql and 0033_console_events.sql.
+"""The operator console's reads and writes over 0032_console.sql, 0033_console_events.sql and
+0043_events_console.sql.
 
 Every function checks the staff member's elevation in the database and masks destinations;
 this adapter maps rows to views. ``PostgresPausedProviders`` is the worker's side: the names
@@ -8,7 +9,7 @@ of the providers staff paused.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, LiteralString
 from uuid import UUID
 
@@ -26,6 +27,7 @@ from outbox.application.operator.console_views import (
     AuditEntry,
     ConsumerLag,
     ProviderPause,
+    WorkerLane,
 )
 from outbox.application.staff import StaffActor
 
@@ -64,6 +66,10 @@ RESUME = "SELECT outbox.staff_resume_provider(%s::uuid, %s::text, %s::text, %s::
 OPERATOR_PAUSE = "SELECT outbox.pause_provider(%s::uuid, %s::text, %s::text)"
 OPERATOR_RESUME = "SELECT outbox.resume_provider(%s::uuid, %s::text, %s::text)"
 PAUSED = "SELECT provider FROM outbox.paused_providers() AS provider"
+WORKER_COLUMNS = "SELECT owner, lane, started_at, seen_at, stopped_at, running, lag_seconds "
+WORKERS = WORKER_COLUMNS + "FROM outbox.workers(%s::uuid)"
+STAFF_WORKERS = WORKER_COLUMNS + "FROM outbox.staff_workers(%s::uuid, %s::text)"
+HEARTBEAT = "SELECT outbox.worker_heartbeat(%s::text, %s::text, %s::timestamptz, %s::boolean)"
 
 Row = tuple[Any, ...]
 
@@ -145,6 +151,22 @@ class PostgresConsoleStore:
             for r in await self._all(LAG, _staff(actor))
         ]
 
+    async def workers(self, *, actor: StaffActor | None) -> Sequence[WorkerLane]:
+        """Every lane of every worker process seen in the last day, with its lag."""
+        query, params = gated(actor, STAFF_WORKERS, WORKERS, ())
+        return [
+            WorkerLane(
+                owner=r[0],
+                lane=r[1],
+                started_at=r[2],
+                seen_at=r[3],
+                stopped_at=r[4],
+                running=r[5],
+                lag=None if r[6] is None else timedelta(seconds=float(r[6])),
+            )
+            for r in await self._all(query, params)
+        ]
+
     async def pauses(self, *, actor: StaffActor | None) -> Sequence[ProviderPause]:
         """The paused providers (staff with an elevation, or the database operator)."""
         return [
@@ -185,3 +207,19 @@ class PostgresPausedProviders:
             async with self._pool.connection() as conn:
                 cursor = await conn.execute(PAUSED)
                 return frozenset(row[0] for row in await cursor.fetchall())
+
+
+class PostgresWorkerHeartbeat:
+    """A worker lane says it runs (outbox.worker_heartbeat), on the lane's own pool."""
+
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
+        self._pool = pool
+
+    async def beat(
+        self, *, owner: str, lane: str, started_at: datetime, stopped: bool = False
+    ) -> int:
+        """Record that ``lane`` of process ``owner`` runs (or has stopped); 1."""
+        with operator_errors():
+            async with self._pool.connection() as conn:
+                await conn.execute(HEARTBEAT, (owner, lane, started_at, stopped))
+        return 1

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, LiteralString
 
 from psycopg import AsyncConnection, sql
 from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.error_translation import translated_errors
+from outbox.adapters.postgres.operator_store import operator_errors
 from outbox.application.events.consumer_ports import (
     ClaimedDelivery,
     ConsumerDeadLetter,
@@ -23,6 +24,7 @@ from outbox.application.events.consumer_ports import (
     DeliveredEvent,
     ProcessingAttempt,
 )
+from outbox.application.staff import StaffActor
 from outbox.domain.delivery.outcomes import RecordResult
 
 CLAIM = """
@@ -188,8 +190,27 @@ SELECT delivery_id, delivery_sequence, domain_event_id, organization_id, event_t
        dead_lettered_at
 FROM events.consumer_dead_letters(%s::text, %s::bigint, %s::integer)
 """
-REPLAY = "SELECT events.replay_consumer(%s::text, %s::bigint, %s::timestamptz)"
-SET_ACTIVE = "SELECT events.set_consumer_active(%s::text, %s::boolean)"
+STAFF_LAG = """
+SELECT consumer, owner_module, active, ordered, max_attempts, replay_round, subscriptions,
+       events_behind, oldest_undelivered_seconds, dead_letters
+FROM events.staff_consumer_lag(%s::uuid, %s::text)
+"""
+STAFF_DEAD_LETTERS = """
+SELECT delivery_id, delivery_sequence, domain_event_id, organization_id, event_type,
+       contract_version, publication_sequence, replay_round, attempts, reason, code,
+       dead_lettered_at
+FROM events.staff_consumer_dead_letters(%s::uuid, %s::text, %s::text, %s::bigint, %s::integer)
+"""
+# The database operator's changes name no elevation; a staff member's are checked by the
+# database (a fresh step-up). Both are audited in events.consumer_audit.
+OPERATE = (
+    "SELECT events.operate_consumer(%s::text, %s::uuid, NULL::uuid, %s::text, %s::bigint,"
+    " %s::timestamptz, %s::text)"
+)
+STAFF_OPERATE = (
+    "SELECT events.staff_operate_consumer(%s::uuid, %s::text, %s::text, %s::text, %s::bigint,"
+    " %s::timestamptz, %s::text)"
+)
 
 
 def _lag(row: tuple[Any, ...]) -> ConsumerLag:
@@ -214,24 +235,41 @@ class PostgresConsumerLag:
     def __init__(self, pool: AsyncConnectionPool[AsyncConnection]) -> None:
         self._pool = pool
 
-    async def lag(self) -> Sequence[ConsumerLag]:
-        """Every consumer with its lag, by code."""
-        with translated_errors():
+    async def lag(self, *, actor: StaffActor | None = None) -> Sequence[ConsumerLag]:
+        """Every consumer with its lag, by code (a staff actor's through the staff function)."""
+        query, params = _staff_or_operator(actor, STAFF_LAG, LAG, ())
+        with operator_errors():
             async with self._pool.connection() as conn:
-                cursor = await conn.execute(LAG)
+                cursor = await conn.execute(query, params)
                 return [_lag(row) for row in await cursor.fetchall()]
 
 
+def _staff_or_operator(
+    actor: StaffActor | None,
+    staff_query: LiteralString,
+    operator_query: LiteralString,
+    params: tuple[Any, ...],
+) -> tuple[LiteralString, tuple[Any, ...]]:
+    """The staff function for an elevated staff actor, else the database operator's."""
+    if actor is not None and actor.elevation_digest is not None:
+        return staff_query, (actor.identity_id, actor.elevation_digest, *params)
+    return operator_query, params
+
+
 class PostgresConsumerAdmin(PostgresConsumerLag):
-    """ConsumerAdmin on the database operator's pool (a member of outbox_owner)."""
+    """ConsumerAdmin on the database operator's pool (a member of outbox_owner) or, with a
+    staff actor, on the admin listener's (role staff_service)."""
 
     async def dead_letters(
-        self, consumer: str, *, before: int | None, limit: int
+        self, consumer: str, *, before: int | None, limit: int, actor: StaffActor | None = None
     ) -> Sequence[ConsumerDeadLetter]:
         """A page of the consumer's dead letters, newest first."""
-        with translated_errors():
+        query, params = _staff_or_operator(
+            actor, STAFF_DEAD_LETTERS, DEAD_LETTERS, (consumer, before, limit)
+        )
+        with operator_errors():
             async with self._pool.connection() as conn:
-                cursor = await conn.execute(DEAD_LETTERS, (consumer, before, limit))
+                cursor = await conn.execute(query, params)
                 rows = await cursor.fetchall()
         return [
             ConsumerDeadLetter(
@@ -252,19 +290,55 @@ class PostgresConsumerAdmin(PostgresConsumerLag):
         ]
 
     async def replay(
-        self, consumer: str, *, from_sequence: int | None = None, since: datetime | None = None
+        self,
+        consumer: str,
+        *,
+        from_sequence: int | None = None,
+        since: datetime | None = None,
+        actor: StaffActor | None = None,
+        reason: str | None = None,
     ) -> int:
         """Deliver again from a publication sequence or a time; how many deliveries."""
-        with translated_errors():
-            async with self._pool.connection() as conn:
-                cursor = await conn.execute(REPLAY, (consumer, from_sequence, since))
-                row = await cursor.fetchone()
-        return int(row[0]) if row is not None else 0
+        return await self._operate("replay", consumer, actor, reason, from_sequence, since)
 
-    async def set_active(self, consumer: str, *, active: bool) -> bool:
+    async def set_active(
+        self,
+        consumer: str,
+        *,
+        active: bool,
+        actor: StaffActor | None = None,
+        reason: str | None = None,
+    ) -> bool:
         """Pause or resume; whether it changed."""
-        with translated_errors():
+        action = "resume" if active else "pause"
+        return await self._operate(action, consumer, actor, reason, None, None) > 0
+
+    async def _operate(  # noqa: PLR0917 - the SQL function's arguments
+        self,
+        action: str,
+        consumer: str,
+        actor: StaffActor | None,
+        reason: str | None,
+        from_sequence: int | None,
+        since: datetime | None,
+    ) -> int:
+        if actor is not None and actor.elevation_digest is not None:
+            query: LiteralString = STAFF_OPERATE
+            params: tuple[Any, ...] = (
+                actor.identity_id,
+                actor.elevation_digest,
+                action,
+                consumer,
+                from_sequence,
+                since,
+                reason,
+            )
+        else:
+            query = OPERATE
+            actor_id = None if actor is None else actor.identity_id
+            params = (action, actor_id, consumer, from_sequence, since, reason)
+        with operator_errors():
             async with self._pool.connection() as conn:
-                cursor = await conn.execute(SET_ACTIVE, (consumer, active))
+                cursor = await conn.execute(query, params)
                 row = await cursor.fetchone()
-        return bool(row[0]) if row is not None else False
+        return int(row[0]) if row is not None and row[0] is not None else 0

@@ -9,6 +9,7 @@ can call. This adapter picks the function, maps rows to views and outcome words 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, LiteralString, TypeVar
 from uuid import UUID
 
@@ -20,9 +21,14 @@ from outbox.adapters.postgres.operator_store import operator_errors
 from outbox.adapters.postgres.views import OLDEST_DUE_AGE, fetch_views, gated, read_views
 from outbox.application.events.errors import DeadLetterNotFound, EventRepairRefused
 from outbox.application.events.views import (
+    BulkEventAction,
+    BulkOutcome,
     EventDeadLetter,
     EventDetail,
+    EventFilter,
     EventRecord,
+    EventState,
+    EventSummary,
     EventTypeView,
     OrganizationBacklog,
     ParkedAggregate,
@@ -103,6 +109,39 @@ STAFF_RELEASE = (
     "SELECT outcome, NULL::uuid FROM events.staff_release_dead_letter(%s::uuid, %s::text,"
     " %s::uuid, %s::text, %s::text)"
 )
+SEARCH_COLUMNS = """
+SELECT domain_event_id AS id, append_sequence AS sequence, organization_id, event_type,
+       contract_version, aggregate_type, aggregate_id, appended_at, record_id, state,
+       attempt_count AS attempts, published_at, dead_lettered_at, resolution
+"""
+FILTER_PARAMS = "%s::text, %s::uuid, %s::text, %s::text, %s::timestamptz, %s::timestamptz"
+SEARCH = (
+    SEARCH_COLUMNS + "FROM events.search_events(%s::uuid, %s::text, " + FILTER_PARAMS + ","
+    " %s::bigint, %s::integer)"
+)
+STAFF_SEARCH = (
+    SEARCH_COLUMNS
+    + "FROM events.staff_search_events(%s::uuid, %s::text, %s::text, "
+    + FILTER_PARAMS
+    + ", %s::bigint, %s::integer)"
+)
+COUNT_BULK = (
+    "SELECT matched, as_of FROM events.count_bulk(%s::uuid, %s::text, " + FILTER_PARAMS + ","
+    " %s::timestamptz)"
+)
+STAFF_COUNT_BULK = (
+    "SELECT matched, as_of FROM events.staff_count_bulk(%s::uuid, %s::text, %s::text, "
+    + FILTER_PARAMS
+    + ", %s::timestamptz)"
+)
+BULK = (
+    "SELECT changed, replayed, remaining FROM events.bulk_repair(%s::uuid, NULL::uuid,"
+    " %s::text, " + FILTER_PARAMS + ", %s::timestamptz, %s::text, %s::text, %s::integer)"
+)
+STAFF_BULK = (
+    "SELECT changed, replayed, remaining FROM events.staff_bulk_repair(%s::uuid, %s::text,"
+    " %s::text, " + FILTER_PARAMS + ", %s::timestamptz, %s::text, %s::text, %s::integer)"
+)
 # The owner's members read the catalogue tables directly (docs/sql-api.md, "Tables").
 EVENT_TYPES = """
 SELECT t.code, t.owner_module_code, t.description,
@@ -118,6 +157,18 @@ DONE = frozenset({"republished", "released"})
 
 Row = tuple[Any, ...]
 _View = TypeVar("_View")
+
+
+def _filter(where: EventFilter) -> tuple[Any, ...]:
+    """The filter's fields in the SQL functions' order."""
+    return (
+        where.event_type,
+        where.organization_id,
+        where.aggregate_type,
+        where.aggregate_id,
+        where.since,
+        where.until,
+    )
 
 
 def _receipt(row: Row | None, action: RepairAction, dead_letter_id: UUID) -> RepairReceipt:
@@ -226,6 +277,51 @@ class PostgresEventOperatorStore:
         params = (dead_letter_id, reason, idempotency_key)
         rows = await self._all(*gated(actor, STAFF_RELEASE, RELEASE, params))
         return _receipt(rows[0] if rows else None, RepairAction.RELEASE, dead_letter_id)
+
+    async def search(
+        self,
+        *,
+        actor: StaffActor | None,
+        state: EventState | None,
+        where: EventFilter,
+        before: int | None,
+        limit: int,
+    ) -> Sequence[EventSummary]:
+        """Up to ``limit`` events, newest first, appended before sequence ``before``."""
+        params = (state, *_filter(where), before, limit)
+        return await self._views(EventSummary, *gated(actor, STAFF_SEARCH, SEARCH, params))
+
+    async def count_bulk(
+        self,
+        *,
+        actor: StaffActor | None,
+        action: BulkEventAction,
+        where: EventFilter,
+        as_of: datetime | None,
+    ) -> tuple[int, datetime]:
+        """How many events the action would change, and as of when."""
+        params = (action.value, *_filter(where), as_of)
+        rows = await self._all(*gated(actor, STAFF_COUNT_BULK, COUNT_BULK, params))
+        return int(rows[0][0]), rows[0][1]
+
+    async def bulk_repair(
+        self,
+        *,
+        actor: StaffActor,
+        action: BulkEventAction,
+        where: EventFilter,
+        as_of: datetime,
+        reason: str,
+        idempotency_key: str,
+        limit: int,
+    ) -> BulkOutcome:
+        """Apply the action in one transaction, audited per event."""
+        params = (action.value, *_filter(where), as_of, reason, idempotency_key, limit)
+        rows = await self._all(*gated(actor, STAFF_BULK, BULK, params))
+        changed, replayed, remaining = rows[0]
+        return BulkOutcome(
+            action=action, changed=changed, replayed=replayed, remaining=int(remaining)
+        )
 
     async def _views(
         self, cls: type[_View], query: LiteralString, params: tuple[Any, ...]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, LiteralString
 from uuid import UUID
 
@@ -32,7 +33,7 @@ from outbox.application.delivery.views import (
     MessageDetail,
 )
 from outbox.application.errors import PermissionDenied
-from outbox.application.operator.errors import StaffIdentityNotFound
+from outbox.application.operator.errors import NotStaff, StaffIdentityNotFound
 from outbox.application.operator.views import StaffChange
 from outbox.application.staff import (
     IdempotencyKeyReused,
@@ -105,6 +106,10 @@ STAFF_REISSUE_FOR = (
 )
 STAFF_IDENTITY = "SELECT outbox.staff_identity(%s::text)"
 GRANT_STAFF = "SELECT outcome, identity_id FROM outbox.grant_staff(%s::text)"
+BREAK_GLASS = (
+    "SELECT outcome, identity_id FROM outbox.break_glass_step_up(%s::text, %s::uuid, %s::text,"
+    " %s::timestamptz, %s::text)"
+)
 REVOKE_STAFF = "SELECT outcome, identity_id FROM outbox.revoke_staff(%s::text)"
 
 STAFF_REQUIRED = "staff membership required"  # the primary message of outbox.require_staff
@@ -261,6 +266,17 @@ class PostgresOperatorStore:
     async def revoke_staff(self, email: str) -> StaffChange:
         """Revoke the e-mail's identity's staff membership, audited."""
         return _staff_change(await self._one(REVOKE_STAFF, (email,)))
+
+    async def break_glass_step_up(
+        self, *, email: str, challenge_id: UUID, code_hash: str, expires_at: datetime, reason: str
+    ) -> UUID:
+        """Open the staff member's step-up challenge, audited; nothing is sent."""
+        row = await self._one(BREAK_GLASS, (email, challenge_id, code_hash, expires_at, reason))
+        if row is None or row[0] == "unknown_identity":
+            raise StaffIdentityNotFound
+        if row[0] == "not_staff":
+            raise NotStaff
+        return UUID(str(row[1]))
 
     async def _one(self, query: LiteralString, params: tuple[Any, ...]) -> Row | None:
         with operator_errors():

@@ -264,6 +264,132 @@ CREATE FUNCTION events.backlog_metrics() RETURNS TABLE(organization text, pendin
 $$;
 
 --
+-- Name: bulk_repair(uuid, uuid, text, text, uuid, text, text, timestamp with time zone, timestamp with time zone, timestamp with time zone, text, text, integer); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.bulk_repair(p_actor uuid, p_elevation uuid, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone, p_reason text, p_idempotency_key text, p_limit integer) RETURNS TABLE(changed integer, replayed integer, remaining bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_target record;
+    v_key text;
+    v_outcome text;
+    v_changed integer := 0;
+    v_replayed integer := 0;
+    v_seen integer := 0;
+    v_total bigint;
+BEGIN
+    PERFORM outbox.require_staff(p_actor);
+    IF p_reason IS NULL OR pg_catalog.length(p_reason) NOT BETWEEN 1 AND 500 THEN
+        RAISE EXCEPTION 'p_reason: 1 to 500 characters' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_idempotency_key IS NULL OR pg_catalog.length(p_idempotency_key) NOT BETWEEN 1 AND 200
+    THEN
+        RAISE EXCEPTION 'p_idempotency_key: 1 to 200 characters'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'p_limit: must be between 1 and 1000'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- A replay of this form: the items it already changed no longer match, so count them.
+    SELECT pg_catalog.count(*) INTO v_replayed
+    FROM events.operator_audit AS a
+    WHERE a.actor_id = p_actor AND a.action = p_action
+      AND a.idempotency_key LIKE p_idempotency_key || ':%';
+    SELECT pg_catalog.count(*) INTO v_total
+    FROM events.bulk_targets(
+        p_action, p_event_type, p_organization_id, p_aggregate_type, p_aggregate_id, p_since,
+        p_until, p_as_of
+    );
+    FOR v_target IN
+        SELECT t.record_id
+        FROM events.bulk_targets(
+            p_action, p_event_type, p_organization_id, p_aggregate_type, p_aggregate_id,
+            p_since, p_until, p_as_of
+        ) AS t
+        LIMIT p_limit
+    LOOP
+        v_seen := v_seen + 1;
+        v_key := p_idempotency_key || ':' || v_target.record_id::text;
+        IF p_action = 'cancel' THEN
+            IF events.cancel_record(p_actor, p_elevation, v_target.record_id, p_reason, v_key)
+            THEN
+                v_changed := v_changed + 1;
+            END IF;
+            CONTINUE;
+        ELSIF p_action = 'republish' THEN
+            SELECT r.outcome INTO v_outcome
+            FROM events.republish_dead_letter(
+                p_actor, v_target.record_id, gen_random_uuid(), p_reason, v_key
+            ) AS r;
+        ELSE
+            SELECT r.outcome INTO v_outcome
+            FROM events.release_dead_letter(p_actor, v_target.record_id, p_reason, v_key) AS r;
+        END IF;
+        IF v_outcome IN ('republished', 'released') THEN
+            v_changed := v_changed + 1;
+        END IF;
+    END LOOP;
+    UPDATE events.operator_audit AS a
+    SET elevation_id = p_elevation
+    WHERE p_elevation IS NOT NULL AND a.actor_id = p_actor AND a.elevation_id IS NULL
+      AND a.occurred_at = pg_catalog.statement_timestamp()
+      AND a.idempotency_key LIKE p_idempotency_key || ':%';
+    RETURN QUERY SELECT v_changed, v_replayed, GREATEST(v_total - v_seen, 0);
+END
+$$;
+
+--
+-- Name: bulk_targets(text, text, uuid, text, text, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.bulk_targets(p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone) RETURNS TABLE(record_id uuid, append_sequence bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF p_action IS NULL OR p_action NOT IN ('republish', 'release', 'cancel') THEN
+        RAISE EXCEPTION 'p_action: republish, release or cancel'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_as_of IS NULL THEN
+        RAISE EXCEPTION 'p_as_of: required' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_action = 'cancel' THEN
+        RETURN QUERY
+        SELECT r.id, r.append_sequence
+        FROM events.outbox_records AS r
+        JOIN events.domain_events AS e ON e.id = r.domain_event_id
+        WHERE r.state = 'pending' AND r.created_at <= p_as_of
+          AND (p_event_type IS NULL OR e.event_type_code = p_event_type)
+          AND (p_organization_id IS NULL OR e.organization_id = p_organization_id)
+          AND (p_aggregate_type IS NULL OR e.aggregate_type = p_aggregate_type)
+          AND (p_aggregate_id IS NULL OR e.aggregate_id = p_aggregate_id)
+          AND (p_since IS NULL OR e.appended_at >= p_since)
+          AND (p_until IS NULL OR e.appended_at < p_until)
+        ORDER BY r.append_sequence;
+    ELSE
+        RETURN QUERY
+        SELECT d.outbox_record_id, d.append_sequence
+        FROM events.dead_letters AS d
+        JOIN events.domain_events AS e ON e.id = d.domain_event_id
+        WHERE d.resolution IS NULL AND d.dead_lettered_at <= p_as_of
+          AND (p_event_type IS NULL OR e.event_type_code = p_event_type)
+          AND (p_organization_id IS NULL OR e.organization_id = p_organization_id)
+          AND (p_aggregate_type IS NULL OR e.aggregate_type = p_aggregate_type)
+          AND (p_aggregate_id IS NULL OR e.aggregate_id = p_aggregate_id)
+          AND (p_since IS NULL OR e.appended_at >= p_since)
+          AND (p_until IS NULL OR e.appended_at < p_until)
+        ORDER BY d.append_sequence;
+    END IF;
+END
+$$;
+
+--
 -- Name: calling_module(); Type: FUNCTION; Schema: events; Owner: -
 --
 
@@ -283,6 +409,53 @@ BEGIN
             USING ERRCODE = 'insufficient_privilege';
     END IF;
     RETURN v_module;
+END
+$$;
+
+--
+-- Name: cancel_record(uuid, uuid, uuid, text, text); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.cancel_record(p_actor uuid, p_elevation uuid, p_record_id uuid, p_reason text, p_idempotency_key text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.statement_timestamp();
+    v_record events.outbox_records%ROWTYPE;
+BEGIN
+    -- The row lock waits for a worker's claim in flight; a claimed record is left alone.
+    SELECT r.* INTO v_record FROM events.outbox_records AS r
+    WHERE r.id = p_record_id
+    FOR UPDATE;
+    IF NOT FOUND OR v_record.state <> 'pending' THEN
+        RETURN false;
+    END IF;
+    UPDATE events.outbox_records AS r
+    SET state = 'dead_lettered', head = false, dead_lettered_at = v_now,
+        dead_letter_reason = 'CANCELLED'
+    WHERE r.id = p_record_id;
+    INSERT INTO events.dead_letters (
+        outbox_record_id, domain_event_id, organization_id, aggregate_type, aggregate_id,
+        append_sequence, reason, dead_lettered_at, resolution, resolved_at, resolved_by
+    ) VALUES (
+        v_record.id, v_record.domain_event_id, v_record.organization_id,
+        v_record.aggregate_type, v_record.aggregate_id, v_record.append_sequence, 'CANCELLED',
+        v_now, 'cancelled', v_now, p_actor::text
+    );
+    INSERT INTO events.operator_audit (
+        action, actor_id, elevation_id, dead_letter_id, domain_event_id, organization_id,
+        reason, idempotency_key, occurred_at
+    ) VALUES (
+        'cancel', p_actor, p_elevation, v_record.id, v_record.domain_event_id,
+        v_record.organization_id, p_reason, p_idempotency_key, v_now
+    );
+    IF v_record.head THEN
+        PERFORM events.reopen_aggregate(
+            v_record.organization_id, v_record.aggregate_type, v_record.aggregate_id
+        );
+    END IF;
+    RETURN true;
 END
 $$;
 
@@ -716,6 +889,27 @@ CREATE FUNCTION events.count_backlog() RETURNS TABLE(organization_id uuid, pendi
 $$;
 
 --
+-- Name: count_bulk(uuid, text, text, uuid, text, text, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.count_bulk(p_actor uuid, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone) RETURNS TABLE(matched bigint, as_of timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_as_of timestamptz := COALESCE(p_as_of, pg_catalog.statement_timestamp());
+BEGIN
+    PERFORM outbox.require_operator(p_actor);
+    RETURN QUERY
+    SELECT pg_catalog.count(*), v_as_of
+    FROM events.bulk_targets(
+        p_action, p_event_type, p_organization_id, p_aggregate_type, p_aggregate_id, p_since,
+        p_until, v_as_of
+    );
+END
+$$;
+
+--
 -- Name: event_attempts(uuid, uuid); Type: FUNCTION; Schema: events; Owner: -
 --
 
@@ -866,6 +1060,33 @@ END
 $$;
 
 --
+-- Name: filtered_events(text, uuid, text, text, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.filtered_events(p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone) RETURNS TABLE(domain_event_id uuid, append_sequence bigint, organization_id uuid, event_type text, contract_version integer, aggregate_type text, aggregate_id text, appended_at timestamp with time zone, record_id uuid, state text, attempt_count integer, published_at timestamp with time zone, dead_lettered_at timestamp with time zone, resolution text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT e.id, e.append_sequence, e.organization_id, e.event_type_code, e.contract_version,
+           e.aggregate_type, e.aggregate_id, e.appended_at, r.id, r.state, r.attempt_count,
+           r.published_at, r.dead_lettered_at, d.resolution
+    FROM events.domain_events AS e
+    CROSS JOIN LATERAL (
+        SELECT c.* FROM events.outbox_records AS c
+        WHERE c.domain_event_id = e.id
+        ORDER BY c.state <> 'dead_lettered' DESC, c.created_at DESC, c.id DESC
+        LIMIT 1
+    ) AS r
+    LEFT JOIN events.dead_letters AS d ON d.outbox_record_id = r.id
+    WHERE (p_event_type IS NULL OR e.event_type_code = p_event_type)
+      AND (p_organization_id IS NULL OR e.organization_id = p_organization_id)
+      AND (p_aggregate_type IS NULL OR e.aggregate_type = p_aggregate_type)
+      AND (p_aggregate_id IS NULL OR e.aggregate_id = p_aggregate_id)
+      AND (p_since IS NULL OR e.appended_at >= p_since)
+      AND (p_until IS NULL OR e.appended_at < p_until)
+$$;
+
+--
 -- Name: list_dead_letters(uuid, uuid, boolean, uuid, uuid, integer); Type: FUNCTION; Schema: events; Owner: -
 --
 
@@ -1009,6 +1230,45 @@ BEGIN
     ELSIF v_resolution IS NOT NULL THEN
         RETURN QUERY SELECT ('already_' || v_resolution)::text, NULL::uuid;
     END IF;
+END
+$$;
+
+--
+-- Name: operate_consumer(text, uuid, uuid, text, bigint, timestamp with time zone, text); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.operate_consumer(p_action text, p_actor uuid, p_elevation uuid, p_consumer text, p_from_sequence bigint, p_since timestamp with time zone, p_reason text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_result integer;
+BEGIN
+    IF p_actor IS NOT NULL THEN
+        PERFORM outbox.require_staff(p_actor);
+    END IF;
+    IF p_reason IS NOT NULL AND pg_catalog.length(p_reason) NOT BETWEEN 1 AND 500 THEN
+        RAISE EXCEPTION 'p_reason: 1 to 500 characters' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_action = 'replay' THEN
+        v_result := events.replay_consumer(p_consumer, p_from_sequence, p_since);
+    ELSIF p_action IN ('pause', 'resume') THEN
+        v_result := CASE WHEN events.set_consumer_active(p_consumer, p_action = 'resume')
+                         THEN 1 ELSE 0 END;
+    ELSE
+        RAISE EXCEPTION 'p_action: replay, pause or resume'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_action = 'replay' OR v_result > 0 THEN
+        INSERT INTO events.consumer_audit (
+            action, consumer, actor_id, elevation_id, reason, from_sequence, since, deliveries,
+            occurred_at
+        ) VALUES (
+            p_action, p_consumer, p_actor, p_elevation, p_reason, p_from_sequence, p_since,
+            CASE WHEN p_action = 'replay' THEN v_result END, pg_catalog.statement_timestamp()
+        );
+    END IF;
+    RETURN v_result;
 END
 $$;
 
@@ -1956,6 +2216,38 @@ END
 $$;
 
 --
+-- Name: search_events(uuid, text, text, uuid, text, text, timestamp with time zone, timestamp with time zone, bigint, integer); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.search_events(p_actor uuid, p_state text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_before bigint, p_limit integer) RETURNS TABLE(domain_event_id uuid, append_sequence bigint, organization_id uuid, event_type text, contract_version integer, aggregate_type text, aggregate_id text, appended_at timestamp with time zone, record_id uuid, state text, attempt_count integer, published_at timestamp with time zone, dead_lettered_at timestamp with time zone, resolution text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM outbox.require_operator(p_actor);
+    IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 1001 THEN
+        RAISE EXCEPTION 'p_limit: must be between 1 and 1001'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_state IS NOT NULL
+       AND p_state NOT IN ('pending', 'leased', 'published', 'dead_lettered') THEN
+        RAISE EXCEPTION 'p_state: pending, leased, published or dead_lettered'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT f.*
+    FROM events.filtered_events(
+        p_event_type, p_organization_id, p_aggregate_type, p_aggregate_id, p_since, p_until
+    ) AS f
+    WHERE (p_state IS NULL OR f.state = p_state)
+      AND (p_before IS NULL OR f.append_sequence < p_before)
+    ORDER BY f.append_sequence DESC
+    LIMIT p_limit;
+END
+$$;
+
+--
 -- Name: set_consumer_active(text, boolean); Type: FUNCTION; Schema: events; Owner: -
 --
 
@@ -1995,6 +2287,38 @@ END
 $$;
 
 --
+-- Name: staff_bulk_repair(uuid, text, text, text, uuid, text, text, timestamp with time zone, timestamp with time zone, timestamp with time zone, text, text, integer); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.staff_bulk_repair(p_actor uuid, p_elevation text, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone, p_reason text, p_idempotency_key text, p_limit integer) RETURNS TABLE(changed integer, replayed integer, remaining bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_elevation uuid := outbox.require_elevation(p_actor, p_elevation);
+BEGIN
+    RETURN QUERY SELECT b.* FROM events.bulk_repair(
+        p_actor, v_elevation, p_action, p_event_type, p_organization_id, p_aggregate_type,
+        p_aggregate_id, p_since, p_until, p_as_of, p_reason, p_idempotency_key, p_limit
+    ) AS b;
+END
+$$;
+
+--
+-- Name: staff_consumer_dead_letters(uuid, text, text, bigint, integer); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.staff_consumer_dead_letters(p_actor uuid, p_elevation text, p_consumer text, p_before bigint, p_limit integer) RETURNS TABLE(delivery_id uuid, delivery_sequence bigint, domain_event_id uuid, organization_id uuid, event_type text, contract_version integer, publication_sequence bigint, replay_round integer, attempts integer, reason text, code text, dead_lettered_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
+    RETURN QUERY SELECT d.* FROM events.consumer_dead_letters(p_consumer, p_before, p_limit) AS d;
+END
+$$;
+
+--
 -- Name: staff_consumer_lag(uuid, text); Type: FUNCTION; Schema: events; Owner: -
 --
 
@@ -2005,6 +2329,23 @@ CREATE FUNCTION events.staff_consumer_lag(p_actor uuid, p_elevation text) RETURN
 BEGIN
     PERFORM outbox.require_read_elevation(p_actor, p_elevation);
     RETURN QUERY SELECT l.* FROM events.consumer_lag() AS l;
+END
+$$;
+
+--
+-- Name: staff_count_bulk(uuid, text, text, text, uuid, text, text, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.staff_count_bulk(p_actor uuid, p_elevation text, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone) RETURNS TABLE(matched bigint, as_of timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
+    RETURN QUERY SELECT c.* FROM events.count_bulk(
+        p_actor, p_action, p_event_type, p_organization_id, p_aggregate_type, p_aggregate_id,
+        p_since, p_until, p_as_of
+    ) AS c;
 END
 $$;
 
@@ -2086,6 +2427,26 @@ END
 $$;
 
 --
+-- Name: staff_operate_consumer(uuid, text, text, text, bigint, timestamp with time zone, text); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.staff_operate_consumer(p_actor uuid, p_elevation text, p_action text, p_consumer text, p_from_sequence bigint, p_since timestamp with time zone, p_reason text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_elevation uuid := outbox.require_elevation(p_actor, p_elevation);
+BEGIN
+    IF p_reason IS NULL THEN
+        RAISE EXCEPTION 'p_reason: 1 to 500 characters' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN events.operate_consumer(
+        p_action, p_actor, v_elevation, p_consumer, p_from_sequence, p_since, p_reason
+    );
+END
+$$;
+
+--
 -- Name: staff_parked_aggregates(uuid, text, uuid, uuid, uuid, integer); Type: FUNCTION; Schema: events; Owner: -
 --
 
@@ -2148,6 +2509,23 @@ BEGIN
     WHERE a.actor_id = p_actor AND a.idempotency_key = p_idempotency_key
       AND a.dead_letter_id = p_dead_letter_id
       AND a.occurred_at = pg_catalog.statement_timestamp() AND a.elevation_id IS NULL;
+END
+$$;
+
+--
+-- Name: staff_search_events(uuid, text, text, text, uuid, text, text, timestamp with time zone, timestamp with time zone, bigint, integer); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.staff_search_events(p_actor uuid, p_elevation text, p_state text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_before bigint, p_limit integer) RETURNS TABLE(domain_event_id uuid, append_sequence bigint, organization_id uuid, event_type text, contract_version integer, aggregate_type text, aggregate_id text, appended_at timestamp with time zone, record_id uuid, state text, attempt_count integer, published_at timestamp with time zone, dead_lettered_at timestamp with time zone, resolution text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
+    RETURN QUERY SELECT s.* FROM events.search_events(
+        p_actor, p_state, p_event_type, p_organization_id, p_aggregate_type, p_aggregate_id,
+        p_since, p_until, p_before, p_limit
+    ) AS s;
 END
 $$;
 
@@ -3702,6 +4080,48 @@ CREATE FUNCTION outbox.backlog_metrics() RETURNS TABLE(pending bigint, leased bi
     AS $$
     SELECT b.pending, b.leased, b.published, b.dead_lettered, b.oldest_due_age_seconds
     FROM outbox.count_backlog() AS b
+$$;
+
+--
+-- Name: break_glass_step_up(text, uuid, text, timestamp with time zone, text); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.break_glass_step_up(p_email text, p_challenge_id uuid, p_code_hash text, p_expires_at timestamp with time zone, p_reason text) RETURNS TABLE(outcome text, identity_id uuid)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := pg_catalog.statement_timestamp();
+    v_identity uuid := outbox.staff_identity(p_email);
+BEGIN
+    IF p_reason IS NULL OR pg_catalog.length(p_reason) NOT BETWEEN 1 AND 500 THEN
+        RAISE EXCEPTION 'p_reason: 1 to 500 characters' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF v_identity IS NULL THEN
+        RETURN QUERY SELECT 'unknown_identity'::text, NULL::uuid;
+        RETURN;
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM identity.staff_members AS s
+        WHERE s.identity_id = v_identity AND s.revoked_at IS NULL
+    ) THEN
+        RETURN QUERY SELECT 'not_staff'::text, v_identity;
+        RETURN;
+    END IF;
+    UPDATE identity.challenges AS c
+    SET state = 'closed', ended_at = v_now
+    WHERE c.identity_id = v_identity AND c.purpose = 'step_up' AND c.state = 'open';
+    INSERT INTO identity.challenges (
+        id, purpose, identity_id, identifier, channel, code_hash, created_at, expires_at
+    ) VALUES (
+        p_challenge_id, 'step_up', v_identity, p_email, 'email', p_code_hash, v_now,
+        p_expires_at
+    );
+    INSERT INTO outbox.staff_audit (action, target_identity_id, console_reason, occurred_at)
+    VALUES ('break_glass_step_up', v_identity, p_reason, v_now);
+    RETURN QUERY SELECT 'opened'::text, v_identity;
+END
 $$;
 
 --
@@ -5642,6 +6062,20 @@ END
 $$;
 
 --
+-- Name: staff_workers(uuid, text); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.staff_workers(p_actor uuid, p_elevation text) RETURNS TABLE(owner text, lane text, started_at timestamp with time zone, seen_at timestamp with time zone, stopped_at timestamp with time zone, running boolean, lag_seconds double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM outbox.require_read_elevation(p_actor, p_elevation);
+    RETURN QUERY SELECT w.* FROM outbox.workers(p_actor) AS w;
+END
+$$;
+
+--
 -- Name: suppress_at_claim(); Type: FUNCTION; Schema: outbox; Owner: -
 --
 
@@ -5669,6 +6103,63 @@ END
 $$;
 
 --
+-- Name: worker_heartbeat(text, text, timestamp with time zone, boolean); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.worker_heartbeat(p_owner text, p_lane text, p_started_at timestamp with time zone, p_stopped boolean) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    INSERT INTO outbox.worker_lanes AS w (owner, lane, started_at, seen_at, stopped_at)
+    VALUES (
+        p_owner, p_lane, p_started_at, pg_catalog.statement_timestamp(),
+        CASE WHEN p_stopped THEN pg_catalog.statement_timestamp() END
+    )
+    ON CONFLICT (owner, lane) DO UPDATE
+    SET started_at = excluded.started_at, seen_at = excluded.seen_at,
+        stopped_at = excluded.stopped_at;
+    DELETE FROM outbox.worker_lanes AS w
+    WHERE w.seen_at < pg_catalog.statement_timestamp() - interval '1 day';
+$$;
+
+--
+-- Name: workers(uuid); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.workers(p_actor uuid) RETURNS TABLE(owner text, lane text, started_at timestamp with time zone, seen_at timestamp with time zone, stopped_at timestamp with time zone, running boolean, lag_seconds double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := pg_catalog.statement_timestamp();
+    v_security double precision;
+    v_events double precision;
+    v_consumers double precision;
+BEGIN
+    PERFORM outbox.require_operator(p_actor);
+    SELECT pg_catalog.date_part('epoch', v_now - pg_catalog.min(m.available_at))
+    INTO v_security
+    FROM outbox.messages AS m
+    WHERE m.state = 'pending' AND m.available_at <= v_now;
+    SELECT pg_catalog.date_part('epoch', v_now - pg_catalog.min(r.claimable_at))
+    INTO v_events
+    FROM events.outbox_records AS r
+    WHERE r.state IN ('pending', 'leased') AND r.claimable_at <= v_now;
+    SELECT pg_catalog.max(l.oldest_undelivered_seconds) INTO v_consumers
+    FROM events.consumer_lag() AS l;
+    RETURN QUERY
+    SELECT w.owner, w.lane, w.started_at, w.seen_at, w.stopped_at,
+           w.stopped_at IS NULL AND w.seen_at > v_now - interval '30 seconds',
+           CASE w.lane WHEN 'security' THEN v_security WHEN 'events' THEN v_events
+                       ELSE v_consumers END
+    FROM outbox.worker_lanes AS w
+    ORDER BY w.stopped_at IS NULL AND w.seen_at > v_now - interval '30 seconds' DESC,
+             w.owner, w.lane;
+END
+$$;
+
+--
 -- Name: applied_migrations(); Type: FUNCTION; Schema: outbox_meta; Owner: -
 --
 
@@ -5678,6 +6169,38 @@ CREATE FUNCTION outbox_meta.applied_migrations() RETURNS TABLE(version integer, 
     AS $$
     SELECT m.version, m.checksum FROM outbox_meta.migrations AS m ORDER BY m.version
 $$;
+
+--
+-- Name: consumer_audit; Type: TABLE; Schema: events; Owner: -
+--
+
+CREATE TABLE events.consumer_audit (
+    id bigint NOT NULL,
+    action text NOT NULL,
+    consumer text NOT NULL,
+    actor_id uuid,
+    elevation_id uuid,
+    reason text,
+    from_sequence bigint,
+    since timestamp with time zone,
+    deliveries integer,
+    occurred_at timestamp with time zone NOT NULL,
+    CONSTRAINT consumer_audit_action_known CHECK ((action = ANY (ARRAY['replay'::text, 'pause'::text, 'resume'::text]))),
+    CONSTRAINT consumer_audit_reason_length CHECK (((length(reason) >= 1) AND (length(reason) <= 500)))
+);
+
+--
+-- Name: consumer_audit_id_seq; Type: SEQUENCE; Schema: events; Owner: -
+--
+
+ALTER TABLE events.consumer_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME events.consumer_audit_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 --
 -- Name: consumer_deliveries; Type: TABLE; Schema: events; Owner: -
@@ -5797,7 +6320,7 @@ CREATE TABLE events.dead_letters (
     resolved_at timestamp with time zone,
     resolved_by text,
     republished_as uuid,
-    CONSTRAINT dead_letters_resolution_known CHECK ((resolution = ANY (ARRAY['released'::text, 'republished'::text]))),
+    CONSTRAINT dead_letters_resolution_known CHECK ((resolution = ANY (ARRAY['released'::text, 'republished'::text, 'cancelled'::text]))),
     CONSTRAINT dead_letters_resolution_shape CHECK ((((resolution IS NULL) = (resolved_at IS NULL)) AND ((resolution IS NULL) = (resolved_by IS NULL)) AND ((resolution = 'republished'::text) = (republished_as IS NOT NULL)))),
     CONSTRAINT dead_letters_resolver_short CHECK (((length(resolved_by) >= 1) AND (length(resolved_by) <= 200)))
 );
@@ -5930,7 +6453,7 @@ CREATE TABLE events.operator_audit (
     reason text NOT NULL,
     idempotency_key text NOT NULL,
     occurred_at timestamp with time zone NOT NULL,
-    CONSTRAINT operator_audit_action_known CHECK ((action = ANY (ARRAY['republish'::text, 'release'::text]))),
+    CONSTRAINT operator_audit_action_known CHECK ((action = ANY (ARRAY['republish'::text, 'release'::text, 'cancel'::text]))),
     CONSTRAINT operator_audit_copy_shape CHECK (((action = 'republish'::text) = (new_record_id IS NOT NULL))),
     CONSTRAINT operator_audit_key_length CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
     CONSTRAINT operator_audit_reason_length CHECK (((length(reason) >= 1) AND (length(reason) <= 500)))
@@ -5983,7 +6506,7 @@ END) STORED,
     CONSTRAINT outbox_records_head_is_live CHECK (((NOT head) OR (state = ANY (ARRAY['pending'::text, 'leased'::text])))),
     CONSTRAINT outbox_records_lease_shape CHECK ((((state = 'leased'::text) AND (lease_owner IS NOT NULL) AND (lease_token IS NOT NULL) AND (lease_expires_at IS NOT NULL)) OR ((state <> 'leased'::text) AND (lease_owner IS NULL) AND (lease_token IS NULL) AND (lease_expires_at IS NULL)))),
     CONSTRAINT outbox_records_published_shape CHECK (((state = 'published'::text) = (published_at IS NOT NULL))),
-    CONSTRAINT outbox_records_reason_known CHECK ((dead_letter_reason = ANY (ARRAY['REJECTED'::text, 'THROTTLED'::text, 'UNAVAILABLE'::text, 'INDETERMINATE'::text, 'unexpected_worker_error'::text]))),
+    CONSTRAINT outbox_records_reason_known CHECK ((dead_letter_reason = ANY (ARRAY['REJECTED'::text, 'THROTTLED'::text, 'UNAVAILABLE'::text, 'INDETERMINATE'::text, 'unexpected_worker_error'::text, 'CANCELLED'::text]))),
     CONSTRAINT outbox_records_state_known CHECK ((state = ANY (ARRAY['pending'::text, 'leased'::text, 'published'::text, 'dead_lettered'::text])))
 );
 
@@ -6457,11 +6980,11 @@ CREATE TABLE outbox.staff_audit (
     occurred_at timestamp with time zone NOT NULL,
     elevation_id uuid,
     console_reason text,
-    CONSTRAINT staff_audit_action_known CHECK ((action = ANY (ARRAY['reissue'::text, 'requeue'::text, 'staff_grant'::text, 'staff_revoke'::text]))),
+    CONSTRAINT staff_audit_action_known CHECK ((action = ANY (ARRAY['reissue'::text, 'requeue'::text, 'staff_grant'::text, 'staff_revoke'::text, 'break_glass_step_up'::text]))),
     CONSTRAINT staff_audit_console_reason_length CHECK (((length(console_reason) >= 1) AND (length(console_reason) <= 500))),
     CONSTRAINT staff_audit_copy_shape CHECK (((action = ANY (ARRAY['reissue'::text, 'requeue'::text])) = ((actor_id IS NOT NULL) AND (message_id IS NOT NULL) AND (new_message_id IS NOT NULL) AND (idempotency_key IS NOT NULL)))),
     CONSTRAINT staff_audit_key_length CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
-    CONSTRAINT staff_audit_membership_shape CHECK (((action = ANY (ARRAY['staff_grant'::text, 'staff_revoke'::text])) = (target_identity_id IS NOT NULL)))
+    CONSTRAINT staff_audit_membership_shape CHECK (((action = ANY (ARRAY['staff_grant'::text, 'staff_revoke'::text, 'break_glass_step_up'::text])) = (target_identity_id IS NOT NULL)))
 );
 
 --
@@ -6527,6 +7050,20 @@ CREATE TABLE outbox.suppressions (
 );
 
 --
+-- Name: worker_lanes; Type: TABLE; Schema: outbox; Owner: -
+--
+
+CREATE TABLE outbox.worker_lanes (
+    owner text NOT NULL,
+    lane text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    seen_at timestamp with time zone NOT NULL,
+    stopped_at timestamp with time zone,
+    CONSTRAINT worker_lanes_lane_known CHECK ((lane = ANY (ARRAY['security'::text, 'events'::text, 'consumers'::text]))),
+    CONSTRAINT worker_lanes_owner_short CHECK (((length(owner) >= 1) AND (length(owner) <= 200)))
+);
+
+--
 -- Name: migrations; Type: TABLE; Schema: outbox_meta; Owner: -
 --
 
@@ -6536,6 +7073,13 @@ CREATE TABLE outbox_meta.migrations (
     checksum text NOT NULL,
     applied_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
 );
+
+--
+-- Name: consumer_audit consumer_audit_pkey; Type: CONSTRAINT; Schema: events; Owner: -
+--
+
+ALTER TABLE ONLY events.consumer_audit
+    ADD CONSTRAINT consumer_audit_pkey PRIMARY KEY (id);
 
 --
 -- Name: consumer_deliveries consumer_deliveries_delivery_sequence_key; Type: CONSTRAINT; Schema: events; Owner: -
@@ -6958,11 +7502,24 @@ ALTER TABLE ONLY outbox.suppressions
     ADD CONSTRAINT suppressions_pkey PRIMARY KEY (id);
 
 --
+-- Name: worker_lanes worker_lanes_pkey; Type: CONSTRAINT; Schema: outbox; Owner: -
+--
+
+ALTER TABLE ONLY outbox.worker_lanes
+    ADD CONSTRAINT worker_lanes_pkey PRIMARY KEY (owner, lane);
+
+--
 -- Name: migrations migrations_pkey; Type: CONSTRAINT; Schema: outbox_meta; Owner: -
 --
 
 ALTER TABLE ONLY outbox_meta.migrations
     ADD CONSTRAINT migrations_pkey PRIMARY KEY (version);
+
+--
+-- Name: consumer_audit_by_consumer; Type: INDEX; Schema: events; Owner: -
+--
+
+CREATE INDEX consumer_audit_by_consumer ON events.consumer_audit USING btree (consumer, id);
 
 --
 -- Name: consumer_deliveries_by_event; Type: INDEX; Schema: events; Owner: -
@@ -7779,10 +8336,28 @@ REVOKE ALL ON FUNCTION events.backlog_metrics() FROM PUBLIC;
 GRANT ALL ON FUNCTION events.backlog_metrics() TO identity_service;
 
 --
+-- Name: FUNCTION bulk_repair(p_actor uuid, p_elevation uuid, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone, p_reason text, p_idempotency_key text, p_limit integer); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.bulk_repair(p_actor uuid, p_elevation uuid, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone, p_reason text, p_idempotency_key text, p_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION bulk_targets(p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.bulk_targets(p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone) FROM PUBLIC;
+
+--
 -- Name: FUNCTION calling_module(); Type: ACL; Schema: events; Owner: -
 --
 
 REVOKE ALL ON FUNCTION events.calling_module() FROM PUBLIC;
+
+--
+-- Name: FUNCTION cancel_record(p_actor uuid, p_elevation uuid, p_record_id uuid, p_reason text, p_idempotency_key text); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.cancel_record(p_actor uuid, p_elevation uuid, p_record_id uuid, p_reason text, p_idempotency_key text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION check_processing_attempt(); Type: ACL; Schema: events; Owner: -
@@ -7836,6 +8411,12 @@ REVOKE ALL ON FUNCTION events.consumer_lock_key(p_consumer_id uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION events.count_backlog() FROM PUBLIC;
 
 --
+-- Name: FUNCTION count_bulk(p_actor uuid, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.count_bulk(p_actor uuid, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone) FROM PUBLIC;
+
+--
 -- Name: FUNCTION event_attempts(p_actor uuid, p_event_id uuid); Type: ACL; Schema: events; Owner: -
 --
 
@@ -7860,6 +8441,12 @@ REVOKE ALL ON FUNCTION events.event_records(p_actor uuid, p_event_id uuid) FROM 
 REVOKE ALL ON FUNCTION events.fan_out_publication() FROM PUBLIC;
 
 --
+-- Name: FUNCTION filtered_events(p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.filtered_events(p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone) FROM PUBLIC;
+
+--
 -- Name: FUNCTION list_dead_letters(p_actor uuid, p_organization_id uuid, p_unresolved_only boolean, p_after uuid, p_before uuid, p_limit integer); Type: ACL; Schema: events; Owner: -
 --
 
@@ -7876,6 +8463,12 @@ REVOKE ALL ON FUNCTION events.map_producer_role(p_role name, p_module text) FROM
 --
 
 REVOKE ALL ON FUNCTION events.open_repair(p_actor uuid, p_action text, p_dead_letter_id uuid, p_reason text, p_idempotency_key text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION operate_consumer(p_action text, p_actor uuid, p_elevation uuid, p_consumer text, p_from_sequence bigint, p_since timestamp with time zone, p_reason text); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.operate_consumer(p_action text, p_actor uuid, p_elevation uuid, p_consumer text, p_from_sequence bigint, p_since timestamp with time zone, p_reason text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION operator_request_replay(p_actor uuid, p_key text, p_action text, p_dead_letter_id uuid); Type: ACL; Schema: events; Owner: -
@@ -8007,6 +8600,12 @@ REVOKE ALL ON FUNCTION events.require_one_outbox_record() FROM PUBLIC;
 REVOKE ALL ON FUNCTION events.retire_event_type(p_code text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION search_events(p_actor uuid, p_state text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_before bigint, p_limit integer); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.search_events(p_actor uuid, p_state text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_before bigint, p_limit integer) FROM PUBLIC;
+
+--
 -- Name: FUNCTION set_consumer_active(p_consumer text, p_active boolean); Type: ACL; Schema: events; Owner: -
 --
 
@@ -8020,11 +8619,32 @@ REVOKE ALL ON FUNCTION events.staff_backlog(p_actor uuid, p_elevation text, p_li
 GRANT ALL ON FUNCTION events.staff_backlog(p_actor uuid, p_elevation text, p_limit integer) TO identity_service;
 
 --
+-- Name: FUNCTION staff_bulk_repair(p_actor uuid, p_elevation text, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone, p_reason text, p_idempotency_key text, p_limit integer); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.staff_bulk_repair(p_actor uuid, p_elevation text, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone, p_reason text, p_idempotency_key text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION events.staff_bulk_repair(p_actor uuid, p_elevation text, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone, p_reason text, p_idempotency_key text, p_limit integer) TO staff_service;
+
+--
+-- Name: FUNCTION staff_consumer_dead_letters(p_actor uuid, p_elevation text, p_consumer text, p_before bigint, p_limit integer); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.staff_consumer_dead_letters(p_actor uuid, p_elevation text, p_consumer text, p_before bigint, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION events.staff_consumer_dead_letters(p_actor uuid, p_elevation text, p_consumer text, p_before bigint, p_limit integer) TO staff_service;
+
+--
 -- Name: FUNCTION staff_consumer_lag(p_actor uuid, p_elevation text); Type: ACL; Schema: events; Owner: -
 --
 
 REVOKE ALL ON FUNCTION events.staff_consumer_lag(p_actor uuid, p_elevation text) FROM PUBLIC;
 GRANT ALL ON FUNCTION events.staff_consumer_lag(p_actor uuid, p_elevation text) TO identity_service;
+
+--
+-- Name: FUNCTION staff_count_bulk(p_actor uuid, p_elevation text, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.staff_count_bulk(p_actor uuid, p_elevation text, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION events.staff_count_bulk(p_actor uuid, p_elevation text, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone) TO staff_service;
 
 --
 -- Name: FUNCTION staff_event_attempts(p_actor uuid, p_elevation text, p_event_id uuid); Type: ACL; Schema: events; Owner: -
@@ -8062,6 +8682,13 @@ REVOKE ALL ON FUNCTION events.staff_list_dead_letters(p_actor uuid, p_elevation 
 GRANT ALL ON FUNCTION events.staff_list_dead_letters(p_actor uuid, p_elevation text, p_organization_id uuid, p_unresolved_only boolean, p_after uuid, p_before uuid, p_limit integer) TO identity_service;
 
 --
+-- Name: FUNCTION staff_operate_consumer(p_actor uuid, p_elevation text, p_action text, p_consumer text, p_from_sequence bigint, p_since timestamp with time zone, p_reason text); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.staff_operate_consumer(p_actor uuid, p_elevation text, p_action text, p_consumer text, p_from_sequence bigint, p_since timestamp with time zone, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION events.staff_operate_consumer(p_actor uuid, p_elevation text, p_action text, p_consumer text, p_from_sequence bigint, p_since timestamp with time zone, p_reason text) TO staff_service;
+
+--
 -- Name: FUNCTION staff_parked_aggregates(p_actor uuid, p_elevation text, p_organization_id uuid, p_after uuid, p_before uuid, p_limit integer); Type: ACL; Schema: events; Owner: -
 --
 
@@ -8081,6 +8708,13 @@ GRANT ALL ON FUNCTION events.staff_release_dead_letter(p_actor uuid, p_elevation
 
 REVOKE ALL ON FUNCTION events.staff_republish_dead_letter(p_actor uuid, p_elevation text, p_dead_letter_id uuid, p_new_record_id uuid, p_reason text, p_idempotency_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION events.staff_republish_dead_letter(p_actor uuid, p_elevation text, p_dead_letter_id uuid, p_new_record_id uuid, p_reason text, p_idempotency_key text) TO identity_service;
+
+--
+-- Name: FUNCTION staff_search_events(p_actor uuid, p_elevation text, p_state text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_before bigint, p_limit integer); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.staff_search_events(p_actor uuid, p_elevation text, p_state text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_before bigint, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION events.staff_search_events(p_actor uuid, p_elevation text, p_state text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_before bigint, p_limit integer) TO staff_service;
 
 --
 -- Name: FUNCTION subscribe(p_consumer text, p_event_type text, p_min_version integer, p_max_version integer); Type: ACL; Schema: events; Owner: -
@@ -8509,6 +9143,12 @@ REVOKE ALL ON FUNCTION outbox.backlog_metrics() FROM PUBLIC;
 GRANT ALL ON FUNCTION outbox.backlog_metrics() TO identity_service;
 
 --
+-- Name: FUNCTION break_glass_step_up(p_email text, p_challenge_id uuid, p_code_hash text, p_expires_at timestamp with time zone, p_reason text); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.break_glass_step_up(p_email text, p_challenge_id uuid, p_code_hash text, p_expires_at timestamp with time zone, p_reason text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION cancel_by_subject(p_subject_id uuid, p_reason text); Type: ACL; Schema: outbox; Owner: -
 --
 
@@ -8897,10 +9537,31 @@ REVOKE ALL ON FUNCTION outbox.staff_suppressions(p_actor uuid, p_elevation text,
 GRANT ALL ON FUNCTION outbox.staff_suppressions(p_actor uuid, p_elevation text, p_include_lifted boolean, p_limit integer) TO identity_service;
 
 --
+-- Name: FUNCTION staff_workers(p_actor uuid, p_elevation text); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.staff_workers(p_actor uuid, p_elevation text) FROM PUBLIC;
+GRANT ALL ON FUNCTION outbox.staff_workers(p_actor uuid, p_elevation text) TO staff_service;
+
+--
 -- Name: FUNCTION suppress_at_claim(); Type: ACL; Schema: outbox; Owner: -
 --
 
 REVOKE ALL ON FUNCTION outbox.suppress_at_claim() FROM PUBLIC;
+
+--
+-- Name: FUNCTION worker_heartbeat(p_owner text, p_lane text, p_started_at timestamp with time zone, p_stopped boolean); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.worker_heartbeat(p_owner text, p_lane text, p_started_at timestamp with time zone, p_stopped boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION outbox.worker_heartbeat(p_owner text, p_lane text, p_started_at timestamp with time zone, p_stopped boolean) TO outbox_worker;
+GRANT ALL ON FUNCTION outbox.worker_heartbeat(p_owner text, p_lane text, p_started_at timestamp with time zone, p_stopped boolean) TO events_consumer;
+
+--
+-- Name: FUNCTION workers(p_actor uuid); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.workers(p_actor uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION applied_migrations(); Type: ACL; Schema: outbox_meta; Owner: -

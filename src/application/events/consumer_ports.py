@@ -10,6 +10,7 @@ from uuid import UUID
 
 import attrs
 
+from outbox.application.staff import StaffActor
 from outbox.domain.delivery.outcomes import RecordResult
 
 
@@ -159,24 +160,39 @@ class ConsumerDeadLetter:
 
 
 class ConsumerAdmin(Protocol):
-    """The database operator's controls over consumers (the owner's functions)."""
+    """The controls over consumers. ``actor`` is as in operator_ports: a staff member with
+    their elevation (the staff routes, checked by the database), or None for the database
+    operator (``outboxctl consumers``). Every change is audited with ``reason``."""
 
-    async def lag(self) -> Sequence[ConsumerLag]:
+    async def lag(self, *, actor: StaffActor | None = None) -> Sequence[ConsumerLag]:
         """Every consumer with its lag, by code."""
         ...
 
     async def dead_letters(
-        self, consumer: str, *, before: int | None, limit: int
+        self, consumer: str, *, before: int | None, limit: int, actor: StaffActor | None = None
     ) -> Sequence[ConsumerDeadLetter]:
         """A page of the consumer's dead letters, newest first, below ``before``."""
         ...
 
     async def replay(
-        self, consumer: str, *, from_sequence: int | None = None, since: datetime | None = None
+        self,
+        consumer: str,
+        *,
+        from_sequence: int | None = None,
+        since: datetime | None = None,
+        actor: StaffActor | None = None,
+        reason: str | None = None,
     ) -> int:
         """Deliver again, in a new round, what was published from that point; how many."""
         ...
 
-    async def set_active(self, consumer: str, *, active: bool) -> bool:
+    async def set_active(
+        self,
+        consumer: str,
+        *,
+        active: bool,
+        actor: StaffActor | None = None,
+        reason: str | None = None,
+    ) -> bool:
         """Pause or resume; whether it changed."""
         ...

@@ -8,6 +8,7 @@ A query's ``actor`` is the staff member who asks (None: the database operator).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
+from datetime import datetime
 from uuid import UUID
 
 import attrs
@@ -20,8 +21,13 @@ from outbox.application.events.operator_ports import (
     EventOperatorStore,
 )
 from outbox.application.events.views import (
+    BulkEventAction,
+    BulkOutcome,
     EventDeadLetter,
     EventDetail,
+    EventFilter,
+    EventState,
+    EventSummary,
     EventTypeView,
     OrganizationBacklog,
     ParkedAggregate,
@@ -31,6 +37,7 @@ from outbox.application.events.views import (
 from outbox.application.ports import Ids, Telemetry
 from outbox.application.staff import (
     DEFAULT_LIMIT,
+    MAX_LIMIT,
     KeysetPage,
     StaffActor,
     check_idempotency_key,
@@ -40,6 +47,7 @@ from outbox.application.staff import (
 )
 
 BACKLOG_MAX = 1000
+BULK_MAX = 1000  # events one bulk request changes at most; the rest is another request
 DONE = {
     RepairAction.REPUBLISH: "operator.event.republished",
     RepairAction.RELEASE: "operator.event.released",
@@ -108,6 +116,60 @@ RepublishCommand = ReleaseCommand = RepairCommand
 
 
 @attrs.frozen(kw_only=True)
+class EventSearchQuery:
+    """One page of the events ``where`` matches, in ``state`` when given, newest first,
+    appended before the event of sequence ``before`` (None: from the newest)."""
+
+    actor: StaffActor | None = None
+    state: EventState | None = None
+    where: EventFilter = attrs.field(factory=EventFilter)
+    before: int | None = None
+    limit: int = DEFAULT_LIMIT
+
+
+@attrs.frozen(kw_only=True)
+class EventSearchPage:
+    """A page of events, newest first; ``older`` is the ``before`` of the next page."""
+
+    items: tuple[EventSummary, ...]
+    older: int | None
+
+
+@attrs.frozen(kw_only=True)
+class BulkEventQuery:
+    """What ``action`` would change of what ``where`` matches, as of ``as_of`` (None: now)."""
+
+    actor: StaffActor | None
+    action: BulkEventAction
+    where: EventFilter = attrs.field(factory=EventFilter)
+    as_of: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class BulkEventPreview:
+    """How many events the action would change, read at ``as_of`` (send it back with the
+    command: nothing that arrived since is touched)."""
+
+    action: BulkEventAction
+    count: int
+    as_of: datetime
+
+
+@attrs.frozen(kw_only=True)
+class BulkEventCommand:
+    """Apply ``action`` to what ``where`` matched at ``as_of`` (a preview's), at most
+    ``limit``, for ``actor``, with ``reason``; the key makes a resend change nothing more."""
+
+    actor: StaffActor
+    action: BulkEventAction
+    where: EventFilter
+    as_of: datetime
+    reason: str
+    idempotency_key: str | None = None
+    limit: int = BULK_MAX
+
+
+@attrs.frozen(kw_only=True)
 class EventOperations:
     """Every operator use case over the tenant events outbox, through the staff-gated store.
 
@@ -152,6 +214,56 @@ class EventOperations:
             limit=query.limit + 1,
         )
         return KeysetPage.of(rows, limit=query.limit, after=query.after, before=query.before)
+
+    async def search(self, query: EventSearchQuery) -> EventSearchPage:
+        """The page; raises InvalidField for a bad limit or an empty time window."""
+        if not 1 <= query.limit <= MAX_LIMIT:
+            raise InvalidField("limit", f"must be between 1 and {MAX_LIMIT}")
+        _check_window(query.where)
+        rows = await self.store.search(
+            actor=query.actor,
+            state=query.state,
+            where=query.where,
+            before=query.before,
+            limit=query.limit + 1,
+        )
+        items = tuple(rows[: query.limit])
+        older = items[-1].sequence if len(rows) > query.limit else None
+        return EventSearchPage(items=items, older=older)
+
+    async def preview_bulk(self, query: BulkEventQuery) -> BulkEventPreview:
+        """How many events the action would change now (or at ``as_of``)."""
+        _check_window(query.where)
+        count, as_of = await self.store.count_bulk(
+            actor=query.actor, action=query.action, where=query.where, as_of=query.as_of
+        )
+        return BulkEventPreview(action=query.action, count=count, as_of=as_of)
+
+    async def bulk_repair(self, command: BulkEventCommand) -> BulkOutcome:
+        """Apply the action; raises InvalidField (reason, key, limit, window), StaffRequired
+        or StepUpRequired."""
+        reason = check_reason(command.reason)
+        key = check_idempotency_key(command.idempotency_key)
+        if not 1 <= command.limit <= BULK_MAX:
+            raise InvalidField("limit", f"must be between 1 and {BULK_MAX}")
+        _check_window(command.where)
+        outcome = await self.store.bulk_repair(
+            actor=command.actor,
+            action=command.action,
+            where=command.where,
+            as_of=command.as_of,
+            reason=reason,
+            idempotency_key=key or str(self.ids.new_id()),
+            limit=command.limit,
+        )
+        self.telemetry.event(
+            f"operator.events.bulk_{command.action.value}",
+            actor_id=str(command.actor.identity_id),
+            changed=outcome.changed,
+            replayed=outcome.replayed,
+            remaining=outcome.remaining,
+        )
+        return outcome
 
     async def show_event(self, query: EventQuery) -> EventDetail:
         """The event with its records and attempts; raises EventNotFound."""
@@ -249,3 +361,8 @@ class EventOperations:
         """Every event type by code; raises PermissionDenied for a connection that is not the
         database operator's."""
         return await self.catalog.event_types()
+
+
+def _check_window(where: EventFilter) -> None:
+    if where.since is not None and where.until is not None and where.until <= where.since:
+        raise InvalidField("until", "must be later than since")

@@ -10,12 +10,18 @@ connection that may not act without an elevation, StoreUnavailable for a transie
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
 from outbox.application.events.views import (
+    BulkEventAction,
+    BulkOutcome,
     EventDeadLetter,
     EventDetail,
+    EventFilter,
+    EventState,
+    EventSummary,
     EventTypeView,
     OrganizationBacklog,
     ParkedAggregate,
@@ -88,6 +94,47 @@ class EventOperatorStore(Protocol):
     ) -> RepairReceipt:
         """Resolve the dead letter 'released' (it stays dead; the aggregate's later events
         flow) and audit ``reason``; idempotent and refused as ``republish``."""
+        ...
+
+    async def search(
+        self,
+        *,
+        actor: StaffActor | None,
+        state: EventState | None,
+        where: EventFilter,
+        before: int | None,
+        limit: int,
+    ) -> Sequence[EventSummary]:
+        """Up to ``limit`` events ``where`` matches (in ``state``, when given), newest first,
+        appended before the event of sequence ``before``."""
+        ...
+
+    async def count_bulk(
+        self,
+        *,
+        actor: StaffActor | None,
+        action: BulkEventAction,
+        where: EventFilter,
+        as_of: datetime | None,
+    ) -> tuple[int, datetime]:
+        """How many events ``action`` would change: the unresolved dead letters (republish,
+        release) or the pending records (cancel) ``where`` matches, as of ``as_of`` (None:
+        now, by the store's clock, which wrote the rows' times); and that time."""
+        ...
+
+    async def bulk_repair(
+        self,
+        *,
+        actor: StaffActor,
+        action: BulkEventAction,
+        where: EventFilter,
+        as_of: datetime,
+        reason: str,
+        idempotency_key: str,
+        limit: int,
+    ) -> BulkOutcome:
+        """Apply ``action`` to at most ``limit`` of what ``count_bulk`` counts, in append
+        order, one audit row each; a replay of ``idempotency_key`` changes nothing more."""
         ...
 
 

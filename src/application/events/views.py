@@ -36,6 +36,7 @@ class Resolution(enum.StrEnum):
 
     RELEASED = "released"  # the aggregate's later events flow; this one stays dead
     REPUBLISHED = "republished"  # a new record of the same event went first
+    CANCELLED = "cancelled"  # withdrawn while pending: never published, parks nothing
 
 
 @attrs.frozen(kw_only=True)
@@ -136,6 +137,83 @@ class RepairAction(enum.StrEnum):
 
     REPUBLISH = "republish"
     RELEASE = "release"
+
+
+class EventState(enum.StrEnum):
+    """The state of an event's current record (its live one, else its newest)."""
+
+    PENDING = "pending"
+    LEASED = "leased"
+    PUBLISHED = "published"
+    DEAD_LETTERED = "dead_lettered"
+
+
+class BulkEventAction(enum.StrEnum):
+    """What an operator does to every event a filter matches; each changes only some."""
+
+    REPUBLISH = "republish"  # unresolved dead letters: a new record of each, in append order
+    RELEASE = "release"  # unresolved dead letters: resolved, their aggregates' later flow
+    CANCEL = "cancel"  # pending records: never published, their aggregates' later flow
+
+    @property
+    def subject(self) -> str:
+        """What the action changes, in words."""
+        return "pending events" if self is BulkEventAction.CANCEL else "unresolved dead letters"
+
+
+@attrs.frozen(kw_only=True)
+class EventFilter:
+    """Which events: every field optional; ``since`` inclusive, ``until`` exclusive, both on
+    the append time."""
+
+    event_type: str | None = None
+    organization_id: UUID | None = None
+    aggregate_type: str | None = None
+    aggregate_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def matches(self, event: EventSummary) -> bool:
+        """Whether ``event`` meets every field given (the SQL's rule, for fakes and tests)."""
+        return (
+            (self.event_type is None or event.event_type == self.event_type)
+            and (self.organization_id is None or event.organization_id == self.organization_id)
+            and (self.aggregate_type is None or event.aggregate_type == self.aggregate_type)
+            and (self.aggregate_id is None or event.aggregate_id == self.aggregate_id)
+            and (self.since is None or event.appended_at >= self.since)
+            and (self.until is None or event.appended_at < self.until)
+        )
+
+
+@attrs.frozen(kw_only=True)
+class EventSummary:
+    """One event as a search lists it: what it is and where its current record stands."""
+
+    id: UUID
+    sequence: int  # the append sequence (the page cursor)
+    organization_id: UUID
+    event_type: str
+    contract_version: int
+    aggregate_type: str
+    aggregate_id: str
+    appended_at: datetime
+    record_id: UUID
+    state: EventState
+    attempts: int
+    published_at: datetime | None = None
+    dead_lettered_at: datetime | None = None
+    resolution: Resolution | None = None
+
+
+@attrs.frozen(kw_only=True)
+class BulkOutcome:
+    """What a bulk action did: ``changed`` now, ``replayed`` by an earlier send of the same
+    request, and how many more still match beyond its limit."""
+
+    action: BulkEventAction
+    changed: int
+    replayed: int
+    remaining: int
 
 
 @attrs.frozen(kw_only=True)

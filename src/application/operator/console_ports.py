@@ -16,12 +16,22 @@ from outbox.application.operator.console_views import (
     AuditEntry,
     ConsumerLag,
     ProviderPause,
+    WorkerLane,
 )
 from outbox.application.staff import StaffActor
 
 
-class ConsoleReads(Protocol):
-    """The console's other reads: activity, audit and consumers' lag."""
+class WorkerBoard(Protocol):
+    """Which worker processes run which lanes (outbox.worker_lanes)."""
+
+    async def workers(self, *, actor: StaffActor | None) -> Sequence[WorkerLane]:
+        """Every lane of every worker process seen in the last day, running ones first, with
+        each lane's lag (None: the database operator asks)."""
+        ...
+
+
+class ConsoleReads(WorkerBoard, Protocol):
+    """The console's other reads: both outboxes' activity, audit, consumers' lag, workers."""
 
     async def activity(self, *, actor: StaffActor, minutes: int) -> Sequence[ActivityMinute]:
         """Every minute of the last ``minutes`` (1 to 240), oldest first, zero-filled."""

@@ -53,3 +53,22 @@ class ConsumerLag:
     events_behind: int
     oldest_undelivered_age: timedelta | None
     dead_letters: int
+
+
+# How often a worker lane says it runs; outbox.workers counts it gone after three beats.
+WORKER_BEAT = timedelta(seconds=10)
+
+
+@attrs.frozen(kw_only=True)
+class WorkerLane:
+    """One lane of one worker process: since when it runs, when it last said so, whether it
+    still runs (not stopped, and heard from within three beats), and how long the lane's
+    oldest due work has waited (None: nothing waits)."""
+
+    owner: str  # the process's lease owner name: host and pid
+    lane: str  # security, events or consumers
+    started_at: datetime
+    seen_at: datetime
+    stopped_at: datetime | None
+    running: bool
+    lag: timedelta | None

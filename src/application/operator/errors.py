@@ -8,3 +8,7 @@ from outbox.application.errors import ApplicationError
 
 class StaffIdentityNotFound(ApplicationError):
     """No identity has this verified e-mail address."""
+
+
+class NotStaff(ApplicationError):
+    """The identity is not an active staff member."""

@@ -3,6 +3,7 @@ staff-gated reads and repairs (outbox.application.delivery.operator_ports)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
@@ -28,5 +29,16 @@ class OperatorStore(MessageOperatorStore, Protocol):
         """Revoke the staff membership of the identity of ``email``, audited.
 
         Raises StaffIdentityNotFound.
+        """
+        ...
+
+    async def break_glass_step_up(
+        self, *, email: str, challenge_id: UUID, code_hash: str, expires_at: datetime, reason: str
+    ) -> UUID:
+        """Open a step-up challenge of the active staff member of ``email`` with the code
+        hashed as ``code_hash``, closing any open one, and audit ``reason``; nothing is sent.
+        The identity's id (database operator only).
+
+        Raises StaffIdentityNotFound, or NotStaff for an identity that is not active staff.
         """
         ...

@@ -6,8 +6,10 @@ import attrs
 
 from outbox.application.delivery.observe_delivery_states import ObserveDeliveryStates
 from outbox.application.delivery.operations import MessageOperations
+from outbox.application.events.consumer_operations import ConsumerOperations
 from outbox.application.events.operations import EventOperations
-from outbox.application.operator.console_ports import ProviderPauseStore
+from outbox.application.operator.break_glass_step_up import BreakGlassStepUp
+from outbox.application.operator.console_ports import ProviderPauseStore, WorkerBoard
 from outbox.application.operator.grant_staff import GrantStaff
 from outbox.application.operator.pause_provider import PauseProvider, ResumeProvider
 from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
@@ -34,3 +36,6 @@ class OperatorServices:
     pause_provider: PauseProvider
     resume_provider: ResumeProvider
     pauses: ProviderPauseStore
+    consumers: ConsumerOperations
+    workers: WorkerBoard
+    break_glass_step_up: BreakGlassStepUp

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import attrs
 
+from outbox.adapters.postgres.console_store import PostgresWorkerHeartbeat
 from outbox.adapters.postgres.event_outbox_store import PostgresEventOutboxStore
 from outbox.adapters.postgres.readiness import PostgresReadinessProbe
 from outbox.adapters.postgres.work_listener import CONSUMERS_CHANNEL, EVENTS_CHANNEL, WorkListener
@@ -25,6 +27,7 @@ from outbox.application.events.consumer_handlers import ConsumerRegistry
 from outbox.application.events.ports import PublicationTarget
 from outbox.application.events.process_deliveries import ProcessingResult
 from outbox.application.events.publish_due_events import PublishDueEvents
+from outbox.application.operator.console_views import WORKER_BEAT
 from outbox.application.ports import ReadinessProbe, ReadinessReport
 from outbox.domain.channels import Channel
 from outbox.domain.delivery.retention import RetentionPolicy
@@ -62,6 +65,26 @@ class LaneRequest:
     providers: Mapping[Channel, DeliveryProvider] | None = None  # tests replace the configured
     targets: Sequence[PublicationTarget] = ()  # the events lane's; () means the configured ones
     consumers: ConsumerRegistry | None = None  # the consumers lane's; None: the shipped ones
+
+
+def heartbeats(
+    heartbeat: PostgresWorkerHeartbeat | None, *, lane: str, request: LaneRequest
+) -> list[Every]:
+    """The lane saying, every WORKER_BEAT, that this process runs it (the workers view);
+    none for a drain, which ends on its own."""
+    if heartbeat is None or request.drain:
+        return []
+    started_at = request.parts.clock.now()
+    return [
+        Every(
+            name=f"{lane}_heartbeat",
+            interval=WORKER_BEAT,
+            job=functools.partial(
+                heartbeat.beat, owner=request.owner, lane=lane, started_at=started_at
+            ),
+            telemetry=request.parts.telemetry,
+        )
+    ]
 
 
 def _no_providers() -> frozenset[str]:
@@ -107,7 +130,10 @@ async def security_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                 parallel_batches=sizing.parallel_batches,
                 totals=BatchTally(),
             ),
-            sweeps=sweep_schedule(services, settings),
+            sweeps=[
+                *sweep_schedule(services, settings),
+                *heartbeats(services.heartbeat, lane=SECURITY, request=request),
+            ],
             probe=services.probe,
             listening=services.listening,
             start_listening=lambda: services.store.wait_for_work(0),
@@ -181,7 +207,8 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                         interval=sweeps.retention_interval,
                         job=purge,
                         telemetry=telemetry,
-                    )
+                    ),
+                    *heartbeats(PostgresWorkerHeartbeat(pool), lane=EVENTS, request=request),
                 ],
                 probe=PostgresReadinessProbe(
                     pool, role=readiness_role(settings, DatabaseAccess.WORKER)
@@ -215,6 +242,7 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
         wait_for_work: Callable[[float], Awaitable[None]] = _poll
         listening: Callable[[], bool] = lambda: True  # noqa: E731 - nothing to listen for
         start_listening: Callable[[], Awaitable[None]] = _listen_to_nothing
+        beats: list[Every] = []
         if registry.consumers:
             url = await asyncio.to_thread(resolve_consumers_database_url, settings)
             pool = await stack.enter_async_context(
@@ -241,6 +269,7 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
             wait_for_work = listener.wait
             listening = lambda: listener.listening  # noqa: E731
             start_listening = lambda: listener.wait(0)  # noqa: E731
+            beats = heartbeats(PostgresWorkerHeartbeat(pool), lane=CONSUMERS, request=request)
         yield Lane(
             name=CONSUMERS,
             sizing=sizing,
@@ -253,7 +282,7 @@ async def consumers_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                 parallel_batches=sizing.parallel_batches,
                 totals=ProcessingResult(),
             ),
-            sweeps=[],
+            sweeps=beats,
             probe=probe,
             listening=listening,
             start_listening=start_listening,

@@ -9,6 +9,7 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from outbox.adapters.postgres.console_store import PostgresConsoleStore
+from outbox.adapters.postgres.consumer_store import PostgresConsumerAdmin
 from outbox.adapters.postgres.event_operator_store import (
     PostgresEventBacklogGauge,
     PostgresEventCatalog,
@@ -21,8 +22,10 @@ from outbox.adapters.postgres.receipt_store import PostgresReceiptStore, Postgre
 from outbox.application.delivery.copy_routes import ChannelRoutes, CopyRouter
 from outbox.application.delivery.observe_delivery_states import ObserveDeliveryStates
 from outbox.application.delivery.operations import MessageOperations
+from outbox.application.events.consumer_operations import ConsumerOperations
 from outbox.application.events.operations import EventOperations
 from outbox.application.identity.challenge_issuer import ChallengeIssuer
+from outbox.application.operator.break_glass_step_up import BreakGlassStepUp
 from outbox.application.operator.console_services import ConsoleServices
 from outbox.application.operator.grant_staff import GrantStaff
 from outbox.application.operator.pause_provider import PauseProvider, ResumeProvider
@@ -95,6 +98,11 @@ def build_operator_services(
         pause_provider=PauseProvider(store=console, telemetry=telemetry),
         resume_provider=ResumeProvider(store=console, telemetry=telemetry),
         pauses=console,
+        consumers=ConsumerOperations(admin=PostgresConsumerAdmin(pool), telemetry=telemetry),
+        workers=console,
+        break_glass_step_up=BreakGlassStepUp(
+            store=store, issuer=issuer, clock=clock, telemetry=telemetry
+        ),
     )
 
 

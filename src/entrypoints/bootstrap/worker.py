@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 import attrs
 from prometheus_client import CollectorRegistry
 
-from outbox.adapters.postgres.console_store import PostgresPausedProviders
+from outbox.adapters.postgres.console_store import PostgresPausedProviders, PostgresWorkerHeartbeat
 from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
 from outbox.adapters.postgres.readiness import PostgresReadinessProbe
 from outbox.adapters.postgres.work_listener import WorkListener
@@ -59,6 +59,7 @@ class WorkerServices:
     registry: CollectorRegistry
     probe: ReadinessProbe  # the worker's pool and role: reachable, role usable, migrated
     listening: Callable[[], bool]  # whether the LISTEN connection is up
+    heartbeat: PostgresWorkerHeartbeat | None = None  # the workers view, on the lane's pool
 
 
 @contextlib.asynccontextmanager
@@ -150,6 +151,7 @@ async def worker_services(
             registry=parts.registry,
             probe=PostgresReadinessProbe(pool, role=role),
             listening=lambda: listener.listening,
+            heartbeat=PostgresWorkerHeartbeat(pool),
         )
 
 

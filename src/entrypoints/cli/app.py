@@ -27,6 +27,7 @@ from outbox.entrypoints.cli.staff import staff_app
 from outbox.entrypoints.cli.suppressions import suppressions_app
 from outbox.entrypoints.cli.up import up
 from outbox.entrypoints.cli.worker import sweep, worker
+from outbox.entrypoints.cli.workers import workers
 from outbox.entrypoints.observability import log_format
 
 # The distribution's name on the package index (the import root is ``outbox``).
@@ -59,6 +60,7 @@ app.add_typer(notifications_app, name="notifications")
 app.add_typer(suppressions_app, name="suppressions")
 app.add_typer(providers_app, name="providers")
 app.command()(doctor)
+app.command()(workers)
 
 
 def _print_version(requested: bool) -> None:

@@ -28,6 +28,10 @@ consumers_app = typer.Typer(
 )
 
 Consumer = Annotated[str, typer.Argument(help="The consumer's code (module.name).")]
+WhyOption = Annotated[
+    str | None,
+    typer.Option("--reason", help="Why (kept in the consumer's audit: never personal data)."),
+]
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
 
@@ -188,23 +192,29 @@ def replay(
             help="Events published at this time or later (ISO 8601; UTC when no offset).",
         ),
     ] = None,
+    reason: WhyOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Deliver again, in a new round and in publication order, every event the consumer's
-    subscriptions match that was published from --from SEQUENCE or --since TIME on."""
+    subscriptions match that was published from --from SEQUENCE or --since TIME on.
+    Audited."""
     if (from_sequence is None) == (since is None):
         raise fail("give exactly one of --from SEQUENCE and --since TIME", ExitCode.USAGE)
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
-    written = _run(lambda admin: admin.replay(consumer, from_sequence=from_sequence, since=since))
+    written = _run(
+        lambda admin: admin.replay(
+            consumer, from_sequence=from_sequence, since=since, reason=reason
+        )
+    )
     if as_json:
         print_json({"consumer": consumer, "deliveries": written})
         return
     typer.echo(f"{consumer}: {written} deliveries in a new round")
 
 
-def _set_active(consumer: str, *, active: bool, as_json: bool) -> None:
-    changed = _run(lambda admin: admin.set_active(consumer, active=active))
+def _set_active(consumer: str, *, active: bool, reason: str | None, as_json: bool) -> None:
+    changed = _run(lambda admin: admin.set_active(consumer, active=active, reason=reason))
     if as_json:
         print_json({"consumer": consumer, "active": active, "changed": changed})
         return
@@ -213,12 +223,13 @@ def _set_active(consumer: str, *, active: bool, as_json: bool) -> None:
 
 
 @consumers_app.command("pause")
-def pause(consumer: Consumer, as_json: AsJson = False) -> None:
-    """Pause a consumer: it claims nothing and completes nothing; deliveries keep arriving."""
-    _set_active(consumer, active=False, as_json=as_json)
+def pause(consumer: Consumer, reason: WhyOption = None, as_json: AsJson = False) -> None:
+    """Pause a consumer: it claims nothing and completes nothing; deliveries keep arriving.
+    Audited."""
+    _set_active(consumer, active=False, reason=reason, as_json=as_json)
 
 
 @consumers_app.command("resume")
-def resume(consumer: Consumer, as_json: AsJson = False) -> None:
-    """Resume a paused consumer: it takes its deliveries from where they wait."""
-    _set_active(consumer, active=True, as_json=as_json)
+def resume(consumer: Consumer, reason: WhyOption = None, as_json: AsJson = False) -> None:
+    """Resume a paused consumer: it takes its deliveries from where they wait. Audited."""
+    _set_active(consumer, active=True, reason=reason, as_json=as_json)

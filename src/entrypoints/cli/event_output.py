@@ -11,6 +11,7 @@ from rich.table import Table
 from outbox.application.events.views import (
     EventDeadLetter,
     EventDetail,
+    EventSummary,
     EventTypeView,
     OrganizationBacklog,
     ParkedAggregate,
@@ -40,6 +41,27 @@ def backlog_table(rows: Sequence[OrganizationBacklog]) -> Table:
             lines(str(row.pending), str(row.leased)),
             lines("" if age is None else f"{age:.1f}"),
             lines(str(row.dead_letters), str(row.parked_aggregates)),
+        )
+    return built
+
+
+def event_search_table(items: Sequence[EventSummary]) -> Table:
+    """The page, newest first: the event and its sequence, its type, its state."""
+    built = table(
+        "Event\nSequence\nAppended (UTC)",
+        "Type, version\nState, tries\nResolution",
+        "Organization\nAggregate",
+        ids=1,
+    )
+    for item in items:
+        built.add_row(
+            lines(str(item.id), str(item.sequence), short_time(item.appended_at)),
+            lines(
+                f"{item.event_type} v{item.contract_version}",
+                f"{item.state.value}, {item.attempts}",
+                item.resolution.value if item.resolution else "",
+            ),
+            lines(str(item.organization_id), f"{item.aggregate_type}/{item.aggregate_id}"),
         )
     return built
 

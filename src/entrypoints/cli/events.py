@@ -1,10 +1,11 @@
-"""``outboxctl events backlog|dead-letters|parked|show|republish|release``: operate the tenant
-events outbox as the database operator; ``events demo`` appends sample events
+"""``outboxctl events backlog|list|dead-letters|parked|show|republish|release|bulk``: operate
+the tenant events outbox as the database operator; ``events demo`` appends sample events
 in development."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 from uuid import UUID
 
@@ -12,20 +13,32 @@ import typer
 
 from outbox.application.events.operations import (
     BACKLOG_MAX,
+    BULK_MAX,
+    BulkEventCommand,
+    BulkEventPreview,
+    BulkEventQuery,
     EventBacklogQuery,
     EventDeadLetterQuery,
     EventQuery,
+    EventSearchQuery,
     ParkedQuery,
     ReleaseCommand,
     RepublishCommand,
 )
-from outbox.application.events.views import RepairReceipt
+from outbox.application.events.views import (
+    BulkEventAction,
+    BulkOutcome,
+    EventFilter,
+    EventState,
+    RepairReceipt,
+)
 from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT
 from outbox.application.staff import DEFAULT_LIMIT as BACKLOG_LIMIT
 from outbox.entrypoints.bootstrap.events_demo import DemoReceipt, run_events_demo
 from outbox.entrypoints.cli.event_output import (
     backlog_table,
     dead_letter_table,
+    event_search_table,
     event_tables,
     parked_table,
     types_table,
@@ -38,9 +51,12 @@ from outbox.entrypoints.cli.options import AsJson, IdempotencyKey, Reason, Staff
 from outbox.entrypoints.cli.output import print_json, print_table
 from outbox.entrypoints.cli.startup import start
 from outbox.entrypoints.wire.events import (
+    BulkOutcomeView,
+    BulkPreviewView,
     EventBacklogView,
     EventDeadLetterPageView,
     EventDetailView,
+    EventSearchPageView,
     EventTypesView,
     ParkedPageView,
     RepairView,
@@ -65,6 +81,44 @@ Before = Annotated[
 ]
 Limit = Annotated[int, typer.Option(min=1, max=MAX_LIMIT, help="Rows per page.")]
 DeadLetterId = Annotated[UUID, typer.Argument(help="The dead letter's id (its record's).")]
+TIME_FORMATS = ["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"]
+EventType = Annotated[str | None, typer.Option("--type", help="Only events of this type.")]
+AggregateType = Annotated[
+    str | None, typer.Option("--aggregate-type", help="Only this aggregate type's.")
+]
+Aggregate = Annotated[str | None, typer.Option("--aggregate", help="Only this aggregate's.")]
+Since = Annotated[
+    datetime | None,
+    typer.Option(
+        formats=TIME_FORMATS, help="Appended at this time or later (ISO 8601; UTC by default)."
+    ),
+]
+Until = Annotated[
+    datetime | None,
+    typer.Option(formats=TIME_FORMATS, help="Appended before this time (ISO 8601)."),
+]
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
+def _filter(  # noqa: PLR0917 - one per option
+    event_type: str | None,
+    organization: UUID | None,
+    aggregate_type: str | None,
+    aggregate: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> EventFilter:
+    return EventFilter(
+        event_type=event_type,
+        organization_id=organization,
+        aggregate_type=aggregate_type,
+        aggregate_id=aggregate,
+        since=_utc(since),
+        until=_utc(until),
+    )
 
 
 @events_app.command("backlog")
@@ -86,6 +140,114 @@ def backlog(
         typer.echo("no tenant event waits")
         return
     print_table(backlog_table(rows))
+
+
+@events_app.command("list")
+def list_events(
+    *,
+    state: Annotated[
+        EventState | None, typer.Option(help="The state of the event's current record.")
+    ] = None,
+    event_type: EventType = None,
+    organization: Organization = None,
+    aggregate_type: AggregateType = None,
+    aggregate: Aggregate = None,
+    since: Since = None,
+    until: Until = None,
+    before: Annotated[
+        int | None, typer.Option(min=1, help="Show older events: below this sequence.")
+    ] = None,
+    limit: Limit = DEFAULT_LIMIT,
+    as_json: AsJson = False,
+) -> None:
+    """Search events, newest first, by state, type, organization, aggregate and append time.
+
+    --json prints {"items": [...], "pageInfo": {...}}: pass pageInfo.endCursor as --before for
+    the next page.
+    """
+    query = EventSearchQuery(
+        state=state,
+        where=_filter(event_type, organization, aggregate_type, aggregate, since, until),
+        before=before,
+        limit=limit,
+    )
+    page = run_operator(lambda services: services.events.search(query))
+    if as_json:
+        print_json(EventSearchPageView.of(page))
+        return
+    if not page.items:
+        typer.echo("no event matches")
+        return
+    print_table(event_search_table(page.items))
+    if page.older is not None:
+        typer.echo(f"older: add --before {page.older}", err=True)
+
+
+@events_app.command("bulk")
+def bulk(
+    action: Annotated[
+        BulkEventAction,
+        typer.Argument(
+            help="republish or release the unresolved dead letters the filter matches, or"
+            " cancel its pending events."
+        ),
+    ],
+    staff: StaffEmail,
+    reason: Reason,
+    *,
+    event_type: EventType = None,
+    organization: Organization = None,
+    aggregate_type: AggregateType = None,
+    aggregate: Aggregate = None,
+    since: Since = None,
+    until: Until = None,
+    limit: Annotated[
+        int, typer.Option(min=1, max=BULK_MAX, help="Change at most this many (append order).")
+    ] = BULK_MAX,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only count what the action would change.")
+    ] = False,
+    idempotency_key: IdempotencyKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Republish, release or cancel every event a filter matches, in the named staff
+    member's name: each one audited with the reason. Counts first; changes only what the
+    action changes (a resolved dead letter, a published event, are left alone), only what
+    matched when it counted, at most --limit; says how many still match."""
+    where = _filter(event_type, organization, aggregate_type, aggregate, since, until)
+
+    async def act(services: OperatorServices) -> tuple[BulkEventPreview, BulkOutcome | None]:
+        actor = await services.resolve_staff_member(staff)
+        preview = await services.events.preview_bulk(
+            BulkEventQuery(actor=actor, action=action, where=where)
+        )
+        if dry_run or preview.count == 0:
+            return preview, None
+        outcome = await services.events.bulk_repair(
+            BulkEventCommand(
+                actor=actor,
+                action=action,
+                where=where,
+                as_of=preview.as_of,
+                reason=reason,
+                idempotency_key=idempotency_key,
+                limit=limit,
+            )
+        )
+        return preview, outcome
+
+    preview, outcome = run_operator(act)
+    if as_json:
+        print_json(BulkPreviewView.of(preview) if outcome is None else BulkOutcomeView.of(outcome))
+        return
+    typer.echo(f"{preview.count} {action.subject} match")
+    if outcome is None:
+        return
+    done = {"republish": "republished", "release": "released", "cancel": "cancelled"}
+    typer.echo(
+        f"{done[action.value]} {outcome.changed}; {outcome.replayed} by an earlier run of this"
+        f" request; {outcome.remaining} still match"
+    )
 
 
 @events_app.command("dead-letters")

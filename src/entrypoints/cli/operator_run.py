@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 from outbox.application.delivery.errors import DeadLetterRefused
 from outbox.application.errors import InvalidField, InvalidRequest, PermissionDenied
 from outbox.application.events.errors import DeadLetterNotFound, EventNotFound, EventRepairRefused
-from outbox.application.operator.errors import StaffIdentityNotFound
+from outbox.application.operator.errors import NotStaff, StaffIdentityNotFound
 from outbox.application.staff import IdempotencyKeyReused, RequestInProgress, StaffRequired
 from outbox.domain.delivery.dead_letters import Refusal
 from outbox.entrypoints.cli.exit_codes import ExitCode
@@ -107,6 +107,11 @@ def operator_guarded() -> Iterator[None]:
         except StaffIdentityNotFound:
             raise fail(
                 "not found: no account has this verified e-mail address", ExitCode.NOT_FOUND
+            ) from None
+        except NotStaff:
+            raise fail(
+                "refused: this account is not an active staff member (outboxctl staff grant)",
+                ExitCode.REFUSED,
             ) from None
         except InvalidField as error:
             raise fail(f"{error.field}: {error.problem}", ExitCode.USAGE) from None

@@ -39,6 +39,10 @@ from outbox.entrypoints.http.problems import EXCEPTION_MAP, internal_error_handl
 from outbox.entrypoints.http.sessions import SessionController
 from outbox.entrypoints.http.sign_in_methods import SignInMethodController
 from outbox.entrypoints.http.sign_ups import SignUpController
+from outbox.entrypoints.http.staff_consumers import (
+    StaffConsumersController,
+    StaffWorkersController,
+)
 from outbox.entrypoints.http.staff_events import StaffEventsController
 from outbox.entrypoints.http.staff_outbox import StaffOutboxController
 from outbox.entrypoints.http.staff_problems import STAFF_EXCEPTION_MAP
@@ -123,6 +127,8 @@ def create_admin_app(
         StaffEventsController,
         StaffSuppressionsController,
         StaffProvidersController,
+        StaffConsumersController,
+        StaffWorkersController,
     ]
     if console is not None:
         handlers.append(console_router(console))

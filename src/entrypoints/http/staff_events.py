@@ -1,5 +1,6 @@
 """Staff routes over the tenant events outbox: backlog per organization, dead
-letters, parked aggregates, one event, republish and release.
+letters, parked aggregates, one event, republish and release, and search and bulk actions
+over a filter (republish, release, cancel).
 
 As the security outbox's staff routes: a bearer session of an active staff member and a
 fresh step-up of that session (Elevation-Token) for every route, checked by the database
@@ -9,6 +10,7 @@ event's payload.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 from uuid import UUID
 
@@ -18,25 +20,37 @@ from litestar.status_codes import HTTP_201_CREATED
 
 from outbox.application.events.operations import (
     BACKLOG_MAX,
+    BULK_MAX,
+    BulkEventCommand,
+    BulkEventQuery,
     EventBacklogQuery,
     EventDeadLetterQuery,
     EventQuery,
+    EventSearchQuery,
     ParkedQuery,
     ReleaseCommand,
     RepublishCommand,
 )
-from outbox.application.events.views import RepairReceipt
+from outbox.application.events.views import (
+    BulkEventAction,
+    EventFilter,
+    EventState,
+    RepairReceipt,
+)
 from outbox.application.operator.require_elevation import ElevationCheck
 from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT, StaffActor
 from outbox.application.staff import DEFAULT_LIMIT as BACKLOG_LIMIT
 from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
-from outbox.entrypoints.http.staff_event_schemas import RepairRequest
+from outbox.entrypoints.http.staff_event_schemas import BulkRequest, RepairRequest
 from outbox.entrypoints.http.staff_outbox import REPLAYED_HEADER, IdempotencyKey, Operator
 from outbox.entrypoints.http.staff_problems import staff_responses
 from outbox.entrypoints.wire.events import (
+    BulkOutcomeView,
+    BulkPreviewView,
     EventBacklogView,
     EventDeadLetterPageView,
     EventDetailView,
+    EventSearchPageView,
     ParkedPageView,
     RepairView,
 )
@@ -49,6 +63,19 @@ OrganizationFilter = Annotated[
     UUID | None, QueryParameter(name="organizationId", description="Only this organization's.")
 ]
 DeadLetterId = Annotated[UUID, Parameter(description="The dead letter's id (its record's).")]
+EventType = Annotated[
+    str | None, QueryParameter(name="eventType", description="Only events of this type.")
+]
+AggregateType = Annotated[
+    str | None, QueryParameter(name="aggregateType", description="Only this aggregate type's.")
+]
+AggregateId = Annotated[
+    str | None, QueryParameter(name="aggregateId", description="Only this aggregate's.")
+]
+Since = Annotated[
+    datetime | None, Parameter(description="Appended at this time or later (ISO 8601).")
+]
+Until = Annotated[datetime | None, Parameter(description="Appended before this time.")]
 READ_PROBLEMS = (
     "validation-error",
     "unauthenticated",
@@ -68,6 +95,24 @@ REPAIR_PROBLEMS = (
 async def _actor(operator: Operator, principal: Caller, token: str | None) -> StaffActor:
     return await operator.require_elevation(
         ElevationCheck(principal=principal, elevation_token=token)
+    )
+
+
+def _filter(  # noqa: PLR0917 - one per query parameter
+    event_type: str | None,
+    organization_id: UUID | None,
+    aggregate_type: str | None,
+    aggregate_id: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> EventFilter:
+    return EventFilter(
+        event_type=event_type,
+        organization_id=organization_id,
+        aggregate_type=aggregate_type,
+        aggregate_id=aggregate_id,
+        since=since,
+        until=until,
     )
 
 
@@ -247,3 +292,116 @@ class StaffEventsController(Controller):
             )
         )
         return _created(receipt)
+
+    @get(
+        "/events",
+        summary="Search events by state, type, organization, aggregate and append time",
+        description=(
+            "Newest first; pass pageInfo.endCursor as before for the next page. The state is"
+            " that of the event's current record."
+        ),
+        responses=staff_responses(*READ_PROBLEMS),
+    )
+    async def search(
+        self,
+        operator: Operator,
+        principal: Caller,
+        *,
+        record_state: Annotated[
+            EventState | None,
+            QueryParameter(name="state", description="pending, leased, published, dead_lettered"),
+        ] = None,
+        event_type: EventType = None,
+        organization_id: OrganizationFilter = None,
+        aggregate_type: AggregateType = None,
+        aggregate_id: AggregateId = None,
+        since: Since = None,
+        until: Until = None,
+        before: Annotated[int | None, Parameter(ge=1, description="A sequence (cursor).")] = None,
+        limit: Limit = DEFAULT_LIMIT,
+        elevation_token: ElevationToken = None,
+    ) -> EventSearchPageView:
+        """One page."""
+        actor = await _actor(operator, principal, elevation_token)
+        where = _filter(event_type, organization_id, aggregate_type, aggregate_id, since, until)
+        page = await operator.events.search(
+            EventSearchQuery(
+                actor=actor, state=record_state, where=where, before=before, limit=limit
+            )
+        )
+        return EventSearchPageView.of(page)
+
+    @get(
+        "/bulk-preview",
+        summary="How many events a bulk action would change, and as of when",
+        description=(
+            "republish and release count the unresolved dead letters the filter matches,"
+            " cancel its pending events: exactly what the action would change. Send asOf"
+            " back with the action: nothing that arrived later is touched."
+        ),
+        responses=staff_responses(*READ_PROBLEMS),
+    )
+    async def bulk_preview(
+        self,
+        operator: Operator,
+        principal: Caller,
+        *,
+        action: Annotated[BulkEventAction, Parameter(description="republish, release, cancel")],
+        event_type: EventType = None,
+        organization_id: OrganizationFilter = None,
+        aggregate_type: AggregateType = None,
+        aggregate_id: AggregateId = None,
+        since: Since = None,
+        until: Until = None,
+        elevation_token: ElevationToken = None,
+    ) -> BulkPreviewView:
+        """The count."""
+        actor = await _actor(operator, principal, elevation_token)
+        where = _filter(event_type, organization_id, aggregate_type, aggregate_id, since, until)
+        preview = await operator.events.preview_bulk(
+            BulkEventQuery(actor=actor, action=action, where=where)
+        )
+        return BulkPreviewView.of(preview)
+
+    @post(
+        "/bulk-actions",
+        status_code=HTTP_201_CREATED,
+        summary="Republish, release or cancel every event a filter matches (audited, each)",
+        description=(
+            f"Needs an Idempotency-Key and a fresh step-up. At most {BULK_MAX} events per"
+            " request, in append order; remaining says how many still match. Sending the same"
+            " request again changes nothing more (those count as replayed)."
+        ),
+        responses=staff_responses(*READ_PROBLEMS),
+    )
+    async def bulk_action(
+        self,
+        data: JSONBody[BulkRequest],
+        idempotency_key: IdempotencyKey,
+        *,
+        operator: Operator,
+        principal: Caller,
+        elevation_token: ElevationToken = None,
+    ) -> BulkOutcomeView:
+        """Apply it."""
+        actor = await _actor(operator, principal, elevation_token)
+        where = _filter(
+            data.event_type,
+            data.organization_id,
+            data.aggregate_type,
+            data.aggregate_id,
+            data.since,
+            data.until,
+        )
+        outcome = await operator.events.bulk_repair(
+            BulkEventCommand(
+                actor=actor,
+                action=data.action,
+                where=where,
+                as_of=data.as_of,
+                reason=data.reason,
+                idempotency_key=idempotency_key,
+                limit=data.limit,
+            )
+        )
+        return BulkOutcomeView.of(outcome)

@@ -52,3 +52,11 @@ class PageInfo(Out, frozen=True):
 def fields_of(view: Out) -> dict[str, Any]:
     """``view``'s fields by their wire names, values as they are (for a table's rows)."""
     return {field.encode_name: getattr(view, field.name) for field in msgspec.structs.fields(view)}
+
+
+class SequencePageInfo(Out, frozen=True):
+    """Whether older rows may follow; pass ``endCursor`` as ``before`` (``--before``) for
+    them (a sequence number)."""
+
+    has_next_page: bool
+    end_cursor: str | None

@@ -8,7 +8,7 @@ from datetime import datetime
 from uuid import UUID
 
 from outbox.application.events.consumer_ports import ConsumerDeadLetter, ConsumerLag
-from outbox.entrypoints.wire import Out
+from outbox.entrypoints.wire import Out, SequencePageInfo
 
 
 class ConsumerLagView(Out, frozen=True):
@@ -68,13 +68,6 @@ class ConsumerDeadLetterView(Out, frozen=True):
     def of(cls, item: ConsumerDeadLetter) -> ConsumerDeadLetterView:
         """The body for ``item``."""
         return cls.built(item, attempt_count=item.attempts)
-
-
-class SequencePageInfo(Out, frozen=True):
-    """Whether older rows may follow; pass ``endCursor`` as ``--before`` for them."""
-
-    has_next_page: bool
-    end_cursor: str | None
 
 
 class ConsumerDeadLetterPageView(Out, frozen=True):

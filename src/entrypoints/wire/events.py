@@ -7,10 +7,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
+from outbox.application.events.operations import BulkEventPreview, EventSearchPage
 from outbox.application.events.views import (
+    BulkOutcome,
     EventDeadLetter,
     EventDetail,
     EventRecord,
+    EventSummary,
     EventTypeView,
     OrganizationBacklog,
     ParkedAggregate,
@@ -18,7 +21,7 @@ from outbox.application.events.views import (
     RepairReceipt,
 )
 from outbox.application.staff import KeysetPage
-from outbox.entrypoints.wire import Out, PageInfo
+from outbox.entrypoints.wire import Out, PageInfo, SequencePageInfo
 
 
 class OrganizationBacklogView(Out, frozen=True):
@@ -252,3 +255,75 @@ class EventTypesView(Out, frozen=True):
                 for t in types
             ]
         )
+
+
+class EventSummaryView(Out, frozen=True):
+    """One event a search lists, with the state of its current record."""
+
+    id: UUID
+    sequence: int
+    organization_id: UUID
+    event_type: str
+    contract_version: int
+    aggregate_type: str
+    aggregate_id: str
+    appended_at: datetime
+    record_id: UUID
+    state: str
+    attempt_count: int
+    published_at: datetime | None
+    dead_lettered_at: datetime | None
+    resolution: str | None
+
+    @classmethod
+    def of(cls, item: EventSummary) -> EventSummaryView:
+        """The body for ``item``."""
+        return cls.built(
+            item,
+            state=item.state.value,
+            attempt_count=item.attempts,
+            resolution=item.resolution.value if item.resolution else None,
+        )
+
+
+class EventSearchPageView(Out, frozen=True):
+    """A page of events, newest first; pass ``pageInfo.endCursor`` as ``before`` for older."""
+
+    items: list[EventSummaryView]
+    page_info: SequencePageInfo
+
+    @classmethod
+    def of(cls, page: EventSearchPage) -> EventSearchPageView:
+        """The body for ``page``."""
+        end = str(page.older) if page.older is not None else None
+        return cls(
+            items=[EventSummaryView.of(item) for item in page.items],
+            page_info=SequencePageInfo(has_next_page=page.older is not None, end_cursor=end),
+        )
+
+
+class BulkPreviewView(Out, frozen=True):
+    """How many events the action would change; send ``asOf`` back with the action."""
+
+    action: str
+    count: int
+    as_of: datetime
+
+    @classmethod
+    def of(cls, preview: BulkEventPreview) -> BulkPreviewView:
+        """The body for ``preview``."""
+        return cls(action=preview.action.value, count=preview.count, as_of=preview.as_of)
+
+
+class BulkOutcomeView(Out, frozen=True):
+    """What a bulk action changed, what an earlier send of it had, and what still matches."""
+
+    action: str
+    changed: int
+    replayed: int
+    remaining: int
+
+    @classmethod
+    def of(cls, outcome: BulkOutcome) -> BulkOutcomeView:
+        """The body for ``outcome``."""
+        return cls.built(outcome, action=outcome.action.value)

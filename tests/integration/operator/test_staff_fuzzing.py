@@ -43,8 +43,10 @@ EXAMPLES = 25
 # Each staff prefix and how many operations it has.
 STAFF_PREFIXES = {
     "/platform-admin/security-outbox": 4,
-    "/platform-admin/tenant-events": 6,
+    "/platform-admin/tenant-events": 9,
     "/platform-admin/suppressions": 3,
+    "/platform-admin/consumers": 5,
+    "/platform-admin/workers": 1,
 }
 
 

@@ -312,6 +312,35 @@ FUNCTION_GRANTS.update(
         "events.staff_event_audit(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
     }
 )
+# Tenant events and consumers for operators, the workers view, the break-glass step-up
+# (0043_events_console.sql): the staff functions for the admin listener alone, the rest
+# owner-only; every worker lane says it runs.
+_AT = "timestamp with time zone"
+_FILTER = f"text,uuid,text,text,{_AT},{_AT}"
+FUNCTION_GRANTS.update(
+    {
+        f"events.filtered_events({_FILTER})": set(),
+        f"events.search_events(uuid,text,{_FILTER},bigint,integer)": set(),
+        f"events.bulk_targets(text,{_FILTER},{_AT})": set(),
+        f"events.count_bulk(uuid,text,{_FILTER},{_AT})": set(),
+        "events.cancel_record(uuid,uuid,uuid,text,text)": set(),
+        f"events.bulk_repair(uuid,uuid,text,{_FILTER},{_AT},text,text,integer)": set(),
+        f"events.staff_search_events(uuid,text,text,{_FILTER},bigint,integer)": (EXECUTE_BY_STAFF),
+        f"events.staff_count_bulk(uuid,text,text,{_FILTER},{_AT})": EXECUTE_BY_STAFF,
+        f"events.staff_bulk_repair(uuid,text,text,{_FILTER},{_AT},text,text,integer)": (
+            EXECUTE_BY_STAFF
+        ),
+        f"events.operate_consumer(text,uuid,uuid,text,bigint,{_AT},text)": set(),
+        "events.staff_consumer_dead_letters(uuid,text,text,bigint,integer)": EXECUTE_BY_STAFF,
+        f"events.staff_operate_consumer(uuid,text,text,text,bigint,{_AT},text)": (EXECUTE_BY_STAFF),
+        f"outbox.worker_heartbeat(text,text,{_AT},boolean)": (
+            EXECUTE_BY_WORKER | EXECUTE_BY_CONSUMER
+        ),
+        "outbox.workers(uuid)": set(),
+        "outbox.staff_workers(uuid,text)": EXECUTE_BY_STAFF,
+        f"outbox.break_glass_step_up(text,uuid,text,{_AT},text)": set(),
+    }
+)
 # The notifications catalogue (0028_notifications_functions.sql): every function for the role
 # that records intents; the identity module's preferred locale for the API role.
 FUNCTION_GRANTS.update(
@@ -369,6 +398,8 @@ RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.provider_pauses": set(),
     "outbox.provider_pause_audit": set(),
     "outbox.provider_pause_audit_id_seq": set(),
+    # The workers view (0043_events_console.sql): through its functions only.
+    "outbox.worker_lanes": set(),
 }
 # The Identity module's tables (0004_identity_tables.sql): reached only through functions.
 RELATION_GRANTS.update(
@@ -412,6 +443,8 @@ RELATION_GRANTS.update(
         # The audit of republish and release (0020_events_operator.sql).
         "operator_audit",
         "operator_audit_id_seq",
+        "consumer_audit",
+        "consumer_audit_id_seq",
         # Consumers (0021_consumers.sql).
         "consumers",
         "consumer_subscriptions",

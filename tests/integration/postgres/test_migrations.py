@@ -24,6 +24,7 @@ EXPECTED_TABLES = {
     ("outbox", "staff_audit"),  # 0006_operator_tables.sql
     ("outbox", "provider_pauses"),  # 0032_console.sql
     ("outbox", "provider_pause_audit"),
+    ("outbox", "worker_lanes"),  # 0043_events_console.sql
     # Delivery receipts and suppression (0029_delivery_receipts.sql).
     ("outbox", "receipts"),
     ("outbox", "delivery_states"),
@@ -87,6 +88,17 @@ EXPECTED_FUNCTIONS = {
     ),
     "outbox.pause_provider(p_actor uuid, p_provider text, p_reason text)",
     "outbox.resume_provider(p_actor uuid, p_provider text, p_reason text)",
+    # The workers view and the break-glass step-up (0043_events_console.sql).
+    "outbox.workers(p_actor uuid)",
+    "outbox.staff_workers(p_actor uuid, p_elevation text)",
+    (
+        "outbox.worker_heartbeat(p_owner text, p_lane text, "
+        "p_started_at timestamp with time zone, p_stopped boolean)"
+    ),
+    (
+        "outbox.break_glass_step_up(p_email text, p_challenge_id uuid, p_code_hash text, "
+        "p_expires_at timestamp with time zone, p_reason text)"
+    ),
     # The operator surfaces (0007_operator_functions.sql).
     "outbox.mask_destination(p_value text)",
     "outbox.require_staff(p_actor uuid)",
@@ -226,6 +238,7 @@ EXPECTED_INDEXES = {
     "staff_audit_by_message",
     "provider_pauses_pkey",  # 0032_console.sql
     "provider_pause_audit_pkey",
+    "worker_lanes_pkey",  # 0043_events_console.sql
     # 0029_delivery_receipts.sql
     "attempts_by_provider_message_id",
     "receipts_pkey",

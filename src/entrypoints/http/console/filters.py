@@ -89,7 +89,9 @@ def _choice(raw: str | None, allowed: frozenset[str], name: str) -> str | None:
     return value
 
 
-def _time(raw: str | None, name: str) -> datetime | None:
+def form_time(raw: str | None, name: str) -> datetime | None:
+    """A time from a form or query (``datetime-local`` or ISO 8601), UTC when it names no
+    zone; None when empty."""
     value = (raw or "").strip()
     if not value:
         return None
@@ -125,8 +127,8 @@ def parse_filter(values: Mapping[str, str | None]) -> ListFilter:
         purpose=_choice(values.get("purpose"), frozenset(p.value for p in Purpose), "purpose"),
         failure=_choice(values.get("failure"), frozenset(r.value for r in FailureClass), "failure"),
         provider=provider,
-        since=_time(values.get("since"), "since"),
-        until=_time(values.get("until"), "until"),
+        since=form_time(values.get("since"), "since"),
+        until=form_time(values.get("until"), "until"),
         id=message_id,
         dest=dest,
     )

@@ -21,6 +21,10 @@ from litestar.status_codes import HTTP_415_UNSUPPORTED_MEDIA_TYPE
 
 from outbox.application.staff import StaffRequired, StepUpRequired
 from outbox.entrypoints.http.console.auth_pages import ConsoleAuthController
+from outbox.entrypoints.http.console.consumer_pages import (
+    ConsoleConsumersController,
+    ConsoleWorkersController,
+)
 from outbox.entrypoints.http.console.context import PREFIX, Console
 from outbox.entrypoints.http.console.event_pages import ConsoleEventsController
 from outbox.entrypoints.http.console.guard import FormRefused, SignInNeeded, StepUpNeeded
@@ -104,6 +108,8 @@ def console_router(console: Console) -> Router:
             ConsoleOverviewController,
             ConsoleMessagesController,
             ConsoleEventsController,
+            ConsoleConsumersController,
+            ConsoleWorkersController,
             ConsoleProvidersController,
             ConsoleSuppressionsController,
             create_static_files_router(
