@@ -1,5 +1,5 @@
-"""The operator console's reads and writes over 0032_console.sql, 0033_console_events.sql and
-0043_events_console.sql.
+"""The operator console's reads and writes over 0032_console.sql, 0033_console_events.sql,
+0043_events_console.sql and 0044_console_chart_events.sql.
 
 Every function checks the staff member's elevation in the database and masks destinations;
 this adapter maps rows to views. ``PostgresPausedProviders`` is the worker's side: the names
@@ -26,6 +26,7 @@ from outbox.application.operator.console_views import (
     ActivityMinute,
     AuditEntry,
     ConsumerLag,
+    EventActivityMinute,
     ProviderPause,
     WorkerLane,
 )
@@ -42,6 +43,10 @@ FROM outbox.staff_find_messages(
 ACTIVITY = """
 SELECT minute, created, published, dead_lettered
 FROM outbox.staff_activity(%s::uuid, %s::text, %s::integer)
+"""
+EVENT_ACTIVITY = """
+SELECT minute, pending, published, dead_lettered
+FROM events.staff_activity(%s::uuid, %s::text, %s::integer)
 """
 MESSAGE_AUDIT = """
 SELECT action, actor_id, message_id, new_message_id, reason, occurred_at
@@ -126,6 +131,16 @@ class PostgresConsoleStore:
         rows = await self._all(ACTIVITY, (*_staff(actor), minutes))
         return [
             ActivityMinute(minute=r[0], created=r[1], published=r[2], dead_lettered=r[3])
+            for r in rows
+        ]
+
+    async def event_activity(
+        self, *, actor: StaffActor, minutes: int
+    ) -> Sequence[EventActivityMinute]:
+        """The tenant events' minutes of the last ``minutes``, oldest first."""
+        rows = await self._all(EVENT_ACTIVITY, (*_staff(actor), minutes))
+        return [
+            EventActivityMinute(minute=r[0], pending=r[1], published=r[2], dead_lettered=r[3])
             for r in rows
         ]
 

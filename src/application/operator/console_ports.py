@@ -15,6 +15,7 @@ from outbox.application.operator.console_views import (
     ActivityMinute,
     AuditEntry,
     ConsumerLag,
+    EventActivityMinute,
     ProviderPause,
     WorkerLane,
 )
@@ -35,6 +36,12 @@ class ConsoleReads(WorkerBoard, Protocol):
 
     async def activity(self, *, actor: StaffActor, minutes: int) -> Sequence[ActivityMinute]:
         """Every minute of the last ``minutes`` (1 to 240), oldest first, zero-filled."""
+        ...
+
+    async def event_activity(
+        self, *, actor: StaffActor, minutes: int
+    ) -> Sequence[EventActivityMinute]:
+        """The tenant events' minutes of the last ``minutes`` (1 to 240), oldest first."""
         ...
 
     async def message_audit(self, *, actor: StaffActor, message_id: UUID) -> Sequence[AuditEntry]:

@@ -22,6 +22,16 @@ class ActivityMinute:
 
 
 @attrs.frozen(kw_only=True)
+class EventActivityMinute:
+    """Tenant events' records waiting at a minute's end, and published and dead-lettered in it."""
+
+    minute: datetime
+    pending: int  # pending or leased when the minute ended (the current minute: now)
+    published: int
+    dead_lettered: int
+
+
+@attrs.frozen(kw_only=True)
 class AuditEntry:
     """One staff action on a message or an event: who, what, when, and why if they said."""
 

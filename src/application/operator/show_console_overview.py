@@ -1,4 +1,4 @@
-"""The console's overview: both outboxes' backlogs, consumers' lag, the last hour, the pauses,
+"""The console's overview: both outboxes' backlogs and last hour, consumers' lag, the pauses,
 and how many published messages stand in each delivery state."""
 
 from __future__ import annotations
@@ -12,7 +12,12 @@ from outbox.application.delivery.views import Backlog
 from outbox.application.events.operator_ports import EventOperatorStore
 from outbox.application.events.views import OrganizationBacklog
 from outbox.application.operator.console_ports import ConsoleReads, ProviderPauseStore
-from outbox.application.operator.console_views import ActivityMinute, ConsumerLag, ProviderPause
+from outbox.application.operator.console_views import (
+    ActivityMinute,
+    ConsumerLag,
+    EventActivityMinute,
+    ProviderPause,
+)
 from outbox.application.operator.ports import OperatorStore
 from outbox.application.staff import StaffActor
 
@@ -30,6 +35,7 @@ class ConsoleOverview:
     activity: tuple[ActivityMinute, ...]
     pauses: tuple[ProviderPause, ...]
     delivery_states: Mapping[str, int] = attrs.field(factory=dict)
+    event_activity: tuple[EventActivityMinute, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -52,6 +58,7 @@ class ShowConsoleOverview:
         organizations = tuple(await self.events.backlog(actor=actor, limit=TOP_ORGANIZATIONS))
         consumers = tuple(await self.reads.consumer_lag(actor=actor))
         activity = tuple(await self.reads.activity(actor=actor, minutes=HOUR))
+        event_activity = tuple(await self.reads.event_activity(actor=actor, minutes=HOUR))
         pauses = tuple(await self.pauses.pauses(actor=actor))
         delivery = await self.delivery.delivery_state_counts() if self.delivery else {}
         return ConsoleOverview(
@@ -61,4 +68,5 @@ class ShowConsoleOverview:
             activity=activity,
             pauses=pauses,
             delivery_states=dict(delivery),
+            event_activity=event_activity,
         )

@@ -310,6 +310,8 @@ FUNCTION_GRANTS.update(
         "outbox.staff_message_audit(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
         "events.staff_consumer_lag(uuid,text)": EXECUTE_BY_IDENTITY,
         "events.staff_event_audit(uuid,text,uuid)": EXECUTE_BY_IDENTITY,
+        # The overview's chart of the tenant events (0044_console_chart_events.sql).
+        "events.staff_activity(uuid,text,integer)": EXECUTE_BY_STAFF,
     }
 )
 # Tenant events and consumers for operators, the workers view, the break-glass step-up

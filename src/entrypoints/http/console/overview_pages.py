@@ -9,7 +9,7 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.response import Template
 
-from outbox.entrypoints.http.console.chart import activity_svg, peak
+from outbox.entrypoints.http.console.chart import events_chart, security_chart
 from outbox.entrypoints.http.console.context import PREFIX, Console
 from outbox.entrypoints.http.console.guard import staff
 from outbox.entrypoints.http.console.rendering import page
@@ -44,7 +44,6 @@ class ConsoleOverviewController(Controller):
             caller.signed_in,
             section=SECTION,
             overview=overview,
-            chart=activity_svg(overview.activity),
-            peak=peak(overview.activity),
+            charts=(security_chart(overview.activity), events_chart(overview.event_activity)),
             now=console.clock(),
         )
