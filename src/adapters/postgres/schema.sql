@@ -9378,6 +9378,7 @@ REVOKE ALL ON FUNCTION outbox.pause_provider(p_actor uuid, p_provider text, p_re
 
 REVOKE ALL ON FUNCTION outbox.paused_providers() FROM PUBLIC;
 GRANT ALL ON FUNCTION outbox.paused_providers() TO outbox_worker;
+GRANT ALL ON FUNCTION outbox.paused_providers() TO staff_service;
 
 --
 -- Name: FUNCTION provider_pauses(p_actor uuid); Type: ACL; Schema: outbox; Owner: -

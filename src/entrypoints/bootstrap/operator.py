@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from outbox.adapters.postgres.console_store import PostgresConsoleStore
+from outbox.adapters.postgres.console_store import PostgresConsoleStore, PostgresPausedProviders
 from outbox.adapters.postgres.consumer_store import PostgresConsumerAdmin
 from outbox.adapters.postgres.event_operator_store import (
     PostgresEventBacklogGauge,
@@ -189,4 +189,5 @@ def build_console_services(
             router=operator.reissue_dead_letter.router,
         ),
         reads=console,
+        paused=PostgresPausedProviders(pool),
     )

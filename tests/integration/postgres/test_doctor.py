@@ -53,9 +53,7 @@ def _doctor(database_url: str, tmp_path: Path, *options: str) -> tuple[int, dict
     return result.returncode, json.loads(result.stdout)
 
 
-async def test_a_clean_database_is_healthy(
-    connect_as, database_url: str, tmp_path: Path
-) -> None:
+async def test_a_clean_database_is_healthy(connect_as, database_url: str, tmp_path: Path) -> None:
     async with connect_as() as conn:
         cursor = await conn.execute("SHOW autovacuum")
         [(autovacuum,)] = await cursor.fetchall()

@@ -292,7 +292,8 @@ FUNCTION_GRANTS.update(
 # names for the worker.
 FUNCTION_GRANTS.update(
     {
-        "outbox.paused_providers()": EXECUTE_BY_WORKER,
+        # The step-up page reads them too (0045_paused_providers_before_step_up.sql).
+        "outbox.paused_providers()": EXECUTE_BY_WORKER | EXECUTE_BY_STAFF,
         "outbox.staff_provider_pauses(uuid,text)": EXECUTE_BY_IDENTITY,
         "outbox.staff_pause_provider(uuid,text,text,text)": EXECUTE_BY_IDENTITY,
         "outbox.staff_resume_provider(uuid,text,text,text)": EXECUTE_BY_IDENTITY,

@@ -15,6 +15,7 @@ from outbox.application.identity.confirm_step_up import ConfirmStepUpCommand
 from outbox.application.identity.errors import InvalidCredentials, RateLimited
 from outbox.application.identity.request_step_up import RequestStepUpCommand
 from outbox.application.identity.sign_in import SignInCommand
+from outbox.domain.channels import Channel
 from outbox.entrypoints.http.caller import client_address
 from outbox.entrypoints.http.console.context import PREFIX, Console
 from outbox.entrypoints.http.console.guard import (
@@ -127,6 +128,7 @@ class ConsoleAuthController(Controller):
             title="Step up",
             sent=request.query_params.get("sent") == "1",
             paced=request.query_params.get("paced") == "1",
+            blocked=await _paused_code_provider(console),
         )
 
     @post("/step-up/code", status_code=303)
@@ -201,6 +203,15 @@ async def signed_in_with(console: Console, cookie: str) -> SignedIn:
         raise SignInNeeded
     principal = await console.identity.authenticate(session.bearer)
     return SignedIn(cookie=cookie, session=session, principal=principal)
+
+
+async def _paused_code_provider(console: Console) -> str | None:
+    """The provider that sends step-up codes (the email channel's), when staff paused it: no
+    code can arrive, so the page says so and how to break glass."""
+    provider = console.services.repair_matching.router.routes.provider_for(Channel.EMAIL)
+    if provider is None:
+        return None
+    return provider if provider in await console.services.paused.paused() else None
 
 
 async def _send_code(
