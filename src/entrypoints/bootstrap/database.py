@@ -18,7 +18,7 @@ from outbox.adapters.postgres.readiness import diagnose
 from outbox.adapters.postgres.role_check import inspect_role
 from outbox.application.errors import RoleMissing, StoreUnavailable
 from outbox.entrypoints.bootstrap.database_roles import enforce, judge_role
-from outbox.entrypoints.settings.reader import PREFIX, SettingsError
+from outbox.entrypoints.bootstrap.preflight import missing_url
 from outbox.entrypoints.settings.tree import Settings
 
 # The NOLOGIN group roles, one per job (0009_roles_by_job.sql; docs/sql-api.md, "Roles").
@@ -49,14 +49,7 @@ def resolve_database_url(settings: Settings, *, variable: str = "DATABASE_URL") 
     if settings.database.url is not None:
         return settings.database.url
     if not settings.is_development:
-        wanted = PREFIX + variable
-        if variable != "DATABASE_URL":
-            wanted += f" (or {PREFIX}DATABASE_URL)"
-        raise SettingsError(
-            PREFIX + variable,
-            f"required when OUTBOX_ENV is {settings.environment.value}: set {wanted} to a"
-            " login of this process's job; only development starts an embedded PostgreSQL",
-        )
+        raise missing_url(settings, variable)
     data_dir = embedded_data_dir(settings)
     url = EmbeddedPostgres.start(data_dir).ensure_database()
     if data_dir not in _ANNOUNCED:

@@ -31,7 +31,12 @@ def serve(
     (outboxctl db migrate); /readyz answers 503 until they are applied. In production run
     the admin listener as its own process (--only admin) with its own login.
     """
-    settings = start()
+    from outbox.entrypoints.bootstrap.preflight import Needs  # noqa: PLC0415 - as below
+
+    databases = (("DATABASE_URL",) if only.public else ()) + (
+        ("ADMIN_DATABASE_URL",) if only.admin else ()
+    )
+    settings = start(needs=lambda _: Needs(databases=databases, seal_keys=True))
     from outbox.entrypoints.bootstrap.processes import run_api  # noqa: PLC0415 - only this command loads it
 
     run_guarded(lambda: asyncio.run(run_api(settings, only)))

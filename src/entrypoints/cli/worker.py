@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from typing import Annotated
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated
 
 import attrs
 import typer
@@ -13,8 +14,11 @@ from outbox.entrypoints.cli.exit_codes import ExitCode
 from outbox.entrypoints.cli.guard import fail, run_guarded
 from outbox.entrypoints.cli.output import camel, print_json
 from outbox.entrypoints.cli.startup import start
-from outbox.entrypoints.settings.lanes import LANES, SECURITY, parse_lanes
+from outbox.entrypoints.settings.lanes import CONSUMERS, EVENTS, LANES, SECURITY, parse_lanes
 from outbox.entrypoints.settings.tree import Settings
+
+if TYPE_CHECKING:
+    from outbox.entrypoints.bootstrap.preflight import Needs
 
 
 class SweepKind(enum.StrEnum):
@@ -23,6 +27,17 @@ class SweepKind(enum.StrEnum):
     EXPIRY = "expiry"
     RETENTION = "retention"
     ALL = "all"
+
+
+def worker_needs(lanes: Sequence[str]) -> Needs:
+    """What a worker of ``lanes`` reaches: the worker's login for the security and events
+    lanes, the consumers' for theirs; the seal keys for the security lane."""
+    from outbox.entrypoints.bootstrap.preflight import Needs  # noqa: PLC0415 - only this command loads it
+
+    databases: tuple[str, ...] = ("WORKER_DATABASE_URL",) if {SECURITY, EVENTS} & set(lanes) else ()
+    if CONSUMERS in lanes:
+        databases += ("CONSUMERS_DATABASE_URL",)
+    return Needs(databases=databases, seal_keys=SECURITY in lanes)
 
 
 def _settings(*, providers: bool) -> Settings:
@@ -81,7 +96,10 @@ def worker(
         except ValueError as error:
             raise fail(f"--lanes: {error}", ExitCode.CONFIGURATION) from None
     # Only the security lane sends: a worker of tenant events alone needs no provider settings.
-    settings = start(providers=lambda s: SECURITY in (chosen or s.worker.lanes))
+    settings = start(
+        providers=lambda s: SECURITY in (chosen or s.worker.lanes),
+        needs=lambda s: worker_needs(chosen or s.worker.lanes),
+    )
     if chosen is not None:
         settings = attrs.evolve(settings, worker=attrs.evolve(settings.worker, lanes=chosen))
     if processes > 1:

@@ -241,3 +241,43 @@ def test_a_worker_of_tenant_events_alone_needs_no_provider_settings(
         settings.worker.lanes,
         settings.providers,
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [
+        (
+            ("serve",),
+            ("OUTBOX_DATABASE_URL", "OUTBOX_ADMIN_DATABASE_URL", "OUTBOX_SEAL_KEYS"),
+        ),
+        (("serve", "--only", "admin"), ("OUTBOX_ADMIN_DATABASE_URL", "OUTBOX_SEAL_KEYS")),
+        (
+            ("worker", "--lanes", "security,events,consumers"),
+            (
+                "OUTBOX_CHANNEL_EMAIL",
+                "OUTBOX_CHANNEL_SMS",
+                "OUTBOX_CHANNEL_WHATSAPP",
+                "OUTBOX_WORKER_DATABASE_URL",
+                "OUTBOX_CONSUMERS_DATABASE_URL",
+                "OUTBOX_SEAL_KEYS",
+            ),
+        ),
+        (("worker", "--lanes", "events"), ("OUTBOX_WORKER_DATABASE_URL",)),
+    ],
+)
+def test_a_production_process_names_its_urls_keys_and_channels_in_one_round(
+    tmp_path: Path, command: tuple[str, ...], named: tuple[str, ...]
+) -> None:
+    """Nothing set but the environment: every variable the process will need is named at
+    once, the URLs its pools read and the seal keys with the settings, not one per restart."""
+    outer: dict[str, str | None] = {name: None for name in os.environ if name.startswith("OUTBOX_")}
+    result = CliRunner().invoke(
+        app,
+        list(command),
+        env=outer | {"OUTBOX_ENV": "production", "OUTBOX_DATA_DIR": str(tmp_path)},
+    )
+
+    assert 3 == result.exit_code, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("OUTBOX_")]
+    assert list(named) == [line.split(":", 1)[0] for line in lines]
+    assert not (tmp_path / "postgres").exists()  # no embedded server was started
