@@ -1,9 +1,10 @@
-"""HealthReadings from PostgreSQL's own statistics views and the outbox's tables.
+"""HealthReadings from PostgreSQL's own statistics views and the outbox's health functions.
 
-Read as the database operator (a member of ``outbox_owner``): ``pg_stat_activity`` shows
-every session's transaction age only to a superuser or a member of ``pg_read_all_stats``;
-another login sees its own sessions only, and the report says no more than it can see.
-Nothing here shows a query's text (it may hold a customer's data).
+Read by ``outboxctl doctor`` as the database operator, and by the admin listener for its
+gauges (``staff_service``, granted ``outbox.health_work()`` and ``events.consumer_lag()``):
+``pg_stat_activity`` shows every session's transaction age only to a superuser or a member
+of ``pg_read_all_stats``; another login sees its own sessions only, and the report says no
+more than it can see. Nothing here shows a query's text (it may hold a customer's data).
 """
 
 from __future__ import annotations
@@ -63,30 +64,12 @@ JOIN pg_catalog.pg_class AS c ON c.oid = s.relid
 WHERE (s.schemaname, s.relname) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
 ORDER BY 1
 """
+# Counts and ages only (0046_health_for_metrics.sql), so the admin listener reads them too.
 LANES = """
-SELECT 'security', pg_catalog.count(*),
-       EXTRACT(epoch FROM pg_catalog.clock_timestamp() - pg_catalog.min(m.available_at))
-FROM outbox.messages AS m
-WHERE m.state = 'pending' AND m.available_at <= pg_catalog.clock_timestamp()
-UNION ALL
-SELECT 'events', pg_catalog.count(*),
-       EXTRACT(epoch FROM pg_catalog.clock_timestamp() - pg_catalog.min(r.available_at))
-FROM events.outbox_records AS r
-WHERE r.state = 'pending' AND r.available_at <= pg_catalog.clock_timestamp()
-UNION ALL
-SELECT 'consumers', pg_catalog.count(*),
-       EXTRACT(epoch FROM pg_catalog.clock_timestamp() - pg_catalog.min(d.available_at))
-FROM events.consumer_deliveries AS d
-WHERE d.state = 'pending' AND d.available_at <= pg_catalog.clock_timestamp()
+SELECT lane, due, oldest_due_seconds, last_published_seconds FROM outbox.health_work()
 """
 CONSUMERS = """
 SELECT consumer, active, events_behind, oldest_undelivered_seconds FROM events.consumer_lag()
-"""
-LAST_PUBLISHED = """
-SELECT EXTRACT(epoch FROM pg_catalog.clock_timestamp() - p.published_at)
-FROM events.domain_event_publications AS p
-ORDER BY p.publication_sequence DESC
-LIMIT 1
 """
 SLOTS = """
 SELECT s.slot_name::text, s.active,
@@ -117,7 +100,6 @@ class PostgresHealthReadings:
                 tables = await _rows(conn, TABLES, (schemas, names))
                 lanes = await _rows(conn, LANES)
                 consumers = await _rows(conn, CONSUMERS)
-                published = await _rows(conn, LAST_PUBLISHED)
                 slots = await _rows(conn, SLOTS)
         events = next((lane for lane in lanes if lane[0] == "events"), None)
         return Readings(
@@ -139,7 +121,7 @@ class PostgresHealthReadings:
             ],
             lanes=[
                 LaneReading(lane=lane, due=int(due), oldest_due_age=_seconds(age))
-                for lane, due, age in lanes
+                for lane, due, age, _ in lanes
             ],
             consumers=[
                 ConsumerReading(
@@ -151,7 +133,7 @@ class PostgresHealthReadings:
                 for name, active, behind, age in consumers
             ],
             relay=RelayReading(
-                last_published_age=_seconds(published[0][0]) if published else None,
+                last_published_age=_seconds(events[3]) if events else None,
                 due=int(events[1]) if events else 0,
                 oldest_due_age=_seconds(events[2]) if events else None,
             ),

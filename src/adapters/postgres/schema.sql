@@ -4804,6 +4804,36 @@ END
 $$;
 
 --
+-- Name: health_work(); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.health_work() RETURNS TABLE(lane text, due bigint, oldest_due_seconds double precision, last_published_seconds double precision)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT 'security', pg_catalog.count(*),
+           EXTRACT(epoch FROM pg_catalog.clock_timestamp() - pg_catalog.min(m.available_at)),
+           NULL::double precision
+    FROM outbox.messages AS m
+    WHERE m.state = 'pending' AND m.available_at <= pg_catalog.clock_timestamp()
+    UNION ALL
+    SELECT 'events', pg_catalog.count(*),
+           EXTRACT(epoch FROM pg_catalog.clock_timestamp() - pg_catalog.min(r.available_at)),
+           (SELECT EXTRACT(epoch FROM pg_catalog.clock_timestamp() - p.published_at)
+            FROM events.domain_event_publications AS p
+            ORDER BY p.publication_sequence DESC
+            LIMIT 1)
+    FROM events.outbox_records AS r
+    WHERE r.state = 'pending' AND r.available_at <= pg_catalog.clock_timestamp()
+    UNION ALL
+    SELECT 'consumers', pg_catalog.count(*),
+           EXTRACT(epoch FROM pg_catalog.clock_timestamp() - pg_catalog.min(d.available_at)),
+           NULL::double precision
+    FROM events.consumer_deliveries AS d
+    WHERE d.state = 'pending' AND d.available_at <= pg_catalog.clock_timestamp()
+$$;
+
+--
 -- Name: lift_suppression(uuid, uuid, text, text); Type: FUNCTION; Schema: outbox; Owner: -
 --
 
@@ -8477,6 +8507,7 @@ REVOKE ALL ON FUNCTION events.consumer_dead_letters(p_consumer text, p_before bi
 
 REVOKE ALL ON FUNCTION events.consumer_lag() FROM PUBLIC;
 GRANT ALL ON FUNCTION events.consumer_lag() TO outbox_worker;
+GRANT ALL ON FUNCTION events.consumer_lag() TO staff_service;
 
 --
 -- Name: FUNCTION consumer_lock_key(p_consumer_id uuid); Type: ACL; Schema: events; Owner: -
@@ -9323,6 +9354,13 @@ REVOKE ALL ON FUNCTION outbox.find_messages(p_state text, p_purpose text, p_reas
 --
 
 REVOKE ALL ON FUNCTION outbox.grant_staff(p_email text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION health_work(); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.health_work() FROM PUBLIC;
+GRANT ALL ON FUNCTION outbox.health_work() TO staff_service;
 
 --
 -- Name: FUNCTION lift_suppression(p_actor uuid, p_elevation_id uuid, p_destination text, p_reason text); Type: ACL; Schema: outbox; Owner: -

@@ -108,6 +108,67 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         ("organization",),
     ),
     MetricSpec(
+        "outbox_db_horizon_age_seconds",
+        Kind.GAUGE,
+        "How long the oldest transaction this login can see (all of them with pg_monitor) has"
+        " held the xmin horizon back, as last observed; 0 when none.",
+        (),
+    ),
+    MetricSpec(
+        "outbox_db_autovacuum",
+        Kind.GAUGE,
+        "Whether autovacuum is on (1) or off (0), as last observed.",
+        (),
+    ),
+    MetricSpec(
+        "outbox_db_table_live_rows",
+        Kind.GAUGE,
+        "Live rows of a hot table (the statistics' estimate), as last observed.",
+        ("table",),
+    ),
+    MetricSpec(
+        "outbox_db_table_dead_rows",
+        Kind.GAUGE,
+        "Dead rows of a hot table not yet vacuumed (the statistics' estimate), as last observed.",
+        ("table",),
+    ),
+    MetricSpec(
+        "outbox_db_table_size_bytes",
+        Kind.GAUGE,
+        "Size of a hot table with its indexes and TOAST, as last observed.",
+        ("table",),
+    ),
+    MetricSpec(
+        "outbox_lane_due",
+        Kind.GAUGE,
+        "Items of a lane due now (pending and available), as last observed.",
+        ("lane",),
+    ),
+    MetricSpec(
+        "outbox_lane_oldest_due_age_seconds",
+        Kind.GAUGE,
+        "How long a lane's oldest due item has waited (0 when none), as last observed.",
+        ("lane",),
+    ),
+    MetricSpec(
+        "outbox_relay_last_published_age_seconds",
+        Kind.GAUGE,
+        "How long ago the relay last recorded a publication, as last observed.",
+        (),
+    ),
+    MetricSpec(
+        "outbox_db_replication_slot_retained_bytes",
+        Kind.GAUGE,
+        "WAL a replication slot keeps from being removed, as last observed.",
+        ("slot",),
+    ),
+    MetricSpec(
+        "outbox_doctor_findings",
+        Kind.GAUGE,
+        "What outboxctl doctor would report, counted by check and severity, as last observed.",
+        ("check", "severity"),
+    ),
+    MetricSpec(
         "outbox_consumer_events_behind",
         Kind.GAUGE,
         "Deliveries of a consumer neither completed nor dead-lettered, as last observed.",

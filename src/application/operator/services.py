@@ -10,6 +10,7 @@ from outbox.application.events.consumer_operations import ConsumerOperations
 from outbox.application.events.operations import EventOperations
 from outbox.application.operator.break_glass_step_up import BreakGlassStepUp
 from outbox.application.operator.console_ports import ProviderPauseStore, WorkerBoard
+from outbox.application.operator.doctor import ObserveHealth
 from outbox.application.operator.grant_staff import GrantStaff
 from outbox.application.operator.pause_provider import PauseProvider, ResumeProvider
 from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
@@ -39,3 +40,4 @@ class OperatorServices:
     consumers: ConsumerOperations
     workers: WorkerBoard
     break_glass_step_up: BreakGlassStepUp
+    observe_health: ObserveHealth  # the doctor's readings as /metrics gauges

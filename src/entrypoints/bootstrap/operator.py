@@ -15,6 +15,7 @@ from outbox.adapters.postgres.event_operator_store import (
     PostgresEventCatalog,
     PostgresEventOperatorStore,
 )
+from outbox.adapters.postgres.health_readings import PostgresHealthReadings
 from outbox.adapters.postgres.identity_transactions import PostgresIdentityTransactions
 from outbox.adapters.postgres.message_log import PostgresMessageLog
 from outbox.adapters.postgres.operator_store import PostgresBacklogGauge, PostgresOperatorStore
@@ -27,6 +28,7 @@ from outbox.application.events.operations import EventOperations
 from outbox.application.identity.challenge_issuer import ChallengeIssuer
 from outbox.application.operator.break_glass_step_up import BreakGlassStepUp
 from outbox.application.operator.console_services import ConsoleServices
+from outbox.application.operator.doctor import CheckHealth, ObserveHealth
 from outbox.application.operator.grant_staff import GrantStaff
 from outbox.application.operator.pause_provider import PauseProvider, ResumeProvider
 from outbox.application.operator.reissue_dead_letter import ReissueDeadLetter
@@ -102,6 +104,9 @@ def build_operator_services(
         workers=console,
         break_glass_step_up=BreakGlassStepUp(
             store=store, issuer=issuer, clock=clock, telemetry=telemetry
+        ),
+        observe_health=ObserveHealth(
+            check=CheckHealth(readings=PostgresHealthReadings(pool)), telemetry=telemetry
         ),
     )
 

@@ -116,6 +116,7 @@ def create_admin_app(
         await operator.messages.observe_backlog()
         await operator.events.observe_backlog()
         await operator.observe_delivery_states()
+        await operator.observe_health()
 
     handlers: list[ControllerRouterHandler] = [
         metrics_route(registry, refresh=refresh),

@@ -277,7 +277,8 @@ FUNCTION_GRANTS.update(
         "events.replay_consumer(text,bigint,timestamp with time zone)": set(),
         "events.set_consumer_active(text,boolean)": set(),
         "events.consumer_dead_letters(text,bigint,integer)": set(),
-        "events.consumer_lag()": EXECUTE_BY_WORKER,
+        # The admin listener's gauges read it too (0046_health_for_metrics.sql).
+        "events.consumer_lag()": EXECUTE_BY_WORKER | EXECUTE_BY_STAFF,
         "events.claim_consumer_deliveries(text,text,integer,double precision)": (
             EXECUTE_BY_CONSUMER
         ),
@@ -342,6 +343,8 @@ FUNCTION_GRANTS.update(
         "outbox.workers(uuid)": set(),
         "outbox.staff_workers(uuid,text)": EXECUTE_BY_STAFF,
         f"outbox.break_glass_step_up(text,uuid,text,{_AT},text)": set(),
+        # The doctor's due work and relay progress for the gauges (0046_health_for_metrics.sql).
+        "outbox.health_work()": EXECUTE_BY_STAFF,
     }
 )
 # The notifications catalogue (0028_notifications_functions.sql): every function for the role

@@ -90,6 +90,7 @@ EXPECTED_FUNCTIONS = {
     "outbox.resume_provider(p_actor uuid, p_provider text, p_reason text)",
     # The workers view and the break-glass step-up (0043_events_console.sql).
     "outbox.workers(p_actor uuid)",
+    "outbox.health_work()",  # 0046
     "outbox.staff_workers(p_actor uuid, p_elevation text)",
     (
         "outbox.worker_heartbeat(p_owner text, p_lane text, "
