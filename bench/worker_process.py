@@ -31,6 +31,24 @@ from outbox.entrypoints.worker.loop import WorkerLoop
 
 KEYRING_VARIABLE = "BENCH_KEYRING"
 READY = "ready"
+CLAIMS_SUFFIX = ".claims.json"  # serve also writes every claim's duration (s) beside OUT
+
+
+@attrs.define
+class ClaimTimes:
+    """The worker's telemetry, also keeping every ``outbox_claim_seconds`` it observes."""
+
+    inner: Any
+    seconds: list[float] = attrs.field(factory=list)
+
+    def observe(self, name: str, /, value: float, **labels: str) -> None:
+        """Keep a claim's duration; pass everything on."""
+        if name == "outbox_claim_seconds":
+            self.seconds.append(value)
+        self.inner.observe(name, value, **labels)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def peak_rss_kib() -> int:
@@ -41,8 +59,11 @@ def peak_rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-async def serve(conninfo: str, config: WorkerConfig, *, events: bool) -> dict[str, float]:
-    """Run the worker loop until SIGTERM; return when each message reached the provider."""
+async def serve(
+    conninfo: str, config: WorkerConfig, *, events: bool, claims: list[float] | None = None
+) -> dict[str, float]:
+    """Run the worker loop until SIGTERM; return when each message reached the provider
+    (and, into ``claims``, how long each of the security lane's claims took)."""
     received: dict[UUID, float] = {}
     async with contextlib.AsyncExitStack() as stack:
         worker = await stack.enter_async_context(
@@ -53,9 +74,10 @@ async def serve(conninfo: str, config: WorkerConfig, *, events: bool) -> dict[st
         if events:
             lane = await stack.enter_async_context(running_events_lane(conninfo))
             loops.append(attrs.evolve(lane.loop, drain=False, totals=BatchTally()))
+        timed = ClaimTimes(worker.dispatch.telemetry)
         loop = WorkerLoop(
             totals=BatchTally(),
-            dispatch=worker.dispatch,
+            dispatch=attrs.evolve(worker.dispatch, telemetry=timed),
             wait_for_work=worker.store.wait_for_work,
             telemetry=worker.dispatch.telemetry,
             poll_interval=config.poll_interval,
@@ -70,6 +92,8 @@ async def serve(conninfo: str, config: WorkerConfig, *, events: bool) -> dict[st
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
         print(READY, flush=True)
         await asyncio.gather(*(each.run() for each in loops))
+    if claims is not None:
+        claims.extend(timed.seconds)
     return {str(key): value for key, value in received.items()}
 
 
@@ -92,7 +116,9 @@ def main(argv: list[str]) -> None:
     mode, conninfo, out = argv[0], argv[1], Path(argv[2])
     config = WorkerConfig(batch_size=int(argv[3]), concurrency=int(argv[4]), lanes=int(argv[5]))
     if mode == "serve":
-        done = asyncio.run(serve(conninfo, config, events=argv[6:7] == ["events"]))
+        claims: list[float] = []
+        done = asyncio.run(serve(conninfo, config, events=argv[6:7] == ["events"], claims=claims))
+        out.with_suffix(CLAIMS_SUFFIX).write_text(json.dumps(claims))
     else:
         done = asyncio.run(drain(conninfo, config))
     out.write_text(json.dumps(done))

@@ -1,0 +1,454 @@
+"""The outbox under a held xmin horizon: the same steady load, once clean and once while another
+session holds the horizon (``REPEATABLE READ``, one read, then idle in transaction).
+
+``python -m bench.held_horizon [--seconds 150] [--hold-from 20] [--hold-until 130]
+[--rate 300] [--out bench-results/held-horizon.json] [--chart docs/held-horizon.svg]``
+
+One producer commits sealed sign-up codes one per transaction at ``--rate`` per second for
+``--seconds``; a real worker (its own process, the security and events lanes) delivers them to
+the no-op provider. Every ``--sample`` seconds the run reads each hot table's dead rows and
+size (with indexes) and the WAL position. In the held run a session opens ``REPEATABLE READ``
+at ``--hold-from``, reads once (a catalogue table, so it locks nothing of ours), stays idle in
+transaction and ends at ``--hold-until``; the run then watches until the dead rows of
+``outbox.messages`` fall back (vacuum reclaimed them) or ``--reclaim-wait`` passes.
+
+Printed side by side: throughput, end-to-end p50/p99 (commit → provider), claim p99 (the
+worker's own ``outbox_claim_seconds``), peak dead rows and size per table, WAL bytes per
+delivered message, and how long after the hold ended the dead rows were reclaimed; the
+load average before and after. Run it alone on the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import attrs
+import psycopg
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from bench import workload
+from bench.databases import Database, database_server
+from bench.latency import SteadyLatency
+from bench.worker import WorkerConfig
+from bench.worker_process import CLAIMS_SUFFIX, KEYRING_VARIABLE, READY
+from outbox.adapters.crypto.keyring import generate_key, key_line
+from outbox.adapters.postgres.migrator import apply_migrations
+
+HOT = (
+    "outbox.messages",
+    "outbox.attempts",
+    "outbox.envelopes",
+    "events.outbox_records",
+)
+SAMPLE = """
+SELECT s.schemaname || '.' || s.relname, s.n_dead_tup, pg_total_relation_size(s.relid)
+FROM pg_stat_user_tables AS s
+WHERE s.schemaname || '.' || s.relname = ANY(%s)
+"""
+WAL = "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"
+
+
+@attrs.frozen(kw_only=True)
+class Sample:
+    """One reading: seconds since the load started, dead rows and bytes per table, WAL."""
+
+    at: float
+    dead: dict[str, int]
+    size: dict[str, int]
+    wal: int
+
+
+@attrs.frozen(kw_only=True)
+class HorizonRun:
+    """One run's figures, and its samples for the chart."""
+
+    held: bool
+    committed: int  # codes the producer committed
+    delivered: int  # of those, how many reached the provider (the rest: lost)
+    seconds: float
+    throughput: float
+    p50_ms: float
+    p99_ms: float
+    claim_p99_ms: float
+    wal_bytes_per_message: float
+    peak_dead: dict[str, int]
+    peak_size: dict[str, int]
+    reclaimed_after: float | None  # seconds after the hold ended; None: not within the wait
+    samples: tuple[Sample, ...]
+    p99_by_window: tuple[tuple[float, float], ...]  # (window start s, p99 ms)
+
+
+@attrs.frozen(kw_only=True)
+class HeldHorizon:
+    """One run of the steady load, clean or with the horizon held from ``hold[0]`` to
+    ``hold[1]`` seconds into it."""
+
+    database: Database
+    keyring: str = attrs.field(repr=False)
+    rate: int
+    seconds: float
+    hold: tuple[float, float] | None
+    sample_every: float = 5.0
+    reclaim_wait: float = 120.0
+    config: WorkerConfig = attrs.field(factory=WorkerConfig)
+
+    async def run(self) -> HorizonRun:
+        """Start the worker, load, sample, hold; the figures."""
+        await workload.empty(self.database.conninfo)
+        steady = SteadyLatency(
+            database=self.database,
+            keyring=self.keyring,
+            rate=self.rate,
+            seconds=self.seconds,
+            config=self.config,
+        )
+        samples: list[Sample] = []
+        with tempfile.TemporaryDirectory(prefix="outbox-horizon-") as scratch:
+            out = Path(scratch) / "received.json"
+            worker = await self._worker(out)
+            try:
+                started = time.perf_counter()
+                sampler = asyncio.create_task(self._sample(samples, started))
+                holder = asyncio.create_task(self._hold(started))
+                committed, _, _ = await steady._produce()
+                await steady._settle()
+                load_end = time.perf_counter() - started
+                hold_end = await holder
+                reclaimed = await self._reclaimed(samples, hold_end)
+                sampler.cancel()
+                await asyncio.gather(sampler, return_exceptions=True)
+            finally:
+                if worker.returncode is None:
+                    worker.send_signal(signal.SIGTERM)
+                await worker.wait()
+            received = json.loads(out.read_text())
+            claims = json.loads(out.with_suffix(CLAIMS_SUFFIX).read_text())
+        return self._figures(committed, received, claims, samples, load_end, reclaimed)
+
+    async def _worker(self, out: Path) -> asyncio.subprocess.Process:
+        worker = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.worker_process",
+            "serve",
+            self.database.conninfo,
+            str(out),
+            str(self.config.batch_size),
+            str(self.config.concurrency),
+            str(self.config.lanes),
+            "events",
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, KEYRING_VARIABLE: self.keyring},
+        )
+        assert worker.stdout is not None
+        line = await asyncio.wait_for(worker.stdout.readline(), 60)
+        if line.decode().strip() != READY:
+            raise RuntimeError("the worker process did not start")
+        return worker
+
+    async def _sample(self, samples: list[Sample], started: float) -> None:
+        async with await psycopg.AsyncConnection.connect(
+            self.database.conninfo, autocommit=True
+        ) as conn:
+            while True:
+                rows = await (await conn.execute(SAMPLE, (list(HOT),))).fetchall()
+                [(wal,)] = await (await conn.execute(WAL)).fetchall()
+                samples.append(
+                    Sample(
+                        at=time.perf_counter() - started,
+                        dead={name: int(dead) for name, dead, _ in rows},
+                        size={name: int(size) for name, _, size in rows},
+                        wal=int(wal),
+                    )
+                )
+                await asyncio.sleep(self.sample_every)
+
+    async def _hold(self, started: float) -> float | None:
+        """Hold the horizon from ``hold[0]`` to ``hold[1]``; when it ended (None: clean)."""
+        if self.hold is None:
+            return None
+        begin, end = self.hold
+        await asyncio.sleep(max(0.0, started + begin - time.perf_counter()))
+        async with await psycopg.AsyncConnection.connect(self.database.conninfo) as holder:
+            await holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            await holder.execute("SELECT count(*) FROM pg_catalog.pg_class")  # the snapshot
+            await asyncio.sleep(max(0.0, started + end - time.perf_counter()))
+            await holder.rollback()
+        return time.perf_counter() - started
+
+    async def _reclaimed(self, samples: list[Sample], hold_end: float | None) -> float | None:
+        """Seconds after the hold ended until ``outbox.messages``'s dead rows fell below a
+        tenth of their peak (vacuum ran); None for a clean run or when it did not happen."""
+        if hold_end is None:
+            return None
+        deadline = time.perf_counter() + self.reclaim_wait
+        while time.perf_counter() < deadline:
+            held = [s.dead.get(HOT[0], 0) for s in samples if s.at <= hold_end]
+            peak = max(held, default=0)
+            after = [s for s in samples if s.at > hold_end]
+            if after and peak and after[-1].dead.get(HOT[0], 0) < peak / 10:
+                return after[-1].at - hold_end
+            await asyncio.sleep(self.sample_every)
+        return None
+
+    def _figures(  # noqa: PLR0917 - one run's pieces
+        self,
+        committed: dict[str, float],
+        received: dict[str, float],
+        claims: list[float],
+        samples: list[Sample],
+        load_end: float,
+        reclaimed: float | None,
+    ) -> HorizonRun:
+        lost = [key for key in committed if key not in received]
+        if lost:
+            raise RuntimeError(f"{len(lost)} committed codes never reached the provider")
+        latencies = {key: (received[key] - at) * 1000 for key, at in committed.items()}
+        ordered = sorted(latencies.values())
+        cuts = statistics.quantiles(ordered, n=100, method="inclusive")
+        claim_cuts = statistics.quantiles(sorted(claims), n=100, method="inclusive")
+        first = min(committed.values())
+        windows: dict[int, list[float]] = {}
+        for key, at in committed.items():
+            windows.setdefault(int((at - first) // 10), []).append(latencies[key])
+        p99s = tuple(
+            (window * 10.0, statistics.quantiles(values, n=100, method="inclusive")[98])
+            for window, values in sorted(windows.items())
+            if len(values) >= 10
+        )
+        during = [s for s in samples if s.at <= load_end + self.sample_every]
+        wal = (during[-1].wal - during[0].wal) if len(during) > 1 else 0
+        return HorizonRun(
+            held=self.hold is not None,
+            committed=len(committed),
+            delivered=sum(1 for key in committed if key in received),
+            seconds=load_end,
+            throughput=len(received) / load_end,
+            p50_ms=cuts[49],
+            p99_ms=cuts[98],
+            claim_p99_ms=claim_cuts[98] * 1000,
+            wal_bytes_per_message=wal / max(1, len(received)),
+            peak_dead={t: max(s.dead.get(t, 0) for s in samples) for t in HOT},
+            peak_size={t: max(s.size.get(t, 0) for s in samples) for t in HOT},
+            reclaimed_after=reclaimed,
+            samples=tuple(samples),
+            p99_by_window=p99s,
+        )
+
+
+def _table(clean: HorizonRun, held: HorizonRun, hold: tuple[float, float]) -> Table:
+    table = Table(title=f"Held horizon ({hold[0]:.0f}-{hold[1]:.0f} s) against a clean run")
+    for heading in ("figure", "clean", "horizon held", "held / clean"):
+        table.add_column(heading, justify="right" if heading != "figure" else "left")
+
+    def row(label: str, a: float, b: float, digits: int = 1) -> None:
+        ratio = f"{b / a:.2f}x" if a else "-"
+        table.add_row(label, f"{a:,.{digits}f}", f"{b:,.{digits}f}", ratio)
+
+    row("delivered / s", clean.throughput, held.throughput)
+    row("end-to-end p50 (ms)", clean.p50_ms, held.p50_ms)
+    row("end-to-end p99 (ms)", clean.p99_ms, held.p99_ms)
+    row("claim p99 (ms)", clean.claim_p99_ms, held.claim_p99_ms, 2)
+    row("WAL bytes / message", clean.wal_bytes_per_message, held.wal_bytes_per_message, 0)
+    for name in HOT:
+        row(f"{name} peak dead rows", clean.peak_dead[name], held.peak_dead[name], 0)
+        row(
+            f"{name} peak size (MB)",
+            clean.peak_size[name] / 1e6,
+            held.peak_size[name] / 1e6,
+            1,
+        )
+    reclaimed = (
+        "not within the wait"
+        if held.reclaimed_after is None
+        else (f"{held.reclaimed_after:.0f} s after the hold ended")
+    )
+    table.add_row("dead rows reclaimed", "-", reclaimed, "")
+    return table
+
+
+def chart(clean: HorizonRun, held: HorizonRun, hold: tuple[float, float], path: Path) -> None:
+    """An SVG of outbox.messages' dead rows and the end-to-end p99 over time, both runs."""
+    width, height, left, bottom, top = 760, 360, 70, 40, 30
+    plot_w, plot_h = width - left - 70, height - bottom - top
+    horizon = max(max((s.at for s in run.samples), default=1.0) for run in (clean, held))
+    peak_dead = max(1, *(s.dead.get(HOT[0], 0) for s in held.samples + clean.samples))
+    peak_p99 = max(1.0, *(p for _, p in held.p99_by_window + clean.p99_by_window))
+
+    def x(t: float) -> float:
+        return left + plot_w * t / horizon
+
+    def y(value: float, peak: float) -> float:
+        return top + plot_h - plot_h * value / peak
+
+    def path_of(points: list[tuple[float, float]]) -> str:
+        return " ".join(
+            f"{'M' if i == 0 else 'L'}{px:.1f},{py:.1f}" for i, (px, py) in enumerate(points)
+        )
+
+    parts = [
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}"'
+            ' font-family="sans-serif" font-size="11" role="img" aria-labelledby="t d">'
+        ),
+        '<title id="t">Dead rows of outbox.messages and end-to-end p99, clean and held</title>',
+        (
+            '<desc id="d">Two runs of the same steady load; in the held one a session holds the'
+            " xmin horizon during the shaded interval.</desc>"
+        ),
+        (
+            f'<rect x="{x(hold[0]):.1f}" y="{top}" width="{x(hold[1]) - x(hold[0]):.1f}"'
+            f' height="{plot_h}" fill="#f3e8c8"/>'
+        ),
+        (
+            f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}"'
+            ' stroke="#333"/>'
+        ),
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#333"/>',
+        (
+            f'<line x1="{left + plot_w}" y1="{top}" x2="{left + plot_w}" y2="{top + plot_h}"'
+            ' stroke="#333"/>'
+        ),
+    ]
+    for i in range(6):
+        t = horizon * i / 5
+        parts.append(
+            f'<text x="{x(t):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{t:.0f} s</text>'
+        )
+        dead = peak_dead * i / 5
+        parts.append(
+            f'<text x="{left - 6}" y="{y(dead, peak_dead) + 4:.1f}" text-anchor="end">'
+            f"{dead:,.0f}</text>"
+        )
+        p99 = peak_p99 * i / 5
+        parts.append(
+            f'<text x="{left + plot_w + 6}" y="{y(p99, peak_p99) + 4:.1f}">{p99:.0f} ms</text>'
+        )
+    parts.append(
+        f'<text x="{left}" y="{top - 10}">dead rows (outbox.messages)</text>'
+        f'<text x="{left + plot_w}" y="{top - 10}" text-anchor="end">end-to-end p99</text>'
+        f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">'
+        "seconds since the load started (shaded: horizon held)</text>"
+    )
+    styles = {
+        (False, "dead"): ("#3366cc", ""),
+        (True, "dead"): ("#cc3333", ""),
+        (False, "p99"): ("#3366cc", ' stroke-dasharray="5,3"'),
+        (True, "p99"): ("#cc3333", ' stroke-dasharray="5,3"'),
+    }
+    for run in (clean, held):
+        dead_points = [(x(s.at), y(s.dead.get(HOT[0], 0), peak_dead)) for s in run.samples]
+        p99_points = [(x(t + 5), y(p, peak_p99)) for t, p in run.p99_by_window]
+        for kind, points in (("dead", dead_points), ("p99", p99_points)):
+            colour, dash = styles[(run.held, kind)]
+            parts.append(
+                f'<path d="{path_of(points)}" fill="none" stroke="{colour}"'
+                f' stroke-width="2"{dash}/>'
+            )
+    legend = [
+        ("#3366cc", "", "clean: dead rows"),
+        ("#cc3333", "", "held: dead rows"),
+        ("#3366cc", ' stroke-dasharray="5,3"', "clean: p99"),
+        ("#cc3333", ' stroke-dasharray="5,3"', "held: p99"),
+    ]
+    for i, (colour, dash, label) in enumerate(legend):
+        lx = left + 10 + i * 150
+        parts.append(
+            f'<line x1="{lx}" y1="{top + 10}" x2="{lx + 20}" y2="{top + 10}" stroke="{colour}"'
+            f' stroke-width="2"{dash}/><text x="{lx + 25}" y="{top + 14}">{label}</text>'
+        )
+    parts.append("</svg>")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(parts) + "\n")
+
+
+def _json(run: HorizonRun) -> dict[str, Any]:
+    return attrs.asdict(run, recurse=True)
+
+
+app = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False)
+
+
+@app.command()
+def main(  # noqa: PLR0917 - one per option
+    seconds: Annotated[float, typer.Option(min=10, help="How long the load runs.")] = 150,
+    hold_from: Annotated[float, typer.Option(help="When the holder opens its snapshot.")] = 20,
+    hold_until: Annotated[float, typer.Option(help="When the holder ends it.")] = 130,
+    rate: Annotated[int, typer.Option(min=1, help="Codes offered per second.")] = 300,
+    sample: Annotated[float, typer.Option(min=0.5, help="Seconds between readings.")] = 5,
+    reclaim_wait: Annotated[
+        float, typer.Option(help="How long to watch for the dead rows to be reclaimed.")
+    ] = 120,
+    out: Annotated[Path, typer.Option()] = Path("bench-results/held-horizon.json"),
+    chart_path: Annotated[Path | None, typer.Option("--chart")] = None,
+) -> None:
+    """Run the clean and the held run; print them side by side."""
+    console = Console()
+    load_before = os.getloadavg()
+    keyring = key_line(generate_key("bench"))
+    hold = (hold_from, hold_until)
+
+    async def both() -> tuple[HorizonRun, HorizonRun, str]:
+        results = []
+        with database_server() as server:
+            for held in (False, True):
+                async with server.fresh_database(
+                    f"horizon_{'held' if held else 'clean'}"
+                ) as database:
+                    await apply_migrations(database.conninfo)
+                    console.print(f"{'held' if held else 'clean'} run: {seconds:.0f} s at {rate}/s")
+                    results.append(
+                        await HeldHorizon(
+                            database=database,
+                            keyring=keyring,
+                            rate=rate,
+                            seconds=seconds,
+                            hold=hold if held else None,
+                            sample_every=sample,
+                            reclaim_wait=reclaim_wait,
+                        ).run()
+                    )
+            version = server.version()
+        return results[0], results[1], version
+
+    clean, held, version = asyncio.run(both())
+    load_after = os.getloadavg()
+    console.print(_table(clean, held, hold))
+    console.print(
+        f"PostgreSQL {version}; load average before {load_before[0]:.2f},"
+        f" after {load_after[0]:.2f} (1 min)"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "postgres": version,
+                "load_average_before": load_before,
+                "load_average_after": load_after,
+                "rate": rate,
+                "seconds": seconds,
+                "hold": hold,
+                "clean": _json(clean),
+                "held": _json(held),
+            },
+            indent=1,
+        )
+    )
+    if chart_path is not None:
+        chart(clean, held, hold, chart_path)
+        console.print(f"chart written to {chart_path}")
+
+
+if __name__ == "__main__":
+    app()

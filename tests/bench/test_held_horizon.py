@@ -1,0 +1,53 @@
+"""The held-horizon benchmark runs end to end at tiny sizes, on the tests' own server: both
+runs deliver every code they committed (lost = 0), the holder really holds the horizon (dead
+rows pile up while it does), and the report, its JSON and its chart come out.
+
+Timings are never asserted: ``python -m bench.held_horizon`` on a quiet machine measures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from tests import postgres_server as servers
+
+pytestmark = pytest.mark.timeout(300)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_tiny_held_horizon_run_loses_nothing_and_shows_the_dead_rows(
+    tmp_path: Path, postgres_server: servers.TestServer
+) -> None:
+    out, chart = tmp_path / "held.json", tmp_path / "held.svg"
+    env = {**os.environ, "OUTBOX_DATABASE_URL": postgres_server.admin_url}
+
+    completed = subprocess.run(
+        [
+            sys.executable, "-m", "bench.held_horizon",
+            "--seconds", "12", "--hold-from", "2", "--hold-until", "10",
+            "--rate", "40", "--sample", "1", "--reclaim-wait", "5",
+            "--out", str(out), "--chart", str(chart),
+        ],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=280, check=False,
+    )  # fmt: skip
+
+    assert 0 == completed.returncode, completed.stdout + completed.stderr
+    assert "load average before" in completed.stdout
+    report = json.loads(out.read_text())
+    for run in ("clean", "held"):
+        assert 40 * 12 == report[run]["committed"], run
+        assert report[run]["committed"] == report[run]["delivered"], run  # lost = 0
+        assert report[run]["claim_p99_ms"] > 0
+        assert report[run]["wal_bytes_per_message"] > 0
+    assert report["held"]["peak_dead"]["outbox.messages"] > 0
+    svg = ET.parse(chart).getroot()  # noqa: S314 - our own file
+    assert svg.tag.endswith("svg")
+    assert 4 == sum(1 for node in svg.iter() if node.tag.endswith("path"))
