@@ -44,6 +44,7 @@ class Profile:
     relay_appends: int  # tenant events relayed to NATS through broker faults
     relay_faults: int  # NATS restarts, resets, drops, late acks and relay kills, in turn
     broker_outage_seconds: float  # how long the broker is down under load (issue 29)
+    horizon_hold_seconds: float  # how long a session holds the xmin horizon under load (31)
 
 
 SHORT = Profile(
@@ -69,6 +70,7 @@ SHORT = Profile(
     relay_appends=300,
     relay_faults=5,
     broker_outage_seconds=12.0,
+    horizon_hold_seconds=10.0,
 )
 LONG = Profile(
     kill_messages=5000,
@@ -93,6 +95,7 @@ LONG = Profile(
     relay_appends=3000,
     relay_faults=40,
     broker_outage_seconds=1800.0,
+    horizon_hold_seconds=600.0,
 )
 PROFILE = LONG if MODE == "long" else SHORT
 
