@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
+import psycopg
 from rich.console import Console
 
 from bench import workload
@@ -171,10 +172,29 @@ class Plan:
                 ),
             }
             cpu = {name: samples.cpu() for name, samples in figures.items()}
+            wal = {
+                name: Samples(
+                    samples.key.replace("drain.", "wal.", 1),
+                    f"{samples.label}: WAL per message",
+                    "B/msg",
+                    {
+                        "measured": "pg_current_wal_lsn() before the queue is filled and after"
+                        " it is drained (enqueue + claim + record), over the messages",
+                    },
+                )
+                for name, samples in figures.items()
+            }
 
-            def keep(name: str, drained: Drained) -> None:
+            def keep(name: str, drained: Drained, wal_bytes: int | None = None) -> None:
                 figures[name].values.append(drained.rate)
                 cpu[name].values.append(drained.cpu_us)
+                if wal_bytes is not None:
+                    wal[name].values.append(wal_bytes / drained.count)
+
+            async def metered(name: str, run: Callable[[], Awaitable[Drained]]) -> None:
+                before = await self._wal_position()
+                drained = await run()
+                keep(name, drained, await self._wal_position() - before)
 
             warm = min(WARM_UP_MESSAGES, sizes.drain_messages)
             async with running_worker(dispatch_db.conninfo, keyring, config) as worker:
@@ -188,17 +208,32 @@ class Plan:
                 await attrs.evolve(sealed, messages=warm).once(worker)
                 for repetition in range(sizes.repetitions):
                     self.console.log(f"drains, repetition {repetition + 1}/{sizes.repetitions}")
-                    keep("pgqueuer", await peer.once())
-                    await workload.empty(ceiling_db.conninfo)
-                    await workload.load(
-                        ceiling_db.conninfo,
-                        [workload.notification(n) for n in range(sizes.drain_messages)],
-                    )
-                    keep("ceiling", await ceiling.once())
-                    keep("plain", await plain.once(worker))
-                    keep("sealed", await sealed.once(worker))
-            for samples in [*figures.values(), *cpu.values()]:
+                    await metered("pgqueuer", peer.once)
+
+                    async def ceiling_once() -> Drained:
+                        await workload.empty(ceiling_db.conninfo)
+                        await workload.load(
+                            ceiling_db.conninfo,
+                            [workload.notification(n) for n in range(sizes.drain_messages)],
+                        )
+                        return await ceiling.once()
+
+                    await metered("ceiling", ceiling_once)
+                    await metered("plain", lambda: plain.once(worker))
+                    await metered("sealed", lambda: sealed.once(worker))
+            for samples in [*figures.values(), *cpu.values(), *wal.values()]:
                 results.add(samples.figure())
+
+    async def _wal_position(self) -> int:
+        """The server's WAL position in bytes: the drains run one at a time, so the
+        difference around one is its WAL (and a little of autovacuum's)."""
+        async with await psycopg.AsyncConnection.connect(
+            self.server.admin_conninfo, autocommit=True
+        ) as conn:
+            row = await (
+                await conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")
+            ).fetchone()
+        return int(row[0]) if row else 0
 
     async def _processes(self, results: Results, keyring: str, config: WorkerConfig) -> None:
         """1 and 2 worker processes, each on its own database, beside pgqueuer, interleaved."""
@@ -650,10 +685,29 @@ class Plan:
                 ),
             }
             cpu = {name: samples.cpu() for name, samples in figures.items()}
+            wal = {
+                name: Samples(
+                    samples.key.replace("drain.", "wal.", 1),
+                    f"{samples.label}: WAL per message",
+                    "B/msg",
+                    {
+                        "measured": "pg_current_wal_lsn() before the queue is filled and after"
+                        " it is drained (enqueue + claim + record), over the messages",
+                    },
+                )
+                for name, samples in figures.items()
+            }
 
-            def keep(name: str, drained: Drained) -> None:
+            def keep(name: str, drained: Drained, wal_bytes: int | None = None) -> None:
                 figures[name].values.append(drained.rate)
                 cpu[name].values.append(drained.cpu_us)
+                if wal_bytes is not None:
+                    wal[name].values.append(wal_bytes / drained.count)
+
+            async def metered(name: str, run: Callable[[], Awaitable[Drained]]) -> None:
+                before = await self._wal_position()
+                drained = await run()
+                keep(name, drained, await self._wal_position() - before)
 
             async def ceiling_once(events: int, *, fan_out: bool = True) -> Drained:
                 backlog, drain = (ceiling_backlog, ceiling) if fan_out else (bare_backlog, bare)
@@ -830,6 +884,16 @@ class Plan:
 
 def _checks(results: Results) -> None:
     have = results.figures.keys()
+    if {"wal.dispatch_plain", "wal.dispatch_sealed", "wal.pgqueuer"} <= have:
+        # For information (issue 31): the WAL each path writes per delivered message.
+        for path in ("dispatch_plain", "dispatch_sealed", "sql_ceiling"):
+            results.ratio(
+                f"wal_{path}_vs_pgqueuer",
+                f"WAL per message: {path.replace('_', ' ')} / pgqueuer",
+                f"wal.{path}",
+                "wal.pgqueuer",
+                at_least=None,
+            )
     if {"drain.dispatch_plain", "drain.pgqueuer"} <= have:
         results.ratio(
             "dispatch_plain_vs_pgqueuer",

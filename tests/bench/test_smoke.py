@@ -31,6 +31,10 @@ FIGURES = {
     "drain.cpu_sql_ceiling",
     "drain.cpu_dispatch_plain",
     "drain.cpu_dispatch_sealed",
+    "wal.pgqueuer",
+    "wal.sql_ceiling",
+    "wal.dispatch_plain",
+    "wal.dispatch_sealed",
     "enqueue.plain_insert",
     "enqueue.sealed",
     "enqueue.sealed_no_notify",
@@ -116,6 +120,9 @@ CHECKS = {
     "events_fan_out_cost",
     "consumer_vs_ceiling",
     "relay_vs_bare_publish",
+    "wal_dispatch_plain_vs_pgqueuer",
+    "wal_dispatch_sealed_vs_pgqueuer",
+    "wal_sql_ceiling_vs_pgqueuer",
     *PROCESS_CHECKS,
 }
 TARGETED = (
@@ -123,6 +130,9 @@ TARGETED = (
     - PROCESS_CHECKS
     - {
         "ceiling_vs_pgqueuer",
+        "wal_dispatch_plain_vs_pgqueuer",
+        "wal_dispatch_sealed_vs_pgqueuer",
+        "wal_sql_ceiling_vs_pgqueuer",
         "cpu_pgqueuer_vs_plain",
         "cpu_pgqueuer_vs_sealed",
         "notify_cost",
