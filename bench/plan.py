@@ -687,7 +687,7 @@ class Plan:
             cpu = {name: samples.cpu() for name, samples in figures.items()}
             wal = {
                 name: Samples(
-                    samples.key.replace("drain.", "wal.", 1),
+                    samples.key.replace("events_drain.", "wal.events_", 1),
                     f"{samples.label}: WAL per message",
                     "B/msg",
                     {
@@ -725,11 +725,11 @@ class Plan:
                 await ceiling_once(warm, fan_out=False)
                 for repetition in range(sizes.repetitions):
                     self.console.log(f"events drain, repetition {repetition + 1}")
-                    keep("pgqueuer", await peer.once())
-                    keep("ceiling", await ceiling_once(count))
-                    keep("lane", await lane.once(events_lane))
-                    keep("bare", await ceiling_once(count, fan_out=False))
-            for samples in [*figures.values(), *cpu.values()]:
+                    await metered("pgqueuer", peer.once)
+                    await metered("ceiling", lambda: ceiling_once(count))
+                    await metered("lane", lambda: lane.once(events_lane))
+                    await metered("bare", lambda: ceiling_once(count, fan_out=False))
+            for samples in [*figures.values(), *cpu.values(), *wal.values()]:
                 results.add(samples.figure())
 
     async def _consumers(self, results: Results) -> None:
@@ -882,18 +882,30 @@ class Plan:
         )
 
 
-def _checks(results: Results) -> None:
+def _wal_checks(results: Results) -> None:
+    """For information (issue 31): the WAL each path writes per delivered message, beside
+    pgqueuer's for the same number of jobs."""
     have = results.figures.keys()
-    if {"wal.dispatch_plain", "wal.dispatch_sealed", "wal.pgqueuer"} <= have:
-        # For information (issue 31): the WAL each path writes per delivered message.
-        for path in ("dispatch_plain", "dispatch_sealed", "sql_ceiling"):
+    for path, peer in (
+        ("dispatch_plain", "pgqueuer"),
+        ("dispatch_sealed", "pgqueuer"),
+        ("sql_ceiling", "pgqueuer"),
+        ("events_lane", "events_pgqueuer"),
+        ("events_sql_ceiling", "events_pgqueuer"),
+    ):
+        if {f"wal.{path}", f"wal.{peer}"} <= have:
             results.ratio(
                 f"wal_{path}_vs_pgqueuer",
                 f"WAL per message: {path.replace('_', ' ')} / pgqueuer",
                 f"wal.{path}",
-                "wal.pgqueuer",
+                f"wal.{peer}",
                 at_least=None,
             )
+
+
+def _checks(results: Results) -> None:
+    have = results.figures.keys()
+    _wal_checks(results)
     if {"drain.dispatch_plain", "drain.pgqueuer"} <= have:
         results.ratio(
             "dispatch_plain_vs_pgqueuer",

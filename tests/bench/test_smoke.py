@@ -35,6 +35,10 @@ FIGURES = {
     "wal.sql_ceiling",
     "wal.dispatch_plain",
     "wal.dispatch_sealed",
+    "wal.events_pgqueuer",
+    "wal.events_sql_ceiling",
+    "wal.events_lane",
+    "wal.events_sql_ceiling_no_consumer",
     "enqueue.plain_insert",
     "enqueue.sealed",
     "enqueue.sealed_no_notify",
@@ -123,6 +127,8 @@ CHECKS = {
     "wal_dispatch_plain_vs_pgqueuer",
     "wal_dispatch_sealed_vs_pgqueuer",
     "wal_sql_ceiling_vs_pgqueuer",
+    "wal_events_lane_vs_pgqueuer",
+    "wal_events_sql_ceiling_vs_pgqueuer",
     *PROCESS_CHECKS,
 }
 TARGETED = (
@@ -133,6 +139,8 @@ TARGETED = (
         "wal_dispatch_plain_vs_pgqueuer",
         "wal_dispatch_sealed_vs_pgqueuer",
         "wal_sql_ceiling_vs_pgqueuer",
+        "wal_events_lane_vs_pgqueuer",
+        "wal_events_sql_ceiling_vs_pgqueuer",
         "cpu_pgqueuer_vs_plain",
         "cpu_pgqueuer_vs_sealed",
         "notify_cost",
