@@ -27,7 +27,9 @@ import attrs
 from bench.events_drain import running_events_lane
 from bench.worker import WorkerConfig, running_worker
 from outbox.application.delivery.batch import BatchTally
+from outbox.entrypoints.bootstrap.worker import CLAIM_FLOOR_EVERY
 from outbox.entrypoints.worker.loop import WorkerLoop
+from outbox.entrypoints.worker.schedule import Every
 
 KEYRING_VARIABLE = "BENCH_KEYRING"
 READY = "ready"
@@ -90,8 +92,20 @@ async def serve(
                 each.stop()
 
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
+        # As ``outboxctl worker`` schedules it: where claims start, recomputed every second.
+        floor = Every(
+            name="claim_floor",
+            interval=CLAIM_FLOOR_EVERY,
+            job=worker.store.refresh_claim_floor,
+            telemetry=worker.dispatch.telemetry,
+        )
+        refreshing = asyncio.create_task(floor.run())
         print(READY, flush=True)
-        await asyncio.gather(*(each.run() for each in loops))
+        try:
+            await asyncio.gather(*(each.run() for each in loops))
+        finally:
+            refreshing.cancel()
+            await asyncio.gather(refreshing, return_exceptions=True)
     if claims is not None:
         claims.extend(timed.seconds)
     return {str(key): value for key, value in received.items()}

@@ -34,6 +34,7 @@ FROM outbox.record_outcomes_detailed(
 # The hot path speaks binary both ways (%b, binary=True): psycopg dumps the arrays of a
 # hundred in about 180 us in binary against 730 us as text, and parses UUIDs and timestamps
 # without string round trips (docs/benchmarks.md).
+REFRESH_CLAIM_FLOOR = "SELECT 1 FROM outbox.refresh_claim_floor()"
 EXPIRE = "SELECT outbox.expire_messages(%s::integer)"
 PURGE = "SELECT outbox.purge_messages(%s::interval, %s::interval, %s::integer)"
 
@@ -149,6 +150,11 @@ class PostgresDispatchStore:
     async def wait_for_work(self, within: float) -> None:
         """Return when a producer signals new work, or after ``within`` seconds."""
         await self._listener.wait(within)
+
+    async def refresh_claim_floor(self) -> int:
+        """Recompute where claims start (``outbox.refresh_claim_floor``, 0047): the one walk
+        over the dead versions a held horizon keeps, off the claims' path; 1."""
+        return await self._scalar(REFRESH_CLAIM_FLOOR, ())
 
     async def close(self) -> None:
         """Close the listening connection; the pool belongs to whoever opened it."""

@@ -4312,6 +4312,7 @@ DECLARE
     v_now timestamptz := pg_catalog.statement_timestamp();
     v_lease_expires_at timestamptz;
     v_ids uuid[];
+    v_floor timestamptz := outbox.current_claim_floor(v_now);
 BEGIN
     IF p_owner IS NULL OR p_owner = '' THEN
         RAISE EXCEPTION 'p_owner: a claim names its worker' USING ERRCODE = 'invalid_parameter_value';
@@ -4330,6 +4331,7 @@ BEGIN
         SELECT m.id
         FROM outbox.messages AS m
         WHERE m.state IN ('pending', 'leased') AND m.claimable_at <= v_now
+          AND m.claimable_at >= v_floor
         ORDER BY m.claimable_at, m.created_at, m.id
         LIMIT CASE WHEN p_limit < 2 THEN 0 ELSE (p_limit + 9) / 10 END
         FOR UPDATE SKIP LOCKED
@@ -4346,6 +4348,7 @@ BEGIN
             WHERE m.state IN ('pending', 'leased')
               AND m.priority = v_level
               AND m.claimable_at <= v_now
+              AND m.claimable_at >= v_floor
               AND m.id <> ALL (v_ids)
             ORDER BY m.claimable_at, m.created_at, m.id
             LIMIT p_limit - pg_catalog.cardinality(v_ids)
@@ -4373,6 +4376,8 @@ BEGIN
         -- pick a hash join over a sequential scan of the table (docs/benchmarks.md).
         WHERE m.id = ANY (ARRAY(SELECT picked.id FROM picked))
           AND m.state IN ('pending', 'leased') AND m.claimable_at <= v_now
+          -- The planner may still read these rows through a claim index: from the floor.
+          AND m.claimable_at >= v_floor
         RETURNING m.*
     ), dropped AS (
         DELETE FROM outbox.envelopes AS e
@@ -4410,6 +4415,25 @@ CREATE FUNCTION outbox.count_backlog() RETURNS TABLE(pending bigint, leased bigi
             WHERE d.state = 'pending' AND d.claimable_at <= pg_catalog.statement_timestamp()
         )
     FROM outbox.messages AS m
+$$;
+
+--
+-- Name: current_claim_floor(timestamp with time zone); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.current_claim_floor(p_now timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_stored outbox.claim_floor%ROWTYPE;
+BEGIN
+    SELECT f.* INTO v_stored FROM outbox.claim_floor AS f WHERE f.only_row;
+    IF FOUND AND v_stored.computed_at > p_now - interval '10 seconds' THEN
+        RETURN v_stored.floor;
+    END IF;
+    RETURN outbox.refresh_claim_floor();
+END
 $$;
 
 --
@@ -5344,6 +5368,36 @@ BEGIN
     END IF;
 
     RETURN QUERY SELECT v_receipt, v_message, false, v_state, v_suppression IS NOT NULL;
+END
+$$;
+
+--
+-- Name: refresh_claim_floor(); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.refresh_claim_floor() RETURNS timestamp with time zone
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.statement_timestamp();
+    v_oldest timestamptz;
+    v_floor timestamptz;
+BEGIN
+    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('outbox.claim_floor')) THEN
+        SELECT f.floor INTO v_floor FROM outbox.claim_floor AS f WHERE f.only_row;
+        RETURN COALESCE(v_floor, '-infinity');
+    END IF;
+    SELECT m.claimable_at INTO v_oldest
+    FROM outbox.messages AS m
+    WHERE m.state IN ('pending', 'leased')
+    ORDER BY m.claimable_at, m.created_at, m.id
+    LIMIT 1;
+    v_floor := LEAST(COALESCE(v_oldest, v_now), v_now) - interval '5 seconds';
+    INSERT INTO outbox.claim_floor AS f (only_row, floor, computed_at)
+    VALUES (true, v_floor, v_now)
+    ON CONFLICT (only_row) DO UPDATE SET floor = excluded.floor, computed_at = excluded.computed_at;
+    RETURN v_floor;
 END
 $$;
 
@@ -6926,6 +6980,17 @@ ALTER TABLE outbox.attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: claim_floor; Type: TABLE; Schema: outbox; Owner: -
+--
+
+CREATE UNLOGGED TABLE outbox.claim_floor (
+    only_row boolean DEFAULT true NOT NULL,
+    floor timestamp with time zone NOT NULL,
+    computed_at timestamp with time zone NOT NULL,
+    CONSTRAINT claim_floor_one_row CHECK (only_row)
+);
+
+--
 -- Name: delivery_states; Type: TABLE; Schema: outbox; Owner: -
 --
 
@@ -7540,6 +7605,13 @@ ALTER TABLE ONLY notifications.snapshots
 
 ALTER TABLE ONLY outbox.attempts
     ADD CONSTRAINT attempts_pkey PRIMARY KEY (id);
+
+--
+-- Name: claim_floor claim_floor_pkey; Type: CONSTRAINT; Schema: outbox; Owner: -
+--
+
+ALTER TABLE ONLY outbox.claim_floor
+    ADD CONSTRAINT claim_floor_pkey PRIMARY KEY (only_row);
 
 --
 -- Name: delivery_states delivery_states_pkey; Type: CONSTRAINT; Schema: outbox; Owner: -
@@ -9299,6 +9371,12 @@ GRANT ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lea
 REVOKE ALL ON FUNCTION outbox.count_backlog() FROM PUBLIC;
 
 --
+-- Name: FUNCTION current_claim_floor(p_now timestamp with time zone); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.current_claim_floor(p_now timestamp with time zone) FROM PUBLIC;
+
+--
 -- Name: FUNCTION dead_letter_repairs(p_message_ids uuid[]); Type: ACL; Schema: outbox; Owner: -
 --
 
@@ -9451,6 +9529,13 @@ GRANT ALL ON FUNCTION outbox.record_outcomes_detailed(p_message_ids uuid[], p_le
 
 REVOKE ALL ON FUNCTION outbox.record_receipt(p_provider text, p_provider_event_id text, p_provider_message_id text, p_event text, p_detail text, p_occurred_at timestamp with time zone, p_raw jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION outbox.record_receipt(p_provider text, p_provider_event_id text, p_provider_message_id text, p_event text, p_detail text, p_occurred_at timestamp with time zone, p_raw jsonb) TO identity_service;
+
+--
+-- Name: FUNCTION refresh_claim_floor(); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.refresh_claim_floor() FROM PUBLIC;
+GRANT ALL ON FUNCTION outbox.refresh_claim_floor() TO outbox_worker;
 
 --
 -- Name: FUNCTION refuse_final_update(); Type: ACL; Schema: outbox; Owner: -

@@ -7,6 +7,7 @@ import os
 import secrets
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import timedelta
 
 import attrs
 from prometheus_client import CollectorRegistry
@@ -165,9 +166,26 @@ def worker_owner() -> str:
     return f"{socket.gethostname()}:pid{os.getpid()}:{secrets.token_hex(4)}"
 
 
+CLAIM_FLOOR_EVERY = timedelta(seconds=1)
+
+
 def sweep_schedule(services: WorkerServices, settings: Settings) -> list[Every]:
     """The sweeps a worker runs on its own schedule."""
+    floor = services.store
     return [
+        # Where claims start (0047): recomputed every second off the claims' path.
+        *(
+            [
+                Every(
+                    name="claim_floor",
+                    interval=CLAIM_FLOOR_EVERY,
+                    job=floor.refresh_claim_floor,
+                    telemetry=services.telemetry,
+                )
+            ]
+            if isinstance(floor, PostgresDispatchStore)
+            else []
+        ),
         Every(
             name="expiry",
             interval=settings.sweeps.expiry_interval,

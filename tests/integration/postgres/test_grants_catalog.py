@@ -345,6 +345,9 @@ FUNCTION_GRANTS.update(
         f"outbox.break_glass_step_up(text,uuid,text,{_AT},text)": set(),
         # The doctor's due work and relay progress for the gauges (0046_health_for_metrics.sql).
         "outbox.health_work()": EXECUTE_BY_STAFF,
+        # The claim's floor (0047_claim_floor.sql): owner-only, called by the claim.
+        f"outbox.current_claim_floor({_AT})": set(),
+        "outbox.refresh_claim_floor()": EXECUTE_BY_WORKER,
     }
 )
 # The notifications catalogue (0028_notifications_functions.sql): every function for the role
@@ -406,6 +409,7 @@ RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     "outbox.provider_pause_audit_id_seq": set(),
     # The workers view (0043_events_console.sql): through its functions only.
     "outbox.worker_lanes": set(),
+    "outbox.claim_floor": set(),  # 0047_claim_floor.sql
 }
 # The Identity module's tables (0004_identity_tables.sql): reached only through functions.
 RELATION_GRANTS.update(

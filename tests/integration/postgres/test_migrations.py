@@ -25,6 +25,7 @@ EXPECTED_TABLES = {
     ("outbox", "provider_pauses"),  # 0032_console.sql
     ("outbox", "provider_pause_audit"),
     ("outbox", "worker_lanes"),  # 0043_events_console.sql
+    ("outbox", "claim_floor"),  # 0047_claim_floor.sql
     # Delivery receipts and suppression (0029_delivery_receipts.sql).
     ("outbox", "receipts"),
     ("outbox", "delivery_states"),
@@ -91,6 +92,8 @@ EXPECTED_FUNCTIONS = {
     # The workers view and the break-glass step-up (0043_events_console.sql).
     "outbox.workers(p_actor uuid)",
     "outbox.health_work()",  # 0046
+    "outbox.current_claim_floor(p_now timestamp with time zone)",  # 0047
+    "outbox.refresh_claim_floor()",
     "outbox.staff_workers(p_actor uuid, p_elevation text)",
     (
         "outbox.worker_heartbeat(p_owner text, p_lane text, "
@@ -240,6 +243,7 @@ EXPECTED_INDEXES = {
     "provider_pauses_pkey",  # 0032_console.sql
     "provider_pause_audit_pkey",
     "worker_lanes_pkey",  # 0043_events_console.sql
+    "claim_floor_pkey",  # 0047_claim_floor.sql
     # 0029_delivery_receipts.sql
     "attempts_by_provider_message_id",
     "receipts_pkey",
