@@ -25,7 +25,6 @@ from outbox.application.delivery.views import MessageSummary
 from outbox.application.operator.console_views import (
     ActivityMinute,
     AuditEntry,
-    ConsumerLag,
     EventActivityMinute,
     ProviderPause,
     WorkerLane,
@@ -55,10 +54,6 @@ FROM outbox.staff_message_audit(%s::uuid, %s::text, %s::uuid)
 EVENT_AUDIT = """
 SELECT action, actor_id, dead_letter_id, new_record_id, reason, occurred_at
 FROM events.staff_event_audit(%s::uuid, %s::text, %s::uuid)
-"""
-LAG = """
-SELECT consumer, owner_module, active, events_behind, oldest_undelivered_seconds, dead_letters
-FROM events.staff_consumer_lag(%s::uuid, %s::text)
 """
 PAUSES = """
 SELECT provider, paused_by, reason, paused_at FROM outbox.staff_provider_pauses(%s::uuid, %s::text)
@@ -151,20 +146,6 @@ class PostgresConsoleStore:
     async def event_audit(self, *, actor: StaffActor, event_id: UUID) -> Sequence[AuditEntry]:
         """The repairs of the event's dead letters, oldest first."""
         return [_audit(r) for r in await self._all(EVENT_AUDIT, (*_staff(actor), event_id))]
-
-    async def consumer_lag(self, *, actor: StaffActor) -> Sequence[ConsumerLag]:
-        """Every consumer's lag."""
-        return [
-            ConsumerLag(
-                consumer=r[0],
-                owner_module=r[1],
-                active=r[2],
-                events_behind=r[3],
-                oldest_undelivered_age=None if r[4] is None else timedelta(seconds=float(r[4])),
-                dead_letters=r[5],
-            )
-            for r in await self._all(LAG, _staff(actor))
-        ]
 
     async def workers(self, *, actor: StaffActor | None) -> Sequence[WorkerLane]:
         """Every lane of every worker process seen in the last day, with its lag."""

@@ -14,7 +14,6 @@ from uuid import UUID
 from outbox.application.operator.console_views import (
     ActivityMinute,
     AuditEntry,
-    ConsumerLag,
     EventActivityMinute,
     ProviderPause,
     WorkerLane,
@@ -32,7 +31,7 @@ class WorkerBoard(Protocol):
 
 
 class ConsoleReads(WorkerBoard, Protocol):
-    """The console's other reads: both outboxes' activity, audit, consumers' lag, workers."""
+    """The console's other reads: both outboxes' activity, audit, workers."""
 
     async def activity(self, *, actor: StaffActor, minutes: int) -> Sequence[ActivityMinute]:
         """Every minute of the last ``minutes`` (1 to 240), oldest first, zero-filled."""
@@ -50,10 +49,6 @@ class ConsoleReads(WorkerBoard, Protocol):
 
     async def event_audit(self, *, actor: StaffActor, event_id: UUID) -> Sequence[AuditEntry]:
         """The repairs of the event's dead letters, oldest first."""
-        ...
-
-    async def consumer_lag(self, *, actor: StaffActor) -> Sequence[ConsumerLag]:
-        """Every consumer's lag, by code."""
         ...
 
 

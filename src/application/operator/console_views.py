@@ -53,18 +53,6 @@ class ProviderPause:
     paused_at: datetime
 
 
-@attrs.frozen(kw_only=True)
-class ConsumerLag:
-    """One consumer's backlog: deliveries not yet done, the oldest's age, its dead letters."""
-
-    consumer: str
-    owner_module: str
-    active: bool
-    events_behind: int
-    oldest_undelivered_age: timedelta | None
-    dead_letters: int
-
-
 # How often a worker lane says it runs; outbox.workers counts it gone after three beats.
 WORKER_BEAT = timedelta(seconds=10)
 

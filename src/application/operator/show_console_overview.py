@@ -9,12 +9,12 @@ import attrs
 
 from outbox.application.delivery.observe_delivery_states import DeliveryStateGauge
 from outbox.application.delivery.views import Backlog
+from outbox.application.events.consumer_ports import ConsumerAdmin, ConsumerLag
 from outbox.application.events.operator_ports import EventOperatorStore
 from outbox.application.events.views import OrganizationBacklog
 from outbox.application.operator.console_ports import ConsoleReads, ProviderPauseStore
 from outbox.application.operator.console_views import (
     ActivityMinute,
-    ConsumerLag,
     EventActivityMinute,
     ProviderPause,
 )
@@ -50,13 +50,14 @@ class ShowConsoleOverview:
     events: EventOperatorStore
     reads: ConsoleReads
     pauses: ProviderPauseStore
+    consumers: ConsumerAdmin  # the consumers' own controls, read as the staff member
     delivery: DeliveryStateGauge | None = None
 
     async def __call__(self, actor: StaffActor) -> ConsoleOverview:
         """The overview; raises StaffRequired or StepUpRequired for a caller refused."""
         security = await self.store.backlog(actor=actor)
         organizations = tuple(await self.events.backlog(actor=actor, limit=TOP_ORGANIZATIONS))
-        consumers = tuple(await self.reads.consumer_lag(actor=actor))
+        consumers = tuple(await self.consumers.lag(actor=actor))
         activity = tuple(await self.reads.activity(actor=actor, minutes=HOUR))
         event_activity = tuple(await self.reads.event_activity(actor=actor, minutes=HOUR))
         pauses = tuple(await self.pauses.pauses(actor=actor))

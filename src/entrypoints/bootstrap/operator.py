@@ -184,6 +184,7 @@ def build_console_services(
             events=PostgresEventOperatorStore(pool),
             reads=console,
             pauses=console,
+            consumers=PostgresConsumerAdmin(pool),
             delivery=PostgresReceiptStore(pool),
         ),
         repair_matching=RepairMatchingMessages(
