@@ -152,7 +152,11 @@ SET available_at = available_at - %(by)s, expires_at = expires_at - %(by)s,
     lease_expires_at = lease_expires_at - %(by)s, created_at = created_at - %(by)s
 WHERE state IN ('pending', 'leased')
 """
-EMPTY = "TRUNCATE outbox.messages, outbox.envelopes, outbox.attempts CASCADE"
+# The claim's floor (0047) is a time too: it moves back with the rows.
+SHIFT_FLOOR = """
+UPDATE outbox.claim_floor SET floor = floor - %(by)s, computed_at = computed_at - %(by)s
+"""
+EMPTY = "TRUNCATE outbox.messages, outbox.envelopes, outbox.attempts, outbox.claim_floor CASCADE"
 
 
 @attrs.define
@@ -194,6 +198,7 @@ class PostgresHarness:
         by = timedelta(seconds=seconds)
         async with self.connect_as() as conn:
             await conn.execute(SHIFT, {"by": by})
+            await conn.execute(SHIFT_FLOOR, {"by": by})
         self.shift += by
 
     async def reset(self) -> None:
