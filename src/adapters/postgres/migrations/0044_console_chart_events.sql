@@ -1,4 +1,4 @@
--- The overview's chart covers the tenant events outbox too (SPEC §20).
+-- The overview's chart covers the tenant events outbox too (docs/operations.md, "The console").
 --
 -- The chart of the last hour showed the security outbox alone (outbox.staff_activity, 0032),
 -- so an operator could not see tenant events pile up or drain. events.staff_activity gives
