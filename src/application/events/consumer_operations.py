@@ -15,7 +15,7 @@ import attrs
 from outbox.application.errors import InvalidField
 from outbox.application.events.consumer_ports import ConsumerAdmin, ConsumerDeadLetter, ConsumerLag
 from outbox.application.ports import Telemetry
-from outbox.application.staff import MAX_LIMIT, StaffActor, check_reason
+from outbox.application.staff import StaffActor, check_page, check_reason
 
 
 @attrs.frozen(kw_only=True)
@@ -47,8 +47,7 @@ class ConsumerOperations:
         self, consumer: str, *, before: int | None, limit: int, actor: StaffActor | None = None
     ) -> Sequence[ConsumerDeadLetter]:
         """A page of the consumer's dead letters, newest first."""
-        if not 1 <= limit <= MAX_LIMIT:
-            raise InvalidField("limit", f"must be between 1 and {MAX_LIMIT}")
+        check_page(limit, None, None)
         return await self.admin.dead_letters(consumer, before=before, limit=limit, actor=actor)
 
     async def replay(self, command: ConsumerReplay) -> int:

@@ -37,7 +37,6 @@ from outbox.application.events.views import (
 from outbox.application.ports import Ids, Telemetry
 from outbox.application.staff import (
     DEFAULT_LIMIT,
-    MAX_LIMIT,
     KeysetPage,
     StaffActor,
     check_idempotency_key,
@@ -217,8 +216,7 @@ class EventOperations:
 
     async def search(self, query: EventSearchQuery) -> EventSearchPage:
         """The page; raises InvalidField for a bad limit or an empty time window."""
-        if not 1 <= query.limit <= MAX_LIMIT:
-            raise InvalidField("limit", f"must be between 1 and {MAX_LIMIT}")
+        check_page(query.limit, None, None)
         _check_window(query.where)
         rows = await self.store.search(
             actor=query.actor,

@@ -160,6 +160,11 @@ class BulkEventAction(enum.StrEnum):
         """What the action changes, in words."""
         return "pending events" if self is BulkEventAction.CANCEL else "unresolved dead letters"
 
+    @property
+    def done(self) -> str:
+        """The action done, in words: republished, released, cancelled."""
+        return "cancelled" if self is BulkEventAction.CANCEL else f"{self.value}d"
+
 
 @attrs.frozen(kw_only=True)
 class EventFilter:

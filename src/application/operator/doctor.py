@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Protocol
 
 import attrs
@@ -93,10 +94,7 @@ class ObserveHealth:
             observe(
                 "outbox_db_replication_slot_retained_bytes", slot.retained_bytes, slot=slot.name
             )
-        counted: dict[tuple[str, str], int] = {}
-        for finding in report.findings:
-            key = (finding.check, finding.severity.value)
-            counted[key] = counted.get(key, 0) + 1
+        counted = Counter((finding.check, finding.severity.value) for finding in report.findings)
         for (check, severity), count in counted.items():
             observe("outbox_doctor_findings", count, check=check, severity=severity)
         return report

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 import attrs
 
 from outbox.entrypoints.bootstrap.seal_keys import load_keyring
-from outbox.entrypoints.settings.reader import PREFIX, SettingsError
+from outbox.entrypoints.settings.reader import PREFIX, SettingsError, SettingsProblems
 from outbox.entrypoints.settings.tree import DatabaseSettings, Settings
 
 # Each pool's own URL variable, and what serves when it is unset (OUTBOX_DATABASE_URL).
@@ -70,4 +70,4 @@ def _quiet(_: str) -> None:
 
 def problems_of(error: SettingsError) -> Iterable[SettingsError]:
     """The single problems an error stands for (SettingsProblems holds several)."""
-    return getattr(error, "problems", (error,))
+    return error.problems if isinstance(error, SettingsProblems) else (error,)

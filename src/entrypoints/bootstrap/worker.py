@@ -6,7 +6,7 @@ import contextlib
 import os
 import secrets
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
 
 import attrs
@@ -61,6 +61,8 @@ class WorkerServices:
     probe: ReadinessProbe  # the worker's pool and role: reachable, role usable, migrated
     listening: Callable[[], bool]  # whether the LISTEN connection is up
     heartbeat: PostgresWorkerHeartbeat | None = None  # the workers view, on the lane's pool
+    # Where claims start (0047), recomputed off the claims' path; None: no claim floor.
+    refresh_claim_floor: Callable[[], Awaitable[int]] | None = None
 
 
 @contextlib.asynccontextmanager
@@ -105,7 +107,8 @@ async def worker_services(
         pool = await stack.enter_async_context(database_pool(settings, DatabaseAccess.WORKER))
         listener = WorkListener(url)
         stack.push_async_callback(listener.close)
-        store: DispatchStore = PostgresDispatchStore(pool, listener)
+        postgres = PostgresDispatchStore(pool, listener)
+        store: DispatchStore = postgres
         if parts.tracing is not None:
             # Each message's claim, send and record join the trace of the request that made it.
             store = parts.tracing.traced_store(store)
@@ -153,6 +156,7 @@ async def worker_services(
             probe=PostgresReadinessProbe(pool, role=role),
             listening=lambda: listener.listening,
             heartbeat=PostgresWorkerHeartbeat(pool),
+            refresh_claim_floor=postgres.refresh_claim_floor,
         )
 
 
@@ -171,7 +175,7 @@ CLAIM_FLOOR_EVERY = timedelta(seconds=1)
 
 def sweep_schedule(services: WorkerServices, settings: Settings) -> list[Every]:
     """The sweeps a worker runs on its own schedule."""
-    floor = services.store
+    refresh = services.refresh_claim_floor
     return [
         # Where claims start (0047): recomputed every second off the claims' path.
         *(
@@ -179,11 +183,11 @@ def sweep_schedule(services: WorkerServices, settings: Settings) -> list[Every]:
                 Every(
                     name="claim_floor",
                     interval=CLAIM_FLOOR_EVERY,
-                    job=floor.refresh_claim_floor,
+                    job=refresh,
                     telemetry=services.telemetry,
                 )
             ]
-            if isinstance(floor, PostgresDispatchStore)
+            if refresh is not None
             else []
         ),
         Every(

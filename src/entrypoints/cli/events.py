@@ -243,9 +243,8 @@ def bulk(
     typer.echo(f"{preview.count} {action.subject} match")
     if outcome is None:
         return
-    done = {"republish": "republished", "release": "released", "cancel": "cancelled"}
     typer.echo(
-        f"{done[action.value]} {outcome.changed}; {outcome.replayed} by an earlier run of this"
+        f"{action.done} {outcome.changed}; {outcome.replayed} by an earlier run of this"
         f" request; {outcome.remaining} still match"
     )
 

@@ -14,21 +14,23 @@ from typing import Annotated
 
 import msgspec
 from litestar import Controller, get, post
-from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 from litestar.status_codes import HTTP_200_OK
 
 from outbox.application.events.consumer_operations import ConsumerReplay
-from outbox.application.operator.require_elevation import ElevationCheck
-from outbox.application.operator.services import OperatorServices
-from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT, MAX_REASON, StaffActor
+from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT, MAX_REASON
 from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
 from outbox.entrypoints.http.schemas import Body
+from outbox.entrypoints.http.staff_outbox import Operator, staff_actor
 from outbox.entrypoints.http.staff_problems import staff_responses
-from outbox.entrypoints.wire.consumers import ConsumerDeadLetterPageView, ConsumerLagsView
+from outbox.entrypoints.wire.consumers import (
+    ConsumerChangeView,
+    ConsumerDeadLetterPageView,
+    ConsumerLagsView,
+    ReplayView,
+)
 from outbox.entrypoints.wire.workers import WorkersView
 
-Operator = NamedDependency[OperatorServices]
 ConsumerCode = Annotated[str, Parameter(description="The consumer's code (module.name).")]
 _READ = ("unauthenticated", "staff-required", "step-up-required", "service-unavailable")
 _WRITE = ("validation-error", *_READ)
@@ -49,27 +51,6 @@ class ReplayRequest(Body, frozen=True):
     since: datetime | None = None
 
 
-class ConsumerChangeView(Body, frozen=True):
-    """What a pause or resume did: ``changed`` is false when it was already so."""
-
-    consumer: str
-    active: bool
-    changed: bool
-
-
-class ReplayView(Body, frozen=True):
-    """How many deliveries the replay wrote, in a new round."""
-
-    consumer: str
-    deliveries: int
-
-
-async def _actor(operator: Operator, principal: Caller, token: str | None) -> StaffActor:
-    return await operator.require_elevation(
-        ElevationCheck(principal=principal, elevation_token=token)
-    )
-
-
 class StaffConsumersController(Controller):
     """The platform staff's controls over the consumers of tenant events."""
 
@@ -82,7 +63,7 @@ class StaffConsumersController(Controller):
         self, operator: Operator, principal: Caller, elevation_token: ElevationToken = None
     ) -> ConsumerLagsView:
         """By code."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         return ConsumerLagsView.of(await operator.consumers.lag(actor=actor))
 
     @get(
@@ -101,7 +82,7 @@ class StaffConsumersController(Controller):
         elevation_token: ElevationToken = None,
     ) -> ConsumerDeadLetterPageView:
         """One page; pass pageInfo.endCursor as before for the next."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         items = await operator.consumers.dead_letters(
             consumer, before=before, limit=limit, actor=actor
         )
@@ -122,7 +103,7 @@ class StaffConsumersController(Controller):
         elevation_token: ElevationToken = None,
     ) -> ReplayView:
         """The deliveries written."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         written = await operator.consumers.replay(
             ConsumerReplay(
                 consumer=consumer,
@@ -177,7 +158,7 @@ async def _set_active(  # noqa: PLR0917 - a route's parts
     data: ConsumerChangeRequest,
     active: bool,
 ) -> ConsumerChangeView:
-    actor = await _actor(operator, principal, token)
+    actor = await staff_actor(operator, principal, token)
     changed = await operator.consumers.set_active(
         consumer, active=active, actor=actor, reason=data.reason
     )
@@ -203,5 +184,5 @@ class StaffWorkersController(Controller):
         elevation_token: ElevationToken = None,
     ) -> WorkersView:
         """Running lanes first; lag is how long each lane's oldest due work has waited."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         return WorkersView.of(await operator.workers.workers(actor=actor))

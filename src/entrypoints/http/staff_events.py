@@ -37,12 +37,16 @@ from outbox.application.events.views import (
     EventState,
     RepairReceipt,
 )
-from outbox.application.operator.require_elevation import ElevationCheck
-from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT, StaffActor
+from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT
 from outbox.application.staff import DEFAULT_LIMIT as BACKLOG_LIMIT
 from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
 from outbox.entrypoints.http.staff_event_schemas import BulkRequest, RepairRequest
-from outbox.entrypoints.http.staff_outbox import REPLAYED_HEADER, IdempotencyKey, Operator
+from outbox.entrypoints.http.staff_outbox import (
+    REPLAYED_HEADER,
+    IdempotencyKey,
+    Operator,
+    staff_actor,
+)
 from outbox.entrypoints.http.staff_problems import staff_responses
 from outbox.entrypoints.wire.events import (
     BulkOutcomeView,
@@ -92,12 +96,6 @@ REPAIR_PROBLEMS = (
 )
 
 
-async def _actor(operator: Operator, principal: Caller, token: str | None) -> StaffActor:
-    return await operator.require_elevation(
-        ElevationCheck(principal=principal, elevation_token=token)
-    )
-
-
 def _filter(  # noqa: PLR0917 - one per query parameter
     event_type: str | None,
     organization_id: UUID | None,
@@ -142,7 +140,7 @@ class StaffEventsController(Controller):
         elevation_token: ElevationToken = None,
     ) -> EventBacklogView:
         """The largest backlogs first."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         rows = await operator.events.show_backlog(EventBacklogQuery(actor=actor, limit=limit))
         return EventBacklogView.of(rows)
 
@@ -167,7 +165,7 @@ class StaffEventsController(Controller):
         elevation_token: ElevationToken = None,
     ) -> EventDeadLetterPageView:
         """One page."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         page = await operator.events.list_dead_letters(
             EventDeadLetterQuery(
                 actor=actor,
@@ -197,7 +195,7 @@ class StaffEventsController(Controller):
         elevation_token: ElevationToken = None,
     ) -> ParkedPageView:
         """One page."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         page = await operator.events.list_parked(
             ParkedQuery(
                 actor=actor,
@@ -222,7 +220,7 @@ class StaffEventsController(Controller):
         elevation_token: ElevationToken = None,
     ) -> EventDetailView:
         """The event."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         detail = await operator.events.show_event(EventQuery(event_id=event_id, actor=actor))
         return EventDetailView.of(detail)
 
@@ -250,7 +248,7 @@ class StaffEventsController(Controller):
         elevation_token: ElevationToken = None,
     ) -> Response[RepairView]:
         """Republish once per key."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         receipt = await operator.events.republish(
             RepublishCommand(
                 actor=actor,
@@ -282,7 +280,7 @@ class StaffEventsController(Controller):
         elevation_token: ElevationToken = None,
     ) -> Response[RepairView]:
         """Release once per key."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         receipt = await operator.events.release(
             ReleaseCommand(
                 actor=actor,
@@ -322,7 +320,7 @@ class StaffEventsController(Controller):
         elevation_token: ElevationToken = None,
     ) -> EventSearchPageView:
         """One page."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         where = _filter(event_type, organization_id, aggregate_type, aggregate_id, since, until)
         page = await operator.events.search(
             EventSearchQuery(
@@ -356,7 +354,7 @@ class StaffEventsController(Controller):
         elevation_token: ElevationToken = None,
     ) -> BulkPreviewView:
         """The count."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         where = _filter(event_type, organization_id, aggregate_type, aggregate_id, since, until)
         preview = await operator.events.preview_bulk(
             BulkEventQuery(actor=actor, action=action, where=where)
@@ -384,7 +382,7 @@ class StaffEventsController(Controller):
         elevation_token: ElevationToken = None,
     ) -> BulkOutcomeView:
         """Apply it."""
-        actor = await _actor(operator, principal, elevation_token)
+        actor = await staff_actor(operator, principal, elevation_token)
         where = _filter(
             data.event_type,
             data.organization_id,

@@ -22,7 +22,7 @@ from outbox.application.delivery.operations import (
 from outbox.application.operator.reissue_dead_letter import ReissueCommand
 from outbox.application.operator.require_elevation import ElevationCheck
 from outbox.application.operator.services import OperatorServices
-from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT
+from outbox.application.staff import DEFAULT_LIMIT, MAX_LIMIT, StaffActor
 from outbox.entrypoints.http.caller import SECURITY, Caller, ElevationToken
 from outbox.entrypoints.http.staff_problems import staff_responses
 from outbox.entrypoints.wire.messages import BacklogView, DeadLetterPageView, ReissueView
@@ -48,6 +48,13 @@ IdempotencyKey = Annotated[
     ),
 ]
 MessageId = Annotated[UUID, Parameter(description="The dead letter's id.")]
+
+
+async def staff_actor(operator: Operator, principal: Caller, token: str | None) -> StaffActor:
+    """The staff member calling with ``token`` (Elevation-Token), as the database checks it."""
+    return await operator.require_elevation(
+        ElevationCheck(principal=principal, elevation_token=token)
+    )
 
 
 class StaffOutboxController(Controller):

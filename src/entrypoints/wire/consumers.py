@@ -84,3 +84,18 @@ class ConsumerDeadLetterPageView(Out, frozen=True):
             items=[ConsumerDeadLetterView.of(item) for item in items],
             page_info=SequencePageInfo(has_next_page=len(items) == limit, end_cursor=end),
         )
+
+
+class ConsumerChangeView(Out, frozen=True):
+    """What a pause or resume did: ``changed`` is false when it was already so."""
+
+    consumer: str
+    active: bool
+    changed: bool
+
+
+class ReplayView(Out, frozen=True):
+    """How many deliveries the replay wrote, in a new round."""
+
+    consumer: str
+    deliveries: int

@@ -134,8 +134,10 @@ class ConsoleWorkersController(Controller):
 def _notice(request: Request[Any, Any, State]) -> str | None:
     done = request.query_params.get("done") or ""
     if done == "replayed":
-        count = request.query_params.get("deliveries") or "0"
-        return f"Replayed: {count} deliveries in a new round, in publication order."
+        # From the address bar: only a number is shown.
+        count = request.query_params.get("deliveries") or ""
+        written = f"{int(count)} deliveries" if count.isdigit() else "its deliveries"
+        return f"Replayed: {written} in a new round, in publication order."
     return NOTICES.get(done)
 
 
