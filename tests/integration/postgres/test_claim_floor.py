@@ -3,8 +3,8 @@
 Under a held xmin horizon the claim index keeps an entry for every version of every message
 since the hold began; a claim used to walk all of them. It now starts at a floor (the oldest
 live claimable_at, less five seconds) that the worker refreshes every second off the claims'
-path. What the index returned is read from PostgreSQL's own counters (``idx_tup_read``),
-never from a clock.
+path. What the index returned is read from the claiming transaction's own counters
+(``pg_stat_get_xact_tuples_returned``), never from a clock.
 """
 
 from __future__ import annotations
@@ -24,31 +24,39 @@ SELECT outbox.enqueue_message(
 )
 FROM generate_series(1, %s)
 """
-# The claim index's entries read, as the statistics have them once flushed.
-READ = (
-    "SELECT idx_tup_read FROM pg_stat_user_indexes"
-    " WHERE schemaname = 'outbox' AND indexrelname = %s"
-)
-INDEXES = ("messages_claim_order", "messages_claim_by_priority")
+# The index entries this transaction's scans returned so far (its own counters: nothing
+# another backend flushes late can land in them).
+READ = "SELECT pg_stat_get_xact_tuples_returned(%s::regclass)"
+INDEXES = ("outbox.messages_claim_order", "outbox.messages_claim_by_priority")
 CLAIM = "SELECT id FROM outbox.claim_messages('w', %s, 300)"
 AGE = "UPDATE outbox.messages SET available_at = available_at - interval '1 hour'"
 
 
-async def _entries_read(connect_as, index: str) -> int:
-    async with connect_as() as conn:
-        await conn.execute("SELECT pg_stat_clear_snapshot()")
+async def _entries_read(conn) -> dict[str, int]:
+    read = {}
+    for index in INDEXES:
         cursor = await conn.execute(READ, (index,))
-        [(read,)] = await cursor.fetchall()
-    return int(read)
+        [(entries,)] = await cursor.fetchall()
+        read[index] = int(entries)
+    return read
 
 
 async def _claim(connect_as, limit: int) -> list[object]:
-    async with connect_as("outbox_worker") as conn:
-        await conn.execute("SELECT pg_stat_force_next_flush()")
+    claimed, _ = await _claim_reading(connect_as, limit)
+    return claimed
+
+
+async def _claim_reading(connect_as, limit: int) -> tuple[list[object], dict[str, int]]:
+    """Claim, and count the claim index entries the claim returned, in one transaction."""
+    async with connect_as(autocommit=False) as conn:
+        before = await _entries_read(conn)
+        await conn.execute("SET LOCAL ROLE outbox_worker")
         cursor = await conn.execute(CLAIM, (limit,))
         claimed = [row[0] for row in await cursor.fetchall()]
-        await conn.execute("SELECT 1")  # a transaction end: the counters are flushed
-    return claimed
+        await conn.execute("RESET ROLE")
+        after = await _entries_read(conn)
+        await conn.commit()
+    return claimed, {index: after[index] - before[index] for index in INDEXES}
 
 
 async def test_a_claim_under_a_held_horizon_walks_no_dead_version_below_the_floor(connect_as):
@@ -68,11 +76,9 @@ async def test_a_claim_under_a_held_horizon_walks_no_dead_version_below_the_floo
         assert 1 == len(await _claim(connect_as, 10))
         async with connect_as("outbox_producer") as conn:
             await conn.execute(NOTIFICATIONS, (1,))
-        before = {i: await _entries_read(connect_as, i) for i in INDEXES}
 
-        claimed = await _claim(connect_as, 10)  # the floor is fresh: no recompute
+        claimed, read = await _claim_reading(connect_as, 10)  # the floor is fresh: no recompute
 
-        read = {i: await _entries_read(connect_as, i) - before[i] for i in INDEXES}
         await holder.rollback()
 
     assert 1 == len(claimed)
