@@ -5393,7 +5393,7 @@ BEGIN
     WHERE m.state IN ('pending', 'leased')
     ORDER BY m.claimable_at, m.created_at, m.id
     LIMIT 1;
-    v_floor := LEAST(COALESCE(v_oldest, v_now), v_now) - interval '5 seconds';
+    v_floor := LEAST(COALESCE(v_oldest, v_now), v_now) - interval '1 second';
     INSERT INTO outbox.claim_floor AS f (only_row, floor, computed_at)
     VALUES (true, v_floor, v_now)
     ON CONFLICT (only_row) DO UPDATE SET floor = excluded.floor, computed_at = excluded.computed_at;

@@ -2,7 +2,7 @@
 
 Under a held xmin horizon the claim index keeps an entry for every version of every message
 since the hold began; a claim used to walk all of them. It now starts at a floor (the oldest
-live claimable_at, less five seconds) that the worker refreshes every second off the claims'
+live claimable_at, less one second: 0048) that the worker refreshes every second off the claims'
 path. What the index returned is read from the claiming transaction's own counters
 (``pg_stat_get_xact_tuples_returned``), never from a clock.
 """
