@@ -148,6 +148,7 @@ class HeldHorizon:
             str(self.config.concurrency),
             str(self.config.lanes),
             "events",
+            *self.config.process_flags(),
             stdout=asyncio.subprocess.PIPE,
             env={**os.environ, KEYRING_VARIABLE: self.keyring},
         )

@@ -356,6 +356,7 @@ class Plan:
             await latency.prepare()
             flooded = attrs.evolve(latency, flood=sizes.latency_flood)
             in_line = attrs.evolve(flooded, code_priority=Priority.NORMAL)
+            unreserved = attrs.evolve(flooded, config=attrs.evolve(config, reserved_slot=False))
             events_flooded = attrs.evolve(
                 latency,
                 events_flood=sizes.latency_flood,
@@ -365,6 +366,7 @@ class Plan:
             runs: list[Percentiles] = []
             flood_runs: list[Percentiles] = []
             in_line_runs: list[Percentiles] = []
+            unreserved_runs: list[Percentiles] = []
             events_runs: list[Percentiles] = []
             for repetition in range(sizes.repetitions):
                 self.console.log(f"latency, repetition {repetition + 1}/{sizes.repetitions}")
@@ -377,6 +379,10 @@ class Plan:
                     f"latency under a flood, codes in line, repetition {repetition + 1}"
                 )
                 in_line_runs.append(await in_line.once())
+                self.console.log(
+                    f"latency under a flood, no reserved slot, repetition {repetition + 1}"
+                )
+                unreserved_runs.append(await unreserved.once())
                 self.console.log(
                     f"latency under a tenant events flood, repetition {repetition + 1}"
                 )
@@ -453,6 +459,18 @@ class Plan:
                 unit="ms",
                 samples=tuple(r.p99 for r in in_line_runs),
                 settings={**flood_settings, **in_line.settings()},
+            )
+        )
+        results.add(
+            Figure(
+                key="latency.flood_unreserved_p99",
+                label=(
+                    "Code latency p99 under the same flood without the reserved slot "
+                    "(codes wait for a batch in flight: the comparison)"
+                ),
+                unit="ms",
+                samples=tuple(r.p99 for r in unreserved_runs),
+                settings={**flood_settings, **unreserved.settings()},
             )
         )
         results.add(
@@ -997,6 +1015,13 @@ def _checks(results: Results) -> None:
             "Code p99 under a notification flood",
             "latency.flood_p99",
             at_most=50.0,
+        )
+        results.ratio(
+            "latency_flood_reserved_vs_not",
+            "Code p99 under a notification flood, reserved slot / without it",
+            "latency.flood_p99",
+            "latency.flood_unreserved_p99",
+            at_least=None,
         )
     if "latency.events_flood_p99" in have:
         results.limit(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from uuid import UUID
@@ -44,6 +44,9 @@ class NoopProvider:
         return ""
 
 
+NO_RESERVED_SLOT = "no-reserved-slot"  # bench.worker_process serve: run without the slot
+
+
 @attrs.frozen(kw_only=True)
 class WorkerConfig:
     """The worker settings a figure is measured with."""
@@ -53,6 +56,12 @@ class WorkerConfig:
     lanes: int = 2  # batches in flight: the product default, OUTBOX_WORKER_PARALLEL_BATCHES
     lease: timedelta = timedelta(seconds=60)
     poll_interval: timedelta = timedelta(seconds=1)
+    # The slot that claims high priority only, beside the lanes (``outboxctl worker`` has it).
+    reserved_slot: bool = True
+
+    def process_flags(self) -> list[str]:
+        """The flags ``bench.worker_process serve`` takes after LANES for these settings."""
+        return [] if self.reserved_slot else [NO_RESERVED_SLOT]
 
     def settings(self) -> dict[str, Setting]:
         """The settings, for the report."""
@@ -60,6 +69,7 @@ class WorkerConfig:
             "batch_size": self.batch_size,
             "concurrency": self.concurrency,
             "lanes": self.lanes,
+            "reserved_slot": self.reserved_slot,
             "lease_seconds": self.lease.total_seconds(),
             "composition": "bootstrap.worker.worker_services, role outbox_worker",
             "telemetry": "structlog JSON (info) to /dev/null + Prometheus registry",
@@ -77,6 +87,7 @@ class Worker:
     store: PostgresDispatchStore
     provider: NoopProvider
     lanes: int
+    wait_for_urgent_work: Callable[[float], Awaitable[None]] | None = None  # the reserved slot's
 
     async def drain(self) -> BatchTally:
         """Run the real worker loop in drain mode: until nothing is due."""
@@ -133,6 +144,7 @@ async def running_worker(
             store=services.store,
             provider=provider,
             lanes=settings.worker.security.parallel_batches,
+            wait_for_urgent_work=services.wait_for_urgent_work,
         )
 
 

@@ -1,10 +1,11 @@
 """The worker in its own process, for latency (serve) and peak memory (drain) measurements.
 
 Run as ``python -m bench.worker_process serve|drain CONNINFO OUT BATCH CONCURRENCY LANES
-[events]``; the keyring comes in the ``BENCH_KEYRING`` environment variable. ``serve`` prints
-``ready`` once it listens, runs until SIGTERM, then writes when each message reached the
-provider; with ``events`` it runs the worker's events lane beside the security lane, in the
-same process and event loop, as ``outboxctl worker`` does by default.
+[events] [no-reserved-slot]``; the keyring comes in the ``BENCH_KEYRING`` environment
+variable. ``serve`` prints ``ready`` once it listens, runs until SIGTERM, then writes when
+each message reached the provider; with ``events`` it runs the worker's events lane beside
+the security lane, in the same process and event loop, as ``outboxctl worker`` does by
+default; with ``no-reserved-slot`` the security lane runs without its reserved slot.
 ``drain`` runs until nothing is due and writes its count, duration and peak resident memory.
 """
 
@@ -25,7 +26,7 @@ from uuid import UUID
 import attrs
 
 from bench.events_drain import running_events_lane
-from bench.worker import WorkerConfig, running_worker
+from bench.worker import NO_RESERVED_SLOT, WorkerConfig, running_worker
 from outbox.application.delivery.batch import BatchTally
 from outbox.entrypoints.bootstrap.worker import CLAIM_FLOOR_EVERY
 from outbox.entrypoints.worker.loop import WorkerLoop
@@ -72,18 +73,24 @@ async def serve(
             running_worker(conninfo, os.environ[KEYRING_VARIABLE], config, received=received)
         )
         await worker.store.wait_for_work(0.2)  # opens the LISTEN connection before "ready"
+        if worker.wait_for_urgent_work is not None:
+            await worker.wait_for_urgent_work(0)
         loops: list[WorkerLoop[Any]] = []
         if events:
             lane = await stack.enter_async_context(running_events_lane(conninfo))
             loops.append(attrs.evolve(lane.loop, drain=False, totals=BatchTally()))
         timed = ClaimTimes(worker.dispatch.telemetry)
+        dispatch = attrs.evolve(worker.dispatch, telemetry=timed)
         loop = WorkerLoop(
             totals=BatchTally(),
-            dispatch=attrs.evolve(worker.dispatch, telemetry=timed),
+            dispatch=dispatch,
             wait_for_work=worker.store.wait_for_work,
             telemetry=worker.dispatch.telemetry,
             poll_interval=config.poll_interval,
             parallel_batches=config.lanes,
+            # As ``outboxctl worker`` runs it: codes never wait behind a batch in flight.
+            reserved=dispatch.reserved_slot() if config.reserved_slot else None,
+            wait_for_reserved=worker.wait_for_urgent_work,
         )
         loops.append(loop)
 
@@ -126,12 +133,18 @@ async def drain(conninfo: str, config: WorkerConfig) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point: ``serve|drain CONNINFO OUT_JSON BATCH_SIZE CONCURRENCY LANES [events]``."""
+    """Entry point: ``serve|drain CONNINFO OUT_JSON BATCH_SIZE CONCURRENCY LANES [flags]``."""
     mode, conninfo, out = argv[0], argv[1], Path(argv[2])
-    config = WorkerConfig(batch_size=int(argv[3]), concurrency=int(argv[4]), lanes=int(argv[5]))
+    flags = argv[6:]
+    config = WorkerConfig(
+        batch_size=int(argv[3]),
+        concurrency=int(argv[4]),
+        lanes=int(argv[5]),
+        reserved_slot=NO_RESERVED_SLOT not in flags,
+    )
     if mode == "serve":
         claims: list[float] = []
-        done = asyncio.run(serve(conninfo, config, events=argv[6:7] == ["events"], claims=claims))
+        done = asyncio.run(serve(conninfo, config, events="events" in flags, claims=claims))
         out.with_suffix(CLAIMS_SUFFIX).write_text(json.dumps(claims))
     else:
         done = asyncio.run(drain(conninfo, config))

@@ -241,8 +241,10 @@ class _Shifted:
     store: DispatchStore
     shift: timedelta
 
-    async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedMessage]:
-        claimed = await self.store.claim(owner=owner, limit=limit, lease=lease)
+    async def claim(
+        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+    ) -> Sequence[ClaimedMessage]:
+        claimed = await self.store.claim(owner=owner, limit=limit, lease=lease, urgent=urgent)
         return [
             attrs.evolve(
                 message,

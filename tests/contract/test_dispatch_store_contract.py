@@ -135,6 +135,25 @@ async def test_claim_serves_higher_priorities_first_after_the_fair_slot(
     ]
 
 
+async def test_an_urgent_claim_takes_only_high_priority_messages_oldest_first(
+    outbox: Harness,
+) -> None:
+    """The reserved slot's claim (0049): codes and notices; no fair slot for the rest."""
+    normals = [make_message(outbox, purpose=Purpose.NOTIFICATION) for _ in range(3)]
+    codes = [make_message(outbox) for _ in range(3)]
+    for message in [normals[0], codes[0], normals[1], codes[1], normals[2], codes[2]]:
+        await outbox.enqueue(message)
+        await outbox.sleep(0.01)
+
+    first = await outbox.store.claim(owner="worker-1", limit=2, lease=LEASE, urgent=True)
+    rest = await outbox.store.claim(owner="worker-1", limit=10, lease=LEASE, urgent=True)
+    others = await outbox.store.claim(owner="worker-1", limit=10, lease=LEASE)
+
+    assert [m.id for m in codes[:2]] == [c.id for c in first]
+    assert [codes[2].id] == [c.id for c in rest]
+    assert [m.id for m in normals] == [c.id for c in others]
+
+
 async def test_a_delayed_message_is_claimed_only_from_not_before(outbox: Harness) -> None:
     delayed = make_message(outbox, not_before=outbox.now() + SOON)
     await outbox.enqueue(delayed)

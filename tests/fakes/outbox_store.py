@@ -24,7 +24,7 @@ from outbox.domain.delivery.errors import InvalidMessage
 from outbox.domain.delivery.failures import FailureClass
 from outbox.domain.delivery.messages import Message, State
 from outbox.domain.delivery.outcomes import Outcome, RecordResult, Release, Retry
-from outbox.domain.delivery.priorities import ClaimKey, claim_order
+from outbox.domain.delivery.priorities import ClaimKey, Priority, claim_order
 from outbox.domain.delivery.retention import RetentionPolicy
 from tests.fakes.clock import FixedClock
 
@@ -139,13 +139,22 @@ class InMemoryOutboxStore:
 
     # DispatchStore
 
-    async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedMessage]:
-        """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead."""
+    async def claim(
+        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+    ) -> Sequence[ClaimedMessage]:
+        """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead.
+
+        ``urgent``: high-priority messages only.
+        """
         if not owner or limit < 1 or lease <= timedelta(0):
             raise InvalidRequest("a claim names its worker, a positive limit and lease")
         now = self.clock.now()
         due = claim_order(
-            [m for m in self._live() if m.is_claimable(now)],
+            [
+                m
+                for m in self._live()
+                if m.is_claimable(now) and (not urgent or m.priority == Priority.HIGH)
+            ],
             limit,
             key=_claim_key,
             priority=lambda m: m.priority,

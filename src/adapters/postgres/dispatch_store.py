@@ -24,6 +24,8 @@ SELECT id, purpose, channel, destination, subject_id, template, params, locale,
        trace_context
 FROM outbox.claim_messages(%b::text, %b::integer, %b::double precision)
 """
+# The reserved slot's (0049_reserved_slot.sql): high-priority messages only.
+CLAIM_URGENT = CLAIM.replace("claim_messages", "claim_urgent_messages")
 RECORD = """
 SELECT result
 FROM outbox.record_outcomes_detailed(
@@ -105,12 +107,18 @@ class PostgresDispatchStore:
         self._pool = pool
         self._listener = listener
 
-    async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedMessage]:
-        """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead."""
+    async def claim(
+        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+    ) -> Sequence[ClaimedMessage]:
+        """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead.
+
+        ``urgent``: high-priority messages only (the worker's reserved slot).
+        """
+        query = CLAIM_URGENT if urgent else CLAIM
         with translated_errors():
             async with self._pool.connection() as conn:
                 cursor = await conn.execute(
-                    CLAIM, (owner, limit, lease.total_seconds()), binary=True
+                    query, (owner, limit, lease.total_seconds()), binary=True
                 )
                 rows = await cursor.fetchall()
         return [_claimed(row) for row in rows]

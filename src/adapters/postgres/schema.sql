@@ -4356,41 +4356,52 @@ BEGIN
         ) AS l;
     END LOOP;
 
+    -- Never more than p_limit rows, whatever the scans above returned.
     RETURN QUERY
-    WITH picked AS (
-        -- Never more than p_limit rows, whatever the scans above returned.
-        SELECT p.id FROM pg_catalog.unnest(v_ids) AS p (id) LIMIT p_limit
-    ), taken AS (
-        UPDATE outbox.messages AS m
-        SET state = CASE WHEN m.expires_at <= v_now THEN 'dead_lettered' ELSE 'leased' END,
-            lease_owner = CASE WHEN m.expires_at <= v_now THEN NULL ELSE p_owner END,
-            lease_token = CASE
-                WHEN m.expires_at <= v_now THEN NULL ELSE pg_catalog.gen_random_uuid()
-            END,
-            lease_expires_at = CASE WHEN m.expires_at <= v_now THEN NULL ELSE v_lease_expires_at END,
-            dead_lettered_at = CASE WHEN m.expires_at <= v_now THEN v_now END,
-            dead_letter_reason = CASE WHEN m.expires_at <= v_now THEN
-                CASE m.purpose WHEN 'invitation' THEN 'invitation_expired' ELSE 'challenge_expired' END
-            END
-        -- By primary key, whatever the statistics say: a join on the CTE let the planner
-        -- pick a hash join over a sequential scan of the table (docs/benchmarks.md).
-        WHERE m.id = ANY (ARRAY(SELECT picked.id FROM picked))
-          AND m.state IN ('pending', 'leased') AND m.claimable_at <= v_now
-          -- The planner may still read these rows through a claim index: from the floor.
+    SELECT * FROM outbox.lease_picked(v_ids[1:p_limit], p_owner, v_now, v_lease_expires_at, v_floor);
+END
+$$;
+
+--
+-- Name: claim_urgent_messages(text, integer, double precision); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision) RETURNS TABLE(id uuid, purpose text, channel text, destination text, subject_id uuid, template text, params jsonb, locale text, sealed_secret text, attempt_count integer, expires_at timestamp with time zone, lease_token uuid, lease_expires_at timestamp with time zone, priority smallint, trace_context text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.statement_timestamp();
+    v_floor timestamptz := outbox.current_claim_floor(v_now);
+    v_ids uuid[];
+BEGIN
+    IF p_owner IS NULL OR p_owner = '' THEN
+        RAISE EXCEPTION 'p_owner: a claim names its worker' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_limit IS NULL OR p_limit < 1 THEN
+        RAISE EXCEPTION 'p_limit: must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_lease_seconds IS NULL OR NOT p_lease_seconds > 0 THEN
+        RAISE EXCEPTION 'p_lease_seconds: must be positive' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    SELECT COALESCE(pg_catalog.array_agg(u.id), '{}') INTO v_ids
+    FROM (
+        SELECT m.id
+        FROM outbox.messages AS m
+        WHERE m.state IN ('pending', 'leased')
+          AND m.priority = 2
+          AND m.claimable_at <= v_now
           AND m.claimable_at >= v_floor
-        RETURNING m.*
-    ), dropped AS (
-        DELETE FROM outbox.envelopes AS e
-        USING taken AS t
-        WHERE e.message_id = t.id AND t.state = 'dead_lettered'
-    )
-    SELECT t.id, t.purpose, t.channel, t.destination, t.subject_id, t.template, t.params,
-           t.locale, e.sealed, t.attempt_count, t.expires_at, t.lease_token, t.lease_expires_at,
-           t.priority, t.trace_context
-    FROM taken AS t
-    LEFT JOIN outbox.envelopes AS e ON e.message_id = t.id
-    WHERE t.state = 'leased'
-    ORDER BY t.priority DESC, t.available_at, t.created_at, t.id;
+        ORDER BY m.claimable_at, m.created_at, m.id
+        LIMIT p_limit
+        FOR UPDATE SKIP LOCKED
+    ) AS u;
+
+    RETURN QUERY
+    SELECT * FROM outbox.lease_picked(
+        v_ids, p_owner, v_now, v_now + pg_catalog.make_interval(secs => p_lease_seconds), v_floor
+    );
 END
 $$;
 
@@ -4661,6 +4672,11 @@ BEGIN
 
     -- A payload-free wake-up hint; identical notifications fold into one per transaction.
     PERFORM pg_catalog.pg_notify('outbox_work', '');
+    -- High priority (codes, links, invitations, security notices) also wakes the worker's
+    -- reserved slot, which claims nothing else (0049_reserved_slot.sql).
+    IF COALESCE(p_priority, CASE p_purpose WHEN 'notification' THEN 1 ELSE 2 END) = 2 THEN
+        PERFORM pg_catalog.pg_notify('outbox_urgent', '');
+    END IF;
     RETURN v_superseded;
 END
 $_$;
@@ -4855,6 +4871,51 @@ CREATE FUNCTION outbox.health_work() RETURNS TABLE(lane text, due bigint, oldest
            NULL::double precision
     FROM events.consumer_deliveries AS d
     WHERE d.state = 'pending' AND d.available_at <= pg_catalog.clock_timestamp()
+$$;
+
+--
+-- Name: lease_picked(uuid[], text, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.lease_picked(p_ids uuid[], p_owner text, p_now timestamp with time zone, p_lease_expires_at timestamp with time zone, p_floor timestamp with time zone) RETURNS TABLE(id uuid, purpose text, channel text, destination text, subject_id uuid, template text, params jsonb, locale text, sealed_secret text, attempt_count integer, expires_at timestamp with time zone, lease_token uuid, lease_expires_at timestamp with time zone, priority smallint, trace_context text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH taken AS (
+        UPDATE outbox.messages AS m
+        SET state = CASE WHEN m.expires_at <= p_now THEN 'dead_lettered' ELSE 'leased' END,
+            lease_owner = CASE WHEN m.expires_at <= p_now THEN NULL ELSE p_owner END,
+            lease_token = CASE
+                WHEN m.expires_at <= p_now THEN NULL ELSE pg_catalog.gen_random_uuid()
+            END,
+            lease_expires_at = CASE WHEN m.expires_at <= p_now THEN NULL ELSE p_lease_expires_at END,
+            dead_lettered_at = CASE WHEN m.expires_at <= p_now THEN p_now END,
+            dead_letter_reason = CASE WHEN m.expires_at <= p_now THEN
+                CASE m.purpose WHEN 'invitation' THEN 'invitation_expired' ELSE 'challenge_expired' END
+            END
+        -- By primary key, whatever the statistics say: a join on the CTE let the planner
+        -- pick a hash join over a sequential scan of the table (docs/benchmarks.md).
+        WHERE m.id = ANY (p_ids)
+          AND m.state IN ('pending', 'leased') AND m.claimable_at <= p_now
+          -- The planner may still read these rows through a claim index: from the floor.
+          AND m.claimable_at >= p_floor
+        RETURNING m.*
+    ), dropped AS (
+        DELETE FROM outbox.envelopes AS e
+        USING taken AS t
+        WHERE e.message_id = t.id AND t.state = 'dead_lettered'
+    )
+    SELECT t.id, t.purpose, t.channel, t.destination, t.subject_id, t.template, t.params,
+           t.locale, e.sealed, t.attempt_count, t.expires_at, t.lease_token, t.lease_expires_at,
+           t.priority, t.trace_context
+    FROM taken AS t
+    LEFT JOIN outbox.envelopes AS e ON e.message_id = t.id
+    WHERE t.state = 'leased'
+    ORDER BY t.priority DESC, t.available_at, t.created_at, t.id;
+END
 $$;
 
 --
@@ -9365,6 +9426,13 @@ REVOKE ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_le
 GRANT ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision) TO outbox_worker;
 
 --
+-- Name: FUNCTION claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision) TO outbox_worker;
+
+--
 -- Name: FUNCTION count_backlog(); Type: ACL; Schema: outbox; Owner: -
 --
 
@@ -9439,6 +9507,12 @@ REVOKE ALL ON FUNCTION outbox.grant_staff(p_email text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION outbox.health_work() FROM PUBLIC;
 GRANT ALL ON FUNCTION outbox.health_work() TO staff_service;
+
+--
+-- Name: FUNCTION lease_picked(p_ids uuid[], p_owner text, p_now timestamp with time zone, p_lease_expires_at timestamp with time zone, p_floor timestamp with time zone); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.lease_picked(p_ids uuid[], p_owner text, p_now timestamp with time zone, p_lease_expires_at timestamp with time zone, p_floor timestamp with time zone) FROM PUBLIC;
 
 --
 -- Name: FUNCTION lift_suppression(p_actor uuid, p_elevation_id uuid, p_destination text, p_reason text); Type: ACL; Schema: outbox; Owner: -

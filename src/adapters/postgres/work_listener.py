@@ -8,14 +8,16 @@ from typing import Literal, LiteralString
 
 import psycopg
 
-Channel = Literal["outbox_work", "events_work", "consumers_work"]
+Channel = Literal["outbox_work", "events_work", "consumers_work", "outbox_urgent"]
 CHANNEL: Channel = "outbox_work"  # the security outbox's producers notify here
 EVENTS_CHANNEL: Channel = "events_work"  # the tenant events' (events.append_domain_event)
 CONSUMERS_CHANNEL: Channel = "consumers_work"  # the consumers' (the fan-out, 0024)
+URGENT_CHANNEL: Channel = "outbox_urgent"  # high priority only: the reserved slot (0049)
 _LISTEN: dict[Channel, LiteralString] = {
     "outbox_work": "LISTEN outbox_work",
     "events_work": "LISTEN events_work",
     "consumers_work": "LISTEN consumers_work",
+    "outbox_urgent": "LISTEN outbox_urgent",
 }
 # Opening the listening connection may take this long even when ``within`` is shorter, so
 # that ``wait(0)`` can start listening without waiting for anything.

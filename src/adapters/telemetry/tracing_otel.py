@@ -139,10 +139,12 @@ class _TracedStore:
     _tracer: trace.Tracer
     _contexts: dict[UUID, Context]  # shared with the providers: the claimed, unrecorded
 
-    async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedMessage]:
+    async def claim(
+        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+    ) -> Sequence[ClaimedMessage]:
         """Claim; each claimed message's trace gets an ``outbox.claim`` span of the call."""
         start = time.time_ns()
-        claimed = await self._inner.claim(owner=owner, limit=limit, lease=lease)
+        claimed = await self._inner.claim(owner=owner, limit=limit, lease=lease, urgent=urgent)
         end = time.time_ns()
         for message in claimed:
             parent = parent_context(message.trace_context)

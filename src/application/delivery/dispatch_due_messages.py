@@ -55,6 +55,8 @@ from outbox.domain.delivery.retry_policy import RetryPolicy
 from outbox.domain.destinations import mask
 
 NO_PROVIDER = "no_provider"
+# The reserved slot's batch: codes arrive one by one; a small batch is sent and recorded at once.
+RESERVED_BATCH = 10
 _LOG = BatchLog(done="batch.dispatched", record_failed="outcome.record_failed", unit="messages")
 _TIMED_OUT = DeliveryFailure(failure_class=FailureClass.INDETERMINATE, code="timeout")
 
@@ -170,6 +172,18 @@ class DispatchDueMessages:
     rate_limits: Mapping[str, SendRateLimit] = attrs.field(factory=dict)
     # Providers staff paused for every worker (None: no pauses are read).
     pauses: ProviderPauseBoard | None = None
+    # Claim high-priority messages only: the worker's reserved slot, so a code never waits
+    # behind a batch of notifications already in flight (``reserved_slot``).
+    urgent: bool = False
+
+    def reserved_slot(self) -> DispatchDueMessages:
+        """The same dispatch for the reserved slot: high priority only, in small batches."""
+        return attrs.evolve(
+            self,
+            urgent=True,
+            batch_size=min(self.batch_size, RESERVED_BATCH),
+            concurrency=min(self.concurrency, RESERVED_BATCH),
+        )
 
     async def __call__(self) -> BatchTally:
         """Dispatch one batch and return what happened to it.
@@ -179,7 +193,9 @@ class DispatchDueMessages:
         # The lease starts on the database's clock after this moment, so it outlives this bound.
         deadline = run_deadline(self.clock.now(), self.lease)
         started = time.perf_counter()
-        claimed = await self.store.claim(owner=self.owner, limit=self.batch_size, lease=self.lease)
+        claimed = await self.store.claim(
+            owner=self.owner, limit=self.batch_size, lease=self.lease, urgent=self.urgent
+        )
         # Every claim, empty ones too: a claim slowed by dead versions is slow when it finds
         # nothing as well (the held-horizon benchmark reads this).
         self.telemetry.observe("outbox_claim_seconds", time.perf_counter() - started)

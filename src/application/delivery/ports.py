@@ -115,8 +115,13 @@ class AttemptRecord:
 class DispatchStore(Protocol):
     """What the worker may do to the queue (role ``outbox_worker``)."""
 
-    async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedMessage]:
-        """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead."""
+    async def claim(
+        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+    ) -> Sequence[ClaimedMessage]:
+        """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead.
+
+        ``urgent``: high-priority messages only (the worker's reserved slot).
+        """
         ...
 
     async def record(self, records: Sequence[AttemptRecord]) -> Sequence[RecordResult]:

@@ -47,7 +47,11 @@ from outbox.entrypoints.bootstrap.database import (
 )
 from outbox.entrypoints.bootstrap.parts import ProcessParts, retry_policy
 from outbox.entrypoints.bootstrap.relay import relay_targets
-from outbox.entrypoints.bootstrap.worker import sweep_schedule, worker_services
+from outbox.entrypoints.bootstrap.worker import (
+    WorkerServices,
+    sweep_schedule,
+    worker_services,
+)
 from outbox.entrypoints.settings.lanes import CONSUMERS, EVENTS, SECURITY, LaneSettings
 from outbox.entrypoints.settings.tree import Settings
 from outbox.entrypoints.worker.loop import WorkerLoop
@@ -129,6 +133,9 @@ async def security_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                 drain=request.drain,
                 parallel_batches=sizing.parallel_batches,
                 totals=BatchTally(),
+                # A code never waits behind a batch of notifications in flight.
+                reserved=dispatch.reserved_slot(),
+                wait_for_reserved=services.wait_for_urgent_work,
             ),
             sweeps=[
                 *sweep_schedule(services, settings),
@@ -136,7 +143,7 @@ async def security_lane(request: LaneRequest) -> AsyncIterator[Lane]:
             ],
             probe=services.probe,
             listening=services.listening,
-            start_listening=lambda: services.store.wait_for_work(0),
+            start_listening=lambda: _listen(services),
             providers=lambda: frozenset(p.name for p in dispatch.providers.values()),
             suspended=lambda: frozenset(dispatch.breaker.paused()),
         )
@@ -295,6 +302,13 @@ class _AlwaysReady:
     async def check(self) -> ReadinessReport:
         """Ready: it reaches nothing."""
         return ReadinessReport(database_reachable=True)
+
+
+async def _listen(services: WorkerServices) -> None:
+    """LISTEN on the lane's channel and the reserved slot's before the first claim."""
+    await services.store.wait_for_work(0)
+    if services.wait_for_urgent_work is not None:
+        await services.wait_for_urgent_work(0)
 
 
 async def _nothing() -> ProcessingResult:

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from outbox.adapters.postgres.console_store import PostgresPausedProviders, PostgresWorkerHeartbeat
 from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
 from outbox.adapters.postgres.readiness import PostgresReadinessProbe
-from outbox.adapters.postgres.work_listener import WorkListener
+from outbox.adapters.postgres.work_listener import URGENT_CHANNEL, WorkListener
 from outbox.adapters.templates.renderer import JinjaRenderer
 from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages
 from outbox.application.delivery.links import LinkBases
@@ -63,6 +63,8 @@ class WorkerServices:
     heartbeat: PostgresWorkerHeartbeat | None = None  # the workers view, on the lane's pool
     # Where claims start (0047), recomputed off the claims' path; None: no claim floor.
     refresh_claim_floor: Callable[[], Awaitable[int]] | None = None
+    # The reserved slot's wake-up: high-priority enqueues only (0049); None: the lane's own.
+    wait_for_urgent_work: Callable[[float], Awaitable[None]] | None = None
 
 
 @contextlib.asynccontextmanager
@@ -107,6 +109,8 @@ async def worker_services(
         pool = await stack.enter_async_context(database_pool(settings, DatabaseAccess.WORKER))
         listener = WorkListener(url)
         stack.push_async_callback(listener.close)
+        urgent = WorkListener(url, URGENT_CHANNEL)
+        stack.push_async_callback(urgent.close)
         postgres = PostgresDispatchStore(pool, listener)
         store: DispatchStore = postgres
         if parts.tracing is not None:
@@ -157,6 +161,7 @@ async def worker_services(
             listening=lambda: listener.listening,
             heartbeat=PostgresWorkerHeartbeat(pool),
             refresh_claim_floor=postgres.refresh_claim_floor,
+            wait_for_urgent_work=urgent.wait,
         )
 
 

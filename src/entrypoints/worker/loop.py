@@ -42,6 +42,10 @@ class WorkerLoop(Generic[ResultT]):
 
     One loop serves one lane of the worker (the security outbox or the
     events outbox): ``dispatch`` is that lane's use case and ``totals`` starts at its empty result.
+
+    ``reserved`` is one more batch runner beside those, for what must not wait behind a batch
+    in flight (the security lane's high-priority messages): it claims through its own
+    dispatch and waits for work on ``wait_for_reserved`` (its own channel) when it has none.
     """
 
     dispatch: Callable[[], Awaitable[ResultT]]
@@ -51,6 +55,8 @@ class WorkerLoop(Generic[ResultT]):
     drain: bool = False
     parallel_batches: int = attrs.field(default=1, validator=attrs.validators.ge(1))
     totals: ResultT  # the lane's empty result at first (``BatchTally()``), then the sums
+    reserved: Callable[[], Awaitable[ResultT]] | None = None
+    wait_for_reserved: Callable[[float], Awaitable[None]] | None = None
     _stopping: asyncio.Event = attrs.field(factory=asyncio.Event, alias="_stopping")
     _idling: asyncio.Future[None] | None = attrs.field(default=None, alias="_idling")
 
@@ -65,13 +71,19 @@ class WorkerLoop(Generic[ResultT]):
 
     async def run(self) -> ResultT:
         """Dispatch until stopped (or, with ``drain``, until nothing is due); return the totals."""
-        if self.parallel_batches == 1:
-            await self._batches(self._idle)
+        if self.parallel_batches == 1 and self.reserved is None:
+            await self._batches(self.dispatch, self._idle)
             return self.totals
+        idle = self._idle if self.parallel_batches == 1 else self._shared_idle
         runs = [
-            asyncio.ensure_future(self._batches(self._shared_idle))
+            asyncio.ensure_future(self._batches(self.dispatch, idle))
             for _ in range(self.parallel_batches)
         ]
+        if self.reserved is not None:
+            wait = self.wait_for_reserved or self.wait_for_work
+            runs.append(
+                asyncio.ensure_future(self._batches(self.reserved, lambda: self._idle(wait)))
+            )
         try:
             await asyncio.gather(*runs)
         finally:
@@ -81,11 +93,13 @@ class WorkerLoop(Generic[ResultT]):
             await asyncio.gather(*runs, *waits, return_exceptions=True)
         return self.totals
 
-    async def _batches(self, idle: Callable[[], Awaitable[None]]) -> None:
+    async def _batches(
+        self, dispatch: Callable[[], Awaitable[ResultT]], idle: Callable[[], Awaitable[None]]
+    ) -> None:
         failures = 0
         while not self.stopping:
             try:
-                result = await self.dispatch()
+                result = await dispatch()
             except StoreUnavailable as error:
                 if self.drain and error.hint:
                     raise  # a one-shot run cannot wait for an operator: say what to do, and stop
@@ -116,10 +130,11 @@ class WorkerLoop(Generic[ResultT]):
             self._idling = asyncio.ensure_future(self._idle())
         await asyncio.shield(self._idling)
 
-    async def _idle(self) -> None:
-        """Wait for a NOTIFY, the poll interval, or stop, whichever comes first."""
+    async def _idle(self, wait: Callable[[float], Awaitable[None]] | None = None) -> None:
+        """Wait for a NOTIFY (on ``wait``, the lane's own by default), the poll interval, or
+        stop, whichever comes first."""
         seconds = self.poll_interval.total_seconds()
-        waiter = asyncio.ensure_future(self.wait_for_work(seconds))
+        waiter = asyncio.ensure_future((wait or self.wait_for_work)(seconds))
         stopper = asyncio.ensure_future(self._stopping.wait())
         try:
             await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)

@@ -49,6 +49,7 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     # (0034_cancel_only_own_secrets.sql): a producer could silence security notices.
     "outbox.cancel_by_subject(uuid,text)": EXECUTE_BY_IDENTITY,
     "outbox.claim_messages(text,integer,double precision)": EXECUTE_BY_WORKER,
+    "outbox.claim_urgent_messages(text,integer,double precision)": EXECUTE_BY_WORKER,  # 0049
     "outbox.record_outcomes(uuid[],uuid[],integer[],text[],text[],text[],text[],text[],"
     "timestamp with time zone[],boolean[])": EXECUTE_BY_WORKER,
     "outbox.expire_messages(integer)": EXECUTE_BY_WORKER,
@@ -348,6 +349,8 @@ FUNCTION_GRANTS.update(
         # The claim's floor (0047_claim_floor.sql): owner-only, called by the claim.
         f"outbox.current_claim_floor({_AT})": set(),
         "outbox.refresh_claim_floor()": EXECUTE_BY_WORKER,
+        # Every claim's lease step (0049_reserved_slot.sql): owner-only, called by the claims.
+        f"outbox.lease_picked(uuid[],text,{_AT},{_AT},{_AT})": set(),
     }
 )
 # The notifications catalogue (0028_notifications_functions.sql): every function for the role

@@ -67,6 +67,7 @@ EXPECTED_FUNCTIONS = {
     ),
     "outbox.cancel_by_subject(p_subject_id uuid, p_reason text)",
     "outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision)",
+    "outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision)",
     (
         "outbox.record_outcomes(p_message_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], "
         "p_outcomes text[], p_failure_classes text[], p_codes text[], p_providers text[], "
@@ -93,6 +94,10 @@ EXPECTED_FUNCTIONS = {
     "outbox.workers(p_actor uuid)",
     "outbox.health_work()",  # 0046
     "outbox.current_claim_floor(p_now timestamp with time zone)",  # 0047
+    (  # 0049
+        "outbox.lease_picked(p_ids uuid[], p_owner text, p_now timestamp with time zone,"
+        " p_lease_expires_at timestamp with time zone, p_floor timestamp with time zone)"
+    ),
     "outbox.refresh_claim_floor()",
     "outbox.staff_workers(p_actor uuid, p_elevation text)",
     (

@@ -348,8 +348,10 @@ class SlowClaimStore(InMemoryOutboxStore):
 
     claim_takes: timedelta = timedelta(0)
 
-    async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedMessage]:
-        claimed = await super().claim(owner=owner, limit=limit, lease=lease)
+    async def claim(
+        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+    ) -> Sequence[ClaimedMessage]:
+        claimed = await super().claim(owner=owner, limit=limit, lease=lease, urgent=urgent)
         self.clock.advance(self.claim_takes)
         return claimed
 

@@ -1,0 +1,85 @@
+"""The reserved slot's claim and wake-up, as the roles see them (0049_reserved_slot.sql)."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ENQUEUE = """
+SELECT outbox.enqueue_message(
+    p_id => gen_random_uuid(), p_purpose => %(purpose)s, p_channel => 'email',
+    p_destination => 'person@example.com', p_template => %(purpose)s,
+    p_subject_id => CASE WHEN %(purpose)s = 'notification' THEN NULL ELSE gen_random_uuid() END,
+    p_sealed_secret => %(sealed)s, p_priority => %(priority)s
+)
+"""
+ENVELOPE = "v1.test-key.c2FsdHNhbHQ.bm9uY2Vub25jZQ.Y2lwaGVydGV4dA"
+CLAIM_URGENT = "SELECT purpose, priority FROM outbox.claim_urgent_messages('w', %s, 60)"
+NOTIFICATION = {"purpose": "notification", "sealed": None, "priority": None}
+NOTICE = {"purpose": "security_notice", "sealed": None, "priority": None}  # high by purpose
+LOW_NOTICE = {"purpose": "security_notice", "sealed": None, "priority": 0}  # the producer's
+CODE = {"purpose": "sign_up", "sealed": ENVELOPE, "priority": None}
+
+
+async def _enqueue(connect_as, *messages: dict[str, object]) -> None:
+    async with connect_as("outbox_producer") as conn:
+        for message in messages:
+            await conn.execute(ENQUEUE, message)
+
+
+async def test_the_urgent_claim_takes_high_priority_messages_only(connect_as) -> None:
+    await _enqueue(connect_as, NOTIFICATION, LOW_NOTICE, NOTICE, CODE, NOTIFICATION)
+
+    async with connect_as("outbox_worker") as conn:
+        cursor = await conn.execute(CLAIM_URGENT, (10,))
+        taken = await cursor.fetchall()
+        cursor = await conn.execute(CLAIM_URGENT, (10,))
+        again = await cursor.fetchall()
+    async with connect_as() as conn:
+        cursor = await conn.execute(
+            "SELECT purpose, priority, state FROM outbox.messages ORDER BY created_at, id"
+        )
+        left = await cursor.fetchall()
+
+    assert [("security_notice", 2), ("sign_up", 2)] == taken  # oldest first
+    assert [] == again  # leased: not claimed twice
+    assert [
+        ("notification", 1, "pending"),
+        ("security_notice", 0, "pending"),
+        ("security_notice", 2, "leased"),
+        ("sign_up", 2, "leased"),
+        ("notification", 1, "pending"),
+    ] == left
+
+
+async def test_the_urgent_claim_refuses_bad_arguments_and_other_roles(connect_as) -> None:
+    async with connect_as("outbox_worker") as conn:
+        for arguments, refused in (
+            ("'', 1, 60", "p_owner"),
+            ("'w', 0, 60", "p_limit"),
+            ("'w', 1, 0", "p_lease_seconds"),
+        ):
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match=refused):
+                await conn.execute(f"SELECT * FROM outbox.claim_urgent_messages({arguments})")
+    async with connect_as("outbox_producer") as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            await conn.execute("SELECT * FROM outbox.claim_urgent_messages('w', 1, 60)")
+
+
+@pytest.mark.parametrize(
+    ("message", "wakes"),
+    [(NOTIFICATION, False), (LOW_NOTICE, False), (NOTICE, True), (CODE, True)],
+)
+async def test_only_a_high_priority_enqueue_wakes_the_reserved_slot(
+    connect_as, message: dict[str, object], wakes: bool
+) -> None:
+    async with connect_as("outbox_worker") as listener:
+        await listener.execute("LISTEN outbox_urgent")
+        await listener.execute("LISTEN outbox_work")
+        await _enqueue(connect_as, message)
+        channels = [n.channel async for n in listener.notifies(timeout=0.5)]
+
+    expected = ["outbox_work", "outbox_urgent"] if wakes else ["outbox_work"]
+    assert expected == channels
