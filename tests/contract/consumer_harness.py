@@ -3,7 +3,8 @@
 ``MemoryConsumerHarness`` drives the fake; ``PostgresConsumerHarness`` the real adapter, on a
 pool acting as a role mapped to the shop module and a superuser connection that registers,
 publishes and reads. Both keep a handler's effects: an effect is written through the
-handler's transaction handle and read back once committed.
+handler's transaction handle and read back once committed, with the transaction that
+committed it (PostgreSQL's ``txid_current()``, the fake's commit number).
 """
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ class ConsumerHarness(Protocol):
     async def set_active(self, active: bool) -> None: ...
     async def replay(self, from_sequence: int) -> int: ...
     async def after_lease(self) -> None: ...
+    async def cut_lease(self, delivery_id: UUID) -> None: ...
     async def write_effect(self, handle: Any, event: DeliveredEvent) -> None: ...
     async def effects(self) -> list[tuple[UUID, int]]: ...
+    async def effect_transactions(self) -> dict[UUID, int]: ...
     async def states(self) -> list[str]: ...
 
 
@@ -82,11 +85,19 @@ class MemoryConsumerHarness:
     async def after_lease(self) -> None:
         self.fake.clock.advance(self.short_lease + timedelta(seconds=1))
 
+    async def cut_lease(self, delivery_id: UUID) -> None:
+        [delivery] = [d for d in self.fake.deliveries if d.id == delivery_id]
+        delivery.lease_expires_at = self.fake.clock.now()
+
     async def write_effect(self, handle: Any, event: DeliveredEvent) -> None:
         handle.append((event.event_id, event.replay_round))
 
     async def effects(self) -> list[tuple[UUID, int]]:
         return sorted(self.fake.effects)
+
+    async def effect_transactions(self) -> dict[UUID, int]:
+        effects = zip(self.fake.effects, self.fake.effect_commits, strict=True)
+        return {event_id: commit for (event_id, _), commit in effects}
 
     async def states(self) -> list[str]:
         return [d.state for d in sorted(self.fake.deliveries, key=lambda d: d.sequence)]
@@ -104,10 +115,12 @@ class PostgresConsumerHarness:
         self.role = role
 
     async def prepare(self) -> None:
-        """The effects table the handlers write, readable and writable by the role only."""
+        """The effects table the handlers write, readable and writable by the role only; each
+        row keeps the transaction that wrote it (top level: a savepoint's rows say the same)."""
         await self.owner.execute(
             "CREATE TABLE public.consumer_effects (event_id uuid NOT NULL,"
-            " replay_round integer NOT NULL, PRIMARY KEY (event_id, replay_round))"
+            " replay_round integer NOT NULL, PRIMARY KEY (event_id, replay_round),"
+            " txid bigint NOT NULL DEFAULT txid_current())"
         )
         await self.owner.execute(f"GRANT INSERT, SELECT ON public.consumer_effects TO {self.role}")
 
@@ -148,6 +161,13 @@ class PostgresConsumerHarness:
     async def after_lease(self) -> None:
         await asyncio.sleep(self.short_lease.total_seconds() + 0.1)
 
+    async def cut_lease(self, delivery_id: UUID) -> None:
+        await self.owner.execute(
+            "UPDATE events.consumer_deliveries SET lease_expires_at = statement_timestamp()"
+            " WHERE id = %s",
+            (delivery_id,),
+        )
+
     async def write_effect(self, handle: Any, event: DeliveredEvent) -> None:
         await handle.execute(
             "INSERT INTO public.consumer_effects (event_id, replay_round) VALUES (%s, %s)",
@@ -157,6 +177,10 @@ class PostgresConsumerHarness:
     async def effects(self) -> list[tuple[UUID, int]]:
         cursor = await self.owner.execute("SELECT event_id, replay_round FROM consumer_effects")
         return sorted(await cursor.fetchall())
+
+    async def effect_transactions(self) -> dict[UUID, int]:
+        cursor = await self.owner.execute("SELECT event_id, txid FROM consumer_effects")
+        return dict(await cursor.fetchall())
 
     async def states(self) -> list[str]:
         cursor = await self.owner.execute(

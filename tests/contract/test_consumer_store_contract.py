@@ -2,7 +2,8 @@
 
 Most tests drive the store through the runner use case (ProcessDeliveries) with a handler that
 writes one effect row through the transaction it is given, so each proves what matters: an
-effect exists exactly when its delivery completed.
+effect exists exactly when its delivery completed. A batch's handlers share one transaction,
+each in a savepoint; the batch's attempts are recorded in one call and commit once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
+import attrs
 import pytest
 
 from outbox.adapters.postgres.pool import open_pool
@@ -180,15 +182,24 @@ class _Rollback(Exception):
 
 
 async def _complete_and_roll_back(consumers: ConsumerHarness, claimed: ClaimedDelivery) -> None:
-    async with consumers.store.transaction() as transaction:
-        await consumers.write_effect(transaction.handle, claimed.event)
-        raise _Rollback(await transaction.record(ProcessingAttempt.completed(claimed)))
+    async with consumers.store.batch() as batch:
+        await consumers.write_effect(batch.handle, claimed.event)
+        [result] = await batch.record([ProcessingAttempt.completed(claimed)])
+        raise _Rollback(result)
 
 
 async def _complete(consumers: ConsumerHarness, claimed: ClaimedDelivery) -> RecordResult:
-    async with consumers.store.transaction() as transaction:
-        await consumers.write_effect(transaction.handle, claimed.event)
-        return await transaction.record(ProcessingAttempt.completed(claimed))
+    async with consumers.store.batch() as batch:
+        await consumers.write_effect(batch.handle, claimed.event)
+        [result] = await batch.record([ProcessingAttempt.completed(claimed)])
+        return result
+
+
+async def _record(
+    consumers: ConsumerHarness, attempts: list[ProcessingAttempt]
+) -> list[RecordResult]:
+    async with consumers.store.batch() as batch:
+        return list(await batch.record(attempts))
 
 
 async def test_a_completion_under_a_lost_lease_is_refused(consumers: ConsumerHarness) -> None:
@@ -234,7 +245,7 @@ async def test_a_paused_consumer_claims_nothing_and_cannot_complete(
         consumer=CONSUMER, owner="a", limit=10, lease=timedelta(seconds=30)
     )
     with pytest.raises(ConsumerPaused):
-        await consumers.store.record(ProcessingAttempt.completed(claimed))
+        await _record(consumers, [ProcessingAttempt.completed(claimed)])
     await consumers.set_active(True)
     result = await _runner(consumers, _effect_registry(consumers))(CONSUMER)
     assert 1 == result.completed  # the one published while paused
@@ -288,3 +299,147 @@ async def test_another_module_s_consumer_is_refused(consumers: ConsumerHarness) 
         await consumers.store.claim(
             consumer="billing.ledger", owner="a", limit=1, lease=timedelta(seconds=30)
         )
+
+
+def _failing_for(
+    consumers: ConsumerHarness, failing: set[uuid.UUID], *, error: Exception
+) -> ConsumerRegistry:
+    """Writes each event's effect; then raises ``error`` for the events in ``failing``."""
+    registry = ConsumerRegistry()
+
+    @registry.register(CONSUMER, event_types=[EVENT_TYPE], versions=(1, 2))
+    async def write(event: DeliveredEvent, handle: object) -> None:
+        await consumers.write_effect(handle, event)
+        if event.event_id in failing:
+            raise error
+
+    return registry
+
+
+async def test_a_failing_handler_in_a_batch_rolls_back_only_its_own_effect(
+    consumers: ConsumerHarness,
+) -> None:
+    ids = [await consumers.publish(ORG_A, aggregate=("o", str(n))) for n in range(3)]
+    registry = _failing_for(consumers, {ids[1]}, error=RuntimeError("no"))
+
+    result = await _runner(consumers, registry, concurrency=1)(CONSUMER)
+
+    assert (3, 2, 1) == (result.claimed, result.completed, result.retried)
+    assert sorted([(ids[0], 0), (ids[2], 0)]) == await consumers.effects()
+    assert ["completed", "pending", "completed"] == await consumers.states()
+    # The two effects around the failed one committed in one transaction.
+    assert 1 == len(set((await consumers.effect_transactions()).values()))
+
+
+async def test_a_lost_lease_keeps_that_delivery_s_effect_out_while_the_others_commit(
+    consumers: ConsumerHarness,
+) -> None:
+    ids = [await consumers.publish(ORG_A, aggregate=("o", str(n))) for n in range(3)]
+    starts: list[uuid.UUID] = []
+    registry = ConsumerRegistry()
+
+    @registry.register(CONSUMER, event_types=[EVENT_TYPE], versions=(1, 2))
+    async def write(event: DeliveredEvent, handle: object) -> None:
+        starts.append(event.event_id)
+        await consumers.write_effect(handle, event)
+        if event.event_id == ids[1]:
+            await consumers.cut_lease(event.delivery_id)  # another process may take it now
+
+    result = await _runner(consumers, registry, concurrency=1)(CONSUMER)
+
+    assert (3, 2, 1) == (result.claimed, result.completed, result.lease_lost)
+    assert sorted([(ids[0], 0), (ids[2], 0)]) == await consumers.effects()
+    assert ["completed", "leased", "completed"] == await consumers.states()
+    # The batch rolled back and the other two ran again, in a transaction of their own.
+    assert [*ids, ids[0], ids[2]] == starts
+    assert 1 == len(set((await consumers.effect_transactions()).values()))
+
+
+async def test_a_batch_commits_once_per_group(consumers: ConsumerHarness) -> None:
+    ids = [await consumers.publish(ORG_A, aggregate=("o", str(n))) for n in range(6)]
+
+    result = await _runner(consumers, _effect_registry(consumers), concurrency=2)(CONSUMER)
+
+    assert 6 == result.completed
+    transactions = await consumers.effect_transactions()
+    assert set(ids) == set(transactions)
+    # Two groups of three, in claim order, each its own transaction.
+    assert {transactions[i] for i in ids[:3]} != {transactions[i] for i in ids[3:]}
+    assert 1 == len({transactions[i] for i in ids[:3]})
+    assert 1 == len({transactions[i] for i in ids[3:]})
+    if isinstance(consumers, PostgresConsumerHarness):
+        # Each completion was recorded in the transaction of its effect.
+        cursor = await consumers.owner.execute(
+            "SELECT count(*) FROM public.consumer_effects AS e"
+            " JOIN events.consumer_deliveries AS d ON d.domain_event_id = e.event_id"
+            " JOIN events.consumer_processing_attempts AS a ON a.delivery_id = d.id"
+            " WHERE a.xmin::text = (e.txid % 4294967296)::text"
+        )
+        assert (6,) == await cursor.fetchone()
+
+
+async def test_a_batch_record_answers_each_attempt_in_order(consumers: ConsumerHarness) -> None:
+    await consumers.register(max_attempts=1)
+    for n in range(4):
+        await consumers.publish(ORG_A, aggregate=("o", str(n)))
+    first, second, third, fourth = await consumers.store.claim(
+        consumer=CONSUMER, owner="a", limit=4, lease=timedelta(seconds=30)
+    )
+    retry_at = consumers.clock.now() + timedelta(minutes=1)
+    stale = attrs.evolve(ProcessingAttempt.completed(third), lease_token=uuid.uuid4())
+
+    results = await _record(
+        consumers,
+        [
+            ProcessingAttempt.completed(first),
+            ProcessingAttempt.completed(first),  # named twice: the first counts
+            stale,
+            ProcessingAttempt(
+                delivery_id=second.event.delivery_id,
+                lease_token=second.lease_token,
+                attempt=1,
+                outcome="retry",  # at the cap: dead-lettered
+                error_class="ValueError",
+                retry_at=retry_at,
+            ),
+            ProcessingAttempt(
+                delivery_id=fourth.event.delivery_id,
+                lease_token=fourth.lease_token,
+                attempt=1,
+                outcome="dead_letter",
+                error_class="Reject",
+                code="bad_order",
+            ),
+        ],
+    )
+
+    recorded, lost = RecordResult.RECORDED, RecordResult.LEASE_LOST
+    assert [recorded, lost, lost, recorded, recorded] == results
+    assert ["completed", "dead_lettered", "leased", "dead_lettered"] == await consumers.states()
+
+
+async def test_a_paused_consumer_s_batch_records_nothing(consumers: ConsumerHarness) -> None:
+    for n in range(2):
+        await consumers.publish(ORG_A, aggregate=("o", str(n)))
+    claimed = await consumers.store.claim(
+        consumer=CONSUMER, owner="a", limit=2, lease=timedelta(seconds=30)
+    )
+    await consumers.set_active(False)
+
+    with pytest.raises(ConsumerPaused):
+        await _record(consumers, [ProcessingAttempt.completed(c) for c in claimed])
+
+    assert ["leased", "leased"] == await consumers.states()
+
+
+async def test_an_ordered_consumer_s_batch_hands_each_aggregate_on(
+    consumers: ConsumerHarness,
+) -> None:
+    for n in range(3):
+        await consumers.publish(ORG_A, aggregate=("o", str(n)))
+        await consumers.publish(ORG_A, aggregate=("o", str(n)))
+    run = _runner(consumers, _effect_registry(consumers), concurrency=1)
+
+    assert 3 == (await run(CONSUMER)).completed  # one head per aggregate
+    assert 3 == (await run(CONSUMER)).completed  # then each aggregate's next
+    assert ["completed"] * 6 == await consumers.states()

@@ -8,13 +8,17 @@ tests/contract/test_consumer_store_contract.py runs the same tests against it an
 - claim: the consumer's pending-and-due or lease-expired deliveries, organizations in equal
   shares first, the rest oldest first; nothing while paused; PermissionDenied for a consumer
   of another module than ``module`` (the role's).
-- record: fenced by token, live lease and attempt; a retry at the attempt cap dead-letters
-  (``attempts_exhausted``); a paused consumer raises ConsumerPaused; the end of an ordered
-  consumer's delivery makes the next of its aggregate pending.
-- ``transaction()``: what is recorded in it, and what the handler writes to its ``handle``
-  (a list), takes effect only when the block ends without an error.
+- record (0050_batched_completions.sql): each attempt fenced by token, live lease and
+  attempt; a retry at the attempt cap dead-letters (``attempts_exhausted``); a paused
+  consumer raises ConsumerPaused and records none of the call's attempts; a delivery named
+  twice counts once; the end of an ordered consumer's delivery makes the next of its aggregate
+  pending.
+- ``batch()``: a transaction. What is recorded in it, and what the handlers append to its
+  ``handle`` (a list), takes effect only when the block ends without an error; a savepoint
+  that ends with an error drops what was appended inside it.
 
-Time is ``clock``; inspect ``deliveries``, ``attempts`` and ``effects``.
+Time is ``clock``; inspect ``deliveries``, ``attempts``, ``effects`` and, for each effect,
+``effect_commits``: the number of the commit that kept it (one per batch that committed).
 """
 
 from __future__ import annotations
@@ -118,6 +122,8 @@ class FakeConsumerStore:
     deliveries: list[FakeDelivery] = attrs.field(factory=list)
     attempts: list[ProcessingAttempt] = attrs.field(factory=list)
     effects: list[Any] = attrs.field(factory=list)
+    effect_commits: list[int] = attrs.field(factory=list)
+    commits: int = 0
     _sequences: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
     _publications: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
     published: list[FakeEvent] = attrs.field(factory=list)
@@ -345,36 +351,46 @@ class FakeConsumerStore:
             if following is not None and following.state == "waiting":
                 following.state, following.available_at = "pending", now
 
-    async def record(self, attempt: ProcessingAttempt) -> RecordResult:
-        """Record ``attempt`` at once (its own transaction)."""
-        apply = self._check(attempt)
-        if apply is None:
-            return RecordResult.LEASE_LOST
-        apply()
-        return RecordResult.RECORDED
-
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[FakeTransaction]:
-        """Changes recorded in the block, and the handler's effects, kept only on success."""
-        transaction = FakeTransaction(self)
-        yield transaction
-        for apply in transaction.staged:
+    async def batch(self) -> AsyncIterator[FakeBatch]:
+        """Changes recorded in the block, and the handlers' effects, kept only on success."""
+        batch = FakeBatch(self)
+        yield batch
+        for apply in batch.staged:
             apply()
-        self.effects.extend(transaction.handle)
+        self.commits += 1
+        self.effects.extend(batch.handle)
+        self.effect_commits.extend([self.commits] * len(batch.handle))
 
 
 @attrs.define
-class FakeTransaction:
-    """A handler's transaction: ``handle`` is a list the handler appends its effects to."""
+class FakeBatch:
+    """A batch's transaction: ``handle`` is a list the handlers append their effects to."""
 
     store: FakeConsumerStore
     handle: list[Any] = attrs.field(factory=list)
     staged: list[Callable[[], None]] = attrs.field(factory=list)
 
-    async def record(self, attempt: ProcessingAttempt) -> RecordResult:
-        """Check ``attempt`` now; apply it when the transaction commits."""
-        apply = self.store._check(attempt)
-        if apply is None:
-            return RecordResult.LEASE_LOST
-        self.staged.append(apply)
-        return RecordResult.RECORDED
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """Drops what was appended to ``handle`` inside the block when it raises."""
+        mark = len(self.handle)
+        try:
+            yield
+        except BaseException:
+            del self.handle[mark:]
+            raise
+
+    async def record(self, attempts: Sequence[ProcessingAttempt]) -> list[RecordResult]:
+        """Check every attempt now (a refusal records none); apply them when the batch
+        commits."""
+        named: set[UUID] = set()
+        checked: list[Callable[[], None] | None] = []
+        for attempt in attempts:
+            apply = None if attempt.delivery_id in named else self.store._check(attempt)
+            named.add(attempt.delivery_id)
+            checked.append(apply)
+        self.staged.extend(apply for apply in checked if apply is not None)
+        return [
+            RecordResult.LEASE_LOST if apply is None else RecordResult.RECORDED for apply in checked
+        ]

@@ -3,8 +3,10 @@
 It runs the real runner (``run_consumers``) with one handler, registered here, that writes an
 effect row through the transaction it is given, and first notes, on a connection of its own
 (outside that transaction), that it started: starts may repeat (a lease lost, a SIGKILL),
-effects must not. Configured by the environment: OUTBOX_DATABASE_URL (a superuser's),
-EFFECT_CONSUMER_ROLE (the role it acts as), EFFECT_CONSUMER_LEASE_SECONDS.
+effects must not. An effect row keeps the id of the top-level transaction that wrote it
+(``txid``: the handler writes inside its savepoint, whose rows carry a subtransaction's xmin).
+Configured by the environment: OUTBOX_DATABASE_URL (a superuser's), EFFECT_CONSUMER_ROLE (the
+role it acts as), EFFECT_CONSUMER_LEASE_SECONDS.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ CREATE TABLE IF NOT EXISTS public.consumer_starts (
 );
 CREATE TABLE IF NOT EXISTS public.consumer_effects (
     event_id uuid NOT NULL, delivery_id uuid NOT NULL, replay_round integer NOT NULL,
-    pid integer NOT NULL
+    pid integer NOT NULL, txid bigint NOT NULL DEFAULT txid_current()
 );
 """
 

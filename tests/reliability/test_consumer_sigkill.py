@@ -111,14 +111,19 @@ async def test_sigkill_and_lost_leases_never_double_an_effect(
             " SELECT event_id, count(*) AS n FROM public.consumer_effects GROUP BY event_id) AS x"
         )
         assert (EVENTS, EVENTS, 1) == await cursor.fetchone()
-        # Each effect was written in the transaction of its delivery's one completion.
+        # Each effect was written in the transaction of its delivery's one completion (the
+        # effect's top-level transaction: the attempt row's xmin).
         cursor = await owner.execute(
             "SELECT count(*) FROM public.consumer_effects AS e"
             " JOIN events.consumer_processing_attempts AS a"
             "   ON a.delivery_id = e.delivery_id AND a.outcome = 'completed'"
-            " WHERE e.xmin::text = a.xmin::text"
+            " WHERE (e.txid % 4294967296)::text = a.xmin::text"
         )
         assert (EVENTS,) == await cursor.fetchone()
+        # Batches: many effects commit in one transaction.
+        cursor = await owner.execute("SELECT count(DISTINCT txid) FROM public.consumer_effects")
+        (transactions,) = await cursor.fetchone()
+        assert transactions < EVENTS / 2, transactions
         cursor = await owner.execute(
             "SELECT count(*) FROM events.consumer_processing_attempts WHERE outcome = 'completed'"
         )

@@ -1,8 +1,8 @@
 """A consumer process's view of its deliveries (ConsumerStore) over the consumer functions.
 
-The handler's transaction is a pooled connection inside ``conn.transaction()``: the handler
-gets that AsyncConnection and writes through it; the completion is recorded on it, and the
-block's end commits both.
+A batch's transaction is a pooled connection inside ``conn.transaction()``: each handler gets
+that AsyncConnection inside a savepoint (a nested ``conn.transaction()``) and writes through
+it; the batch's attempts are recorded on it in one call, and the block's end commits them all.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ SELECT delivery_id, domain_event_id, organization_id, event_type, contract_versi
 FROM events.claim_consumer_deliveries(%s::text, %s::text, %s::integer, %s::double precision)
 """
 RECORD = """
-SELECT events.record_consumer_processing_attempt(
-    %s::uuid, %s::uuid, %s::integer, %s::text, %s::text, %s::text, %s::timestamptz
+SELECT result
+FROM events.record_consumer_processing_attempts(
+    %s::uuid[], %s::uuid[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::timestamptz[]
 )
 """
 
@@ -84,25 +85,20 @@ def _claimed(row: tuple[Any, ...]) -> ClaimedDelivery:
     )
 
 
-def _params(attempt: ProcessingAttempt) -> tuple[object, ...]:
+def _columns(attempts: Sequence[ProcessingAttempt]) -> tuple[list[object], ...]:
+    """The record's arrays: one element per attempt in each."""
     return (
-        attempt.delivery_id,
-        attempt.lease_token,
-        attempt.attempt,
-        attempt.outcome,
-        attempt.error_class,
-        attempt.code,
-        attempt.retry_at,
+        [a.delivery_id for a in attempts],
+        [a.lease_token for a in attempts],
+        [a.attempt for a in attempts],
+        [a.outcome for a in attempts],
+        [a.error_class for a in attempts],
+        [a.code for a in attempts],
+        [a.retry_at for a in attempts],
     )
 
 
-async def _record_on(conn: AsyncConnection, attempt: ProcessingAttempt) -> RecordResult:
-    cursor = await conn.execute(RECORD, _params(attempt))
-    row = await cursor.fetchone()
-    return RecordResult(row[0]) if row is not None else RecordResult.LEASE_LOST
-
-
-class PostgresDeliveryTransaction:
+class PostgresDeliveryBatch:
     """One open transaction on one connection; ``handle`` is that AsyncConnection."""
 
     def __init__(self, conn: AsyncConnection) -> None:
@@ -110,13 +106,25 @@ class PostgresDeliveryTransaction:
 
     @property
     def handle(self) -> AsyncConnection:
-        """The connection, inside its transaction, for the handler's own statements."""
+        """The connection, inside its transaction, for the handlers' own statements."""
         return self._conn
 
-    async def record(self, attempt: ProcessingAttempt) -> RecordResult:
-        """Record ``attempt`` in this transaction (it commits with the handler's writes)."""
+    @asynccontextmanager
+    async def savepoint(self) -> AsyncIterator[None]:
+        """SAVEPOINT; RELEASE at the end, ROLLBACK TO it when the block raises."""
         with translated_errors():
-            return await _record_on(self._conn, attempt)
+            async with self._conn.transaction():
+                yield
+
+    async def record(self, attempts: Sequence[ProcessingAttempt]) -> list[RecordResult]:
+        """Record ``attempts`` in this transaction, in one statement (they commit with the
+        handlers' writes)."""
+        if not attempts:
+            return []
+        with translated_errors():
+            cursor = await self._conn.execute(RECORD, _columns(attempts))
+            rows = await cursor.fetchall()
+        return [RecordResult(result) for (result,) in rows]
 
 
 class PostgresConsumerStore:
@@ -165,18 +173,12 @@ class PostgresConsumerStore:
         return [_claimed(row) for row in rows]
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[PostgresDeliveryTransaction]:
+    async def batch(self) -> AsyncIterator[PostgresDeliveryBatch]:
         """A pooled connection in a transaction: committed at the end, rolled back on error."""
         with translated_errors():
             async with self._pool.connection() as conn, conn.transaction():
                 await self._acting(conn)
-                yield PostgresDeliveryTransaction(conn)
-
-    async def record(self, attempt: ProcessingAttempt) -> RecordResult:
-        """Record ``attempt`` in a transaction of its own."""
-        with translated_errors():
-            async with self._connection() as conn:
-                return await _record_on(conn, attempt)
+                yield PostgresDeliveryBatch(conn)
 
 
 LAG = """

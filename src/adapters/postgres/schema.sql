@@ -1547,113 +1547,236 @@ $$;
 CREATE FUNCTION events.record_consumer_processing_attempt(p_delivery_id uuid, p_lease_token uuid, p_attempt integer, p_outcome text, p_error_class text DEFAULT NULL::text, p_code text DEFAULT ''::text, p_retry_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN (
+        SELECT r.result
+        FROM events.record_consumer_processing_attempts(
+            ARRAY[p_delivery_id], ARRAY[p_lease_token], ARRAY[p_attempt], ARRAY[p_outcome],
+            ARRAY[p_error_class], ARRAY[p_code], ARRAY[p_retry_at]
+        ) AS r
+    );
+END
+$$;
+
+--
+-- Name: record_consumer_processing_attempts(uuid[], uuid[], integer[], text[], text[], text[], timestamp with time zone[]); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.record_consumer_processing_attempts(p_delivery_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], p_outcomes text[], p_error_classes text[], p_codes text[], p_retry_at timestamp with time zone[]) RETURNS TABLE(result text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
+#variable_conflict use_column
 DECLARE
     v_now timestamptz := pg_catalog.statement_timestamp();
     v_module text := events.calling_module();
-    v_delivery events.consumer_deliveries%ROWTYPE;
-    v_consumer events.consumers%ROWTYPE;
-    v_outcome text := p_outcome;
-    v_state text;
+    v_count integer := pg_catalog.cardinality(p_delivery_ids);
+    v_refused record;
+    v_consumer_id uuid;
+    v_key bigint;
+    v_ok bigint[];
+    v_outcomes text[];  -- per element: what is recorded (a retry at the cap dead-letters), or
+                        -- NULL when its fence failed
 BEGIN
-    IF p_outcome IS NULL OR p_outcome NOT IN ('completed', 'retry', 'dead_letter') THEN
-        RAISE EXCEPTION 'p_outcome: expected completed, retry or dead_letter, got %', p_outcome
+    IF v_count IS NULL
+        OR pg_catalog.cardinality(p_lease_tokens) IS DISTINCT FROM v_count
+        OR pg_catalog.cardinality(p_attempts) IS DISTINCT FROM v_count
+        OR pg_catalog.cardinality(p_outcomes) IS DISTINCT FROM v_count
+        OR pg_catalog.cardinality(p_error_classes) IS DISTINCT FROM v_count
+        OR pg_catalog.cardinality(p_codes) IS DISTINCT FROM v_count
+        OR pg_catalog.cardinality(p_retry_at) IS DISTINCT FROM v_count
+    THEN
+        RAISE EXCEPTION 'p_delivery_ids: every array needs exactly one element per delivery'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF (p_outcome = 'retry') <> (p_retry_at IS NOT NULL) THEN
+    IF EXISTS (
+        SELECT 1 FROM pg_catalog.unnest(p_outcomes) AS o (outcome)
+        WHERE o.outcome IS NULL OR o.outcome NOT IN ('completed', 'retry', 'dead_letter')
+    ) THEN
+        RAISE EXCEPTION 'p_outcomes: expected completed, retry or dead_letter'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (
+        SELECT 1
+        FROM ROWS FROM (pg_catalog.unnest(p_outcomes), pg_catalog.unnest(p_retry_at))
+            AS r (outcome, retry_at)
+        WHERE (r.outcome = 'retry') <> (r.retry_at IS NOT NULL)
+    ) THEN
         RAISE EXCEPTION 'p_retry_at: a retry names its time, no other outcome does'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_retry_at <= v_now THEN
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(p_retry_at) AS r (at) WHERE r.at <= v_now) THEN
         RAISE EXCEPTION 'p_retry_at: a retry time must be in the future'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_error_class IS NOT NULL AND p_error_class !~ '^[A-Za-z_][A-Za-z0-9_.]{0,99}$' THEN
-        RAISE EXCEPTION 'p_error_class: expected a class name'
+    IF EXISTS (
+        SELECT 1 FROM pg_catalog.unnest(p_error_classes) AS e (error_class)
+        WHERE e.error_class !~ '^[A-Za-z_][A-Za-z0-9_.]{0,99}$'
+    ) THEN
+        RAISE EXCEPTION 'p_error_classes: expected class names'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF pg_catalog.length(COALESCE(p_code, '')) > 100 THEN
-        RAISE EXCEPTION 'p_code: at most 100 characters' USING ERRCODE = 'invalid_parameter_value';
+    IF EXISTS (
+        SELECT 1 FROM pg_catalog.unnest(p_codes) AS c (code)
+        WHERE pg_catalog.length(COALESCE(c.code, '')) > 100
+    ) THEN
+        RAISE EXCEPTION 'p_codes: at most 100 characters each'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF v_count = 0 THEN
+        RETURN;
     END IF;
 
-    SELECT * INTO v_delivery FROM events.consumer_deliveries AS d WHERE d.id = p_delivery_id;
-    IF NOT FOUND THEN
-        RETURN 'lease_lost';  -- purged with its event, or never there
-    END IF;
-    SELECT * INTO v_consumer FROM events.consumers AS c WHERE c.id = v_delivery.consumer_id;
-    IF v_consumer.owner_module_code <> v_module THEN
-        RAISE EXCEPTION 'consumer % is module %''s, not %''s', v_consumer.code,
-            v_consumer.owner_module_code, v_module
+    -- A delivery not found was purged with its event, or never there: it answers lease_lost.
+    -- Every one found must be the caller's module's, of an active consumer.
+    SELECT c.code, c.owner_module_code INTO v_refused
+    FROM events.consumer_deliveries AS d
+    JOIN events.consumers AS c ON c.id = d.consumer_id
+    WHERE d.id = ANY (p_delivery_ids) AND c.owner_module_code <> v_module
+    ORDER BY c.code
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'consumer % is module %''s, not %''s', v_refused.code,
+            v_refused.owner_module_code, v_module
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    IF NOT v_consumer.active THEN
-        RAISE EXCEPTION 'consumer % is paused', v_consumer.code USING ERRCODE = 'OXE04';
+    SELECT c.code INTO v_refused
+    FROM events.consumer_deliveries AS d
+    JOIN events.consumers AS c ON c.id = d.consumer_id
+    WHERE d.id = ANY (p_delivery_ids) AND NOT c.active
+    ORDER BY c.code
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'consumer % is paused', v_refused.code USING ERRCODE = 'OXE04';
     END IF;
 
-    PERFORM pg_catalog.pg_advisory_xact_lock_shared(events.consumer_lock_key(v_consumer.id));
-    IF v_consumer.ordered THEN
-        PERFORM pg_catalog.pg_advisory_xact_lock(events.consumer_aggregate_lock_key(
-            v_consumer.id, v_delivery.organization_id, v_delivery.aggregate_type,
-            v_delivery.aggregate_id
-        ));
-    END IF;
-    SELECT * INTO v_delivery FROM events.consumer_deliveries AS d
-    WHERE d.id = p_delivery_id
-    FOR UPDATE;
-    IF v_delivery.state <> 'leased'
-        OR v_delivery.lease_token IS DISTINCT FROM p_lease_token
-        OR v_delivery.lease_expires_at <= v_now
-        OR p_attempt IS DISTINCT FROM v_delivery.attempt_count + 1
-    THEN
-        RETURN 'lease_lost';
-    END IF;
+    FOR v_consumer_id IN
+        SELECT DISTINCT d.consumer_id
+        FROM events.consumer_deliveries AS d
+        WHERE d.id = ANY (p_delivery_ids)
+        ORDER BY d.consumer_id
+    LOOP
+        PERFORM pg_catalog.pg_advisory_xact_lock_shared(events.consumer_lock_key(v_consumer_id));
+    END LOOP;
+    FOR v_key IN
+        SELECT DISTINCT events.consumer_aggregate_lock_key(
+                   d.consumer_id, d.organization_id, d.aggregate_type, d.aggregate_id
+               ) AS lock_key
+        FROM events.consumer_deliveries AS d
+        JOIN events.consumers AS c ON c.id = d.consumer_id
+        WHERE d.id = ANY (p_delivery_ids) AND c.ordered
+        ORDER BY lock_key
+    LOOP
+        PERFORM pg_catalog.pg_advisory_xact_lock(v_key);
+    END LOOP;
 
-    IF p_outcome = 'retry' AND p_attempt >= v_consumer.max_attempts THEN
-        v_outcome := 'dead_letter';
-    END IF;
+    -- The elements whose fence holds, their deliveries locked; a delivery named twice counts
+    -- once (the first).
+    SELECT COALESCE(pg_catalog.array_agg(i.ord), '{}') INTO v_ok
+    FROM (
+        SELECT DISTINCT ON (u.delivery_id) u.*
+        FROM ROWS FROM (
+            pg_catalog.unnest(p_delivery_ids), pg_catalog.unnest(p_lease_tokens),
+            pg_catalog.unnest(p_attempts)
+        ) WITH ORDINALITY AS u (delivery_id, lease_token, attempt, ord)
+        ORDER BY u.delivery_id, u.ord
+    ) AS i
+    JOIN LATERAL (
+        SELECT d.id FROM events.consumer_deliveries AS d
+        WHERE d.id = i.delivery_id AND d.state = 'leased' AND d.lease_token = i.lease_token
+          AND d.lease_expires_at > v_now AND i.attempt = d.attempt_count + 1
+        FOR UPDATE
+    ) AS locked ON true;
+
+    SELECT pg_catalog.array_agg(
+               CASE
+                   WHEN NOT (i.ord = ANY (v_ok)) THEN NULL
+                   WHEN i.outcome = 'retry' AND i.attempt >= c.max_attempts THEN 'dead_letter'
+                   ELSE i.outcome
+               END
+               ORDER BY i.ord
+           )
+    INTO v_outcomes
+    FROM ROWS FROM (
+        pg_catalog.unnest(p_delivery_ids), pg_catalog.unnest(p_attempts),
+        pg_catalog.unnest(p_outcomes)
+    ) WITH ORDINALITY AS i (delivery_id, attempt, outcome, ord)
+    LEFT JOIN events.consumer_deliveries AS d ON d.id = i.delivery_id
+    LEFT JOIN events.consumers AS c ON c.id = d.consumer_id;
+
+    -- The history first, while each delivery is still under its lease (the sequence trigger
+    -- checks it against the delivery), then the deliveries.
     INSERT INTO events.consumer_processing_attempts (
         delivery_id, attempt, outcome, error_class, code, recorded_at, retry_at, lease_token
-    ) VALUES (
-        p_delivery_id, p_attempt, v_outcome, p_error_class, COALESCE(p_code, ''), v_now,
-        CASE WHEN v_outcome = 'retry' THEN p_retry_at END, p_lease_token
-    );
-    v_state := CASE v_outcome
-        WHEN 'completed' THEN 'completed' WHEN 'retry' THEN 'pending' ELSE 'dead_lettered'
-    END;
+    )
+    SELECT i.delivery_id, i.attempt, i.recorded, i.error_class, COALESCE(i.code, ''), v_now,
+           CASE WHEN i.recorded = 'retry' THEN i.retry_at END, i.lease_token
+    FROM ROWS FROM (
+        pg_catalog.unnest(p_delivery_ids), pg_catalog.unnest(p_lease_tokens),
+        pg_catalog.unnest(p_attempts), pg_catalog.unnest(v_outcomes),
+        pg_catalog.unnest(p_error_classes), pg_catalog.unnest(p_codes),
+        pg_catalog.unnest(p_retry_at)
+    ) WITH ORDINALITY AS i (
+        delivery_id, lease_token, attempt, recorded, error_class, code, retry_at, ord
+    )
+    WHERE i.recorded IS NOT NULL
+    ORDER BY i.ord;
+
     UPDATE events.consumer_deliveries AS d
-    SET state = v_state,
+    SET state = CASE i.recorded
+            WHEN 'completed' THEN 'completed' WHEN 'retry' THEN 'pending' ELSE 'dead_lettered'
+        END,
         lease_owner = NULL,
         lease_token = NULL,
         lease_expires_at = NULL,
-        attempt_count = p_attempt,
-        available_at = CASE WHEN v_outcome = 'retry' THEN p_retry_at ELSE d.available_at END,
-        completed_at = CASE WHEN v_outcome = 'completed' THEN v_now END,
-        dead_lettered_at = CASE WHEN v_outcome = 'dead_letter' THEN v_now END,
+        attempt_count = i.attempt,
+        available_at = CASE WHEN i.recorded = 'retry' THEN i.retry_at ELSE d.available_at END,
+        completed_at = CASE WHEN i.recorded = 'completed' THEN v_now END,
+        dead_lettered_at = CASE WHEN i.recorded = 'dead_letter' THEN v_now END,
         dead_letter_reason = CASE
-            WHEN v_outcome = 'dead_letter' AND p_outcome = 'retry' THEN 'attempts_exhausted'
-            WHEN v_outcome = 'dead_letter' THEN 'rejected'
+            WHEN i.recorded = 'dead_letter' AND i.asked = 'retry' THEN 'attempts_exhausted'
+            WHEN i.recorded = 'dead_letter' THEN 'rejected'
         END,
         dead_letter_code = CASE
-            WHEN v_outcome = 'dead_letter' THEN COALESCE(NULLIF(p_code, ''), p_error_class, '')
+            WHEN i.recorded = 'dead_letter' THEN COALESCE(NULLIF(i.code, ''), i.error_class, '')
             ELSE ''
         END
-    WHERE d.id = p_delivery_id;
+    FROM ROWS FROM (
+        pg_catalog.unnest(p_delivery_ids), pg_catalog.unnest(p_attempts),
+        pg_catalog.unnest(p_outcomes), pg_catalog.unnest(v_outcomes),
+        pg_catalog.unnest(p_error_classes), pg_catalog.unnest(p_codes),
+        pg_catalog.unnest(p_retry_at)
+    ) AS i (delivery_id, attempt, asked, recorded, error_class, code, retry_at)
+    WHERE d.id = i.delivery_id AND i.recorded IS NOT NULL;
 
-    IF v_consumer.ordered AND v_state IN ('completed', 'dead_lettered') THEN
-        UPDATE events.consumer_deliveries AS d
-        SET state = 'pending', available_at = v_now
-        WHERE d.id = (
+    -- An ordered consumer's delivery that ended hands its aggregate on: the next delivery
+    -- of that aggregate becomes pending.
+    UPDATE events.consumer_deliveries AS d
+    SET state = 'pending', available_at = v_now
+    FROM (
+        SELECT (
             SELECT n.id FROM events.consumer_deliveries AS n
-            WHERE n.consumer_id = v_consumer.id
-              AND n.organization_id = v_delivery.organization_id
-              AND n.aggregate_type = v_delivery.aggregate_type
-              AND n.aggregate_id = v_delivery.aggregate_id
+            WHERE n.consumer_id = e.consumer_id
+              AND n.organization_id = e.organization_id
+              AND n.aggregate_type = e.aggregate_type
+              AND n.aggregate_id = e.aggregate_id
               AND n.state IN ('waiting', 'pending', 'leased')
             ORDER BY n.delivery_sequence
             LIMIT 1
-        ) AND d.state = 'waiting';
-    END IF;
-    RETURN 'recorded';
+        ) AS id
+        FROM ROWS FROM (pg_catalog.unnest(p_delivery_ids), pg_catalog.unnest(v_outcomes))
+            AS o (delivery_id, recorded)
+        JOIN events.consumer_deliveries AS e ON e.id = o.delivery_id
+        JOIN events.consumers AS c ON c.id = e.consumer_id
+        WHERE c.ordered AND o.recorded IN ('completed', 'dead_letter')
+    ) AS following
+    WHERE d.id = following.id AND d.state = 'waiting';
+
+    RETURN QUERY
+    SELECT CASE WHEN o.recorded IS NULL THEN 'lease_lost' ELSE 'recorded' END
+    FROM pg_catalog.unnest(v_outcomes) WITH ORDINALITY AS o (recorded, ord)
+    ORDER BY o.ord;
 END
 $_$;
 
@@ -8757,6 +8880,13 @@ GRANT ALL ON FUNCTION events.purge_events(p_published interval, p_dead_lettered 
 
 REVOKE ALL ON FUNCTION events.record_consumer_processing_attempt(p_delivery_id uuid, p_lease_token uuid, p_attempt integer, p_outcome text, p_error_class text, p_code text, p_retry_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION events.record_consumer_processing_attempt(p_delivery_id uuid, p_lease_token uuid, p_attempt integer, p_outcome text, p_error_class text, p_code text, p_retry_at timestamp with time zone) TO events_consumer;
+
+--
+-- Name: FUNCTION record_consumer_processing_attempts(p_delivery_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], p_outcomes text[], p_error_classes text[], p_codes text[], p_retry_at timestamp with time zone[]); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.record_consumer_processing_attempts(p_delivery_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], p_outcomes text[], p_error_classes text[], p_codes text[], p_retry_at timestamp with time zone[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION events.record_consumer_processing_attempts(p_delivery_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], p_outcomes text[], p_error_classes text[], p_codes text[], p_retry_at timestamp with time zone[]) TO events_consumer;
 
 --
 -- Name: FUNCTION record_publication_attempt(p_record_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], p_outcomes text[], p_failure_classes text[], p_codes text[], p_targets text[], p_retry_at timestamp with time zone[]); Type: ACL; Schema: events; Owner: -

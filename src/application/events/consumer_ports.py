@@ -82,19 +82,27 @@ class ProcessingAttempt:
         )
 
 
-class DeliveryTransaction(Protocol):
-    """An open database transaction in which a handler writes and its delivery completes."""
+class DeliveryBatch(Protocol):
+    """One open database transaction in which a batch's handlers write, one after another,
+    each in a savepoint of its own, and in which the batch's attempts are recorded at once."""
 
     @property
     def handle(self) -> Any:
-        """What the handler writes through; opaque here (a psycopg AsyncConnection inside its
+        """What the handlers write through; opaque here (a psycopg AsyncConnection inside its
         transaction, for the PostgreSQL adapter)."""
         ...
 
-    async def record(self, attempt: ProcessingAttempt) -> RecordResult:
-        """Record ``attempt`` inside this transaction; LEASE_LOST means it must roll back.
+    def savepoint(self) -> AbstractAsyncContextManager[None]:
+        """A savepoint around one handler: released when the block ends, rolled back to when
+        it raises (the exception goes on), so a failed handler leaves none of its writes."""
+        ...
 
-        Raises ConsumerPaused when the consumer is paused.
+    async def record(self, attempts: Sequence[ProcessingAttempt]) -> Sequence[RecordResult]:
+        """Record ``attempts`` in this transaction, in one statement: one result per attempt,
+        in order. LEASE_LOST for an attempt whose fence failed; then the transaction must not
+        commit (that delivery's effect is in it).
+
+        Raises ConsumerPaused when a consumer is paused, and then records nothing.
         """
         ...
 
@@ -112,16 +120,11 @@ class ConsumerStore(Protocol):
         """
         ...
 
-    def transaction(self) -> AbstractAsyncContextManager[DeliveryTransaction]:
+    def batch(self) -> AbstractAsyncContextManager[DeliveryBatch]:
         """Open a transaction: committed when the block ends, rolled back when it raises.
 
         A failed commit raises (StoreUnavailable, InvalidRequest…): nothing was kept.
         """
-        ...
-
-    async def record(self, attempt: ProcessingAttempt) -> RecordResult:
-        """Record ``attempt`` in a short transaction of its own (a retry or a dead letter after
-        the handler's transaction rolled back). Raises ConsumerPaused when paused."""
         ...
 
 

@@ -1,4 +1,5 @@
-"""The consumers' SQL (0021_consumers.sql, 0024_batched_fan_out.sql): fan-out, claim, record,
+"""The consumers' SQL (0021_consumers.sql, 0024_batched_fan_out.sql,
+0050_batched_completions.sql): fan-out, claim, record (one attempt, or a batch's in one call),
 replay, pause, lag, roles."""
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ ORG_A = uuid.UUID("00000000-0000-4000-8000-00000000000a")
 ORG_B = uuid.UUID("00000000-0000-4000-8000-00000000000b")
 CLAIM = "SELECT * FROM events.claim_consumer_deliveries(%s, 'test', %s, %s)"
 RECORD = "SELECT events.record_consumer_processing_attempt(%s, %s, %s, %s, %s, %s, %s)"
+RECORD_BATCH = (
+    "SELECT result FROM events.record_consumer_processing_attempts(%s::uuid[], %s::uuid[],"
+    " %s::integer[], %s::text[], %s::text[], %s::text[], %s::timestamptz[])"
+)
 
 
 @pytest.fixture
@@ -286,6 +291,112 @@ async def test_a_rejection_dead_letters_now_and_final_rows_never_change(owner, s
         await owner.execute("UPDATE events.consumer_deliveries SET state = 'pending'")
 
 
+async def _record_batch(conn, attempts) -> list[str]:
+    """Record ``attempts`` (delivery id, token, attempt, outcome, class, code, retry time)."""
+    columns = [list(column) for column in zip(*attempts, strict=True)] or [[]] * 7
+    cursor = await conn.execute(RECORD_BATCH, columns)
+    return [result for (result,) in await cursor.fetchall()]
+
+
+def _completed(row) -> tuple:
+    return (
+        row["delivery_id"],
+        row["lease_token"],
+        row["attempt_count"] + 1,
+        "completed",
+        None,
+        "",
+        None,
+    )
+
+
+async def test_a_batch_records_each_attempt_in_one_call_and_answers_each_in_order(
+    owner, shop, connect_as
+):
+    for aggregate in ("1", "2", "3", "1"):
+        await publish(
+            owner,
+            organization_id=ORG_A,
+            event_type="sales.order_placed",
+            aggregate=("order", aggregate),
+        )
+    async with connect_as(shop) as conn:
+        first, second, third = await _claim(conn)
+        cursor = await conn.execute("SELECT now() + interval '1 minute'")
+        (later,) = await cursor.fetchone()
+        stale = (third["delivery_id"], uuid.uuid4(), 1, "completed", None, "", None)
+        unknown = (uuid.uuid4(), uuid.uuid4(), 1, "completed", None, "", None)
+        retry = (second["delivery_id"], second["lease_token"], 1, "retry", "ValueError", "", later)
+
+        results = await _record_batch(
+            conn, [_completed(first), unknown, retry, stale, _completed(first)]
+        )
+
+        assert ["recorded", "lease_lost", "recorded", "lease_lost", "lease_lost"] == results
+        [after] = await _claim(conn)  # the first aggregate's second event, handed on
+    assert 4 == after["publication_sequence"]
+    assert [(1, "completed", 0), (2, "pending", 0), (3, "leased", 0), (4, "leased", 0)] == (
+        await _states(owner)
+    )
+    cursor = await owner.execute(
+        "SELECT a.outcome, a.retry_at FROM events.consumer_processing_attempts AS a"
+        " ORDER BY a.outcome"
+    )
+    assert [("completed", None), ("retry", later)] == await cursor.fetchall()
+    cursor = await owner.execute(
+        "SELECT count(DISTINCT xmin::text) FROM events.consumer_processing_attempts"
+    )
+    assert (1,) == await cursor.fetchone()
+
+
+async def test_an_empty_batch_records_nothing(shop, connect_as):
+    async with connect_as(shop) as conn:
+        assert [] == await _record_batch(conn, [])
+
+
+@pytest.mark.parametrize(
+    ("outcome", "error_class", "code", "retry", "parameter"),
+    [
+        ("done", None, "", None, "p_outcomes"),
+        ("retry", "ValueError", "", None, "p_retry_at"),  # a retry without its time
+        ("retry", "ValueError", "", "past", "p_retry_at"),
+        ("dead_letter", "not a class", "", None, "p_error_classes"),
+        ("dead_letter", "Reject", "x" * 101, None, "p_codes"),
+        ("completed", None, "", None, "p_delivery_ids"),  # arrays of different lengths
+    ],
+)
+async def test_a_bad_element_refuses_the_whole_batch(  # noqa: PLR0917 - the cases
+    owner, shop, connect_as, outcome, error_class, code, retry, parameter
+):
+    for aggregate in ("1", "2"):
+        await publish(
+            owner,
+            organization_id=ORG_A,
+            event_type="sales.order_placed",
+            aggregate=("order", aggregate),
+        )
+    async with connect_as(shop) as conn:
+        good, other = await _claim(conn)
+        cursor = await conn.execute("SELECT now() - interval '1 minute'")
+        (past,) = await cursor.fetchone()
+        element = (
+            other["delivery_id"],
+            other["lease_token"],
+            1,
+            outcome,
+            error_class,
+            code,
+            past if retry == "past" else None,
+        )
+        columns = [list(column) for column in zip(_completed(good), element, strict=True)]
+        if parameter == "p_delivery_ids":
+            columns[2] = columns[2][:1]
+        with pytest.raises(errors.InvalidParameterValue) as caught:
+            await conn.execute(RECORD_BATCH, columns)
+    assert str(caught.value).startswith(parameter)
+    assert [(1, "leased", 0), (2, "leased", 0)] == await _states(owner)
+
+
 async def test_an_attempt_out_of_sequence_is_refused_even_for_the_owner(owner, shop, connect_as):
     await publish(owner, organization_id=ORG_A, event_type="sales.order_placed")
     async with connect_as(shop) as conn:
@@ -434,6 +545,10 @@ CONSUMER_CALLS = [
         "SELECT events.record_consumer_processing_attempt(gen_random_uuid(), gen_random_uuid(),"
         " 1, 'completed')"
     ),
+    (
+        "SELECT * FROM events.record_consumer_processing_attempts(ARRAY[gen_random_uuid()],"
+        " ARRAY[gen_random_uuid()], '{1}', '{completed}', '{NULL}', '{\"\"}', '{NULL}')"
+    ),
 ]
 OWNER_CALLS = [
     "SELECT events.register_consumer('shop.other', 'shop')",
@@ -484,6 +599,14 @@ async def test_another_module_s_consumer_role_is_refused(owner, connect_as):
             billing,
             f"SELECT events.record_consumer_processing_attempt('{delivery_id}',"
             " gen_random_uuid(), 1, 'completed')",
+        )
+        await _refused(
+            connect_as,
+            billing,
+            "SELECT * FROM events.record_consumer_processing_attempts("
+            f"ARRAY[gen_random_uuid(), '{delivery_id}'],"
+            " ARRAY[gen_random_uuid(), gen_random_uuid()], '{1,1}', '{completed,completed}',"
+            " '{NULL,NULL}', '{\"\",\"\"}', '{NULL,NULL}')",
         )
 
 

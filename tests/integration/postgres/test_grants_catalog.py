@@ -287,6 +287,11 @@ FUNCTION_GRANTS.update(
             "events.record_consumer_processing_attempt(uuid,uuid,integer,text,text,text,"
             "timestamp with time zone)"
         ): EXECUTE_BY_CONSUMER,
+        # A batch's attempts in one call (0050_batched_completions.sql), for the same role.
+        (
+            "events.record_consumer_processing_attempts(uuid[],uuid[],integer[],text[],text[],"
+            "text[],timestamp with time zone[])"
+        ): EXECUTE_BY_CONSUMER,
     }
 )
 # The operator console (0032_console.sql, 0033_console_events.sql): every staff read and
