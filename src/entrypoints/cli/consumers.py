@@ -46,7 +46,7 @@ def consume(
     ] = False,
 ) -> None:
     """Run consumers alone: claim their deliveries, run each handler and complete the delivery
-    in the handler's own transaction.
+    in the handler's transaction (a batch's handlers share one, each in a savepoint).
 
     With --drain, prints each consumer's totals as JSON ({"identity.security_notices":
     {claimed, completed, retried, deadLettered, leaseLost, unrecorded, paused}}) when nothing

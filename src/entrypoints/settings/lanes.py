@@ -48,8 +48,8 @@ LANES: Mapping[str, _LaneVariables] = {
         prefix="EVENTS",
         defaults=LaneSettings(batch_size=100, concurrency=4, parallel_batches=4),
     ),
-    # The consumers of tenant events this package ships: batches per consumer,
-    # handlers (each in its own transaction) at once.
+    # The consumers of tenant events this package ships: a batch per consumer, cut into
+    # ``concurrency`` groups that run at once, each one transaction (docs/consumers.md).
     CONSUMERS: _LaneVariables(
         prefix="CONSUMERS",
         defaults=LaneSettings(batch_size=50, concurrency=4, parallel_batches=1),
