@@ -4788,7 +4788,9 @@ BEGIN
               AND m.id <> p_id
             RETURNING m.id
         ), dropped AS (
-            DELETE FROM outbox.envelopes AS e USING superseded AS s WHERE e.message_id = s.id
+            -- Probed by key (= ANY), never joined (0049): see outbox.lease_picked.
+            DELETE FROM outbox.envelopes AS e
+            WHERE e.message_id = ANY (ARRAY(SELECT s.id FROM superseded AS s))
         )
         SELECT pg_catalog.count(*) INTO v_superseded FROM superseded;
     END IF;
@@ -4979,6 +4981,7 @@ CREATE FUNCTION outbox.health_work() RETURNS TABLE(lane text, due bigint, oldest
            NULL::double precision
     FROM outbox.messages AS m
     WHERE m.state = 'pending' AND m.available_at <= pg_catalog.clock_timestamp()
+      AND m.claimable_at <= pg_catalog.clock_timestamp()  -- the claim index (0051)
     UNION ALL
     SELECT 'events', pg_catalog.count(*),
            EXTRACT(epoch FROM pg_catalog.clock_timestamp() - pg_catalog.min(r.available_at)),
@@ -5019,23 +5022,26 @@ BEGIN
             dead_letter_reason = CASE WHEN m.expires_at <= p_now THEN
                 CASE m.purpose WHEN 'invitation' THEN 'invitation_expired' ELSE 'challenge_expired' END
             END
-        -- By primary key, whatever the statistics say: a join on the CTE let the planner
-        -- pick a hash join over a sequential scan of the table (docs/benchmarks.md).
+        -- By primary key, whatever the statistics say (docs/benchmarks.md): the re-check is
+        -- a CASE, which implies no partial index's predicate, so no claim index can be read
+        -- in its stead (under a held horizon an analyze that sampled no live row made every
+        -- claim index look empty, and the planner walked one whole).
         WHERE m.id = ANY (p_ids)
-          AND m.state IN ('pending', 'leased') AND m.claimable_at <= p_now
-          -- The planner may still read these rows through a claim index: from the floor.
-          AND m.claimable_at >= p_floor
+          AND CASE WHEN m.state IN ('pending', 'leased')
+                   THEN m.claimable_at <= p_now AND m.claimable_at >= p_floor
+                   ELSE false END
         RETURNING m.*
     ), dropped AS (
+        -- Probed by key (= ANY), never joined: the planner cannot walk the whole key index.
         DELETE FROM outbox.envelopes AS e
-        USING taken AS t
-        WHERE e.message_id = t.id AND t.state = 'dead_lettered'
+        WHERE e.message_id = ANY (ARRAY(SELECT t.id FROM taken AS t WHERE t.state = 'dead_lettered'))
     )
     SELECT t.id, t.purpose, t.channel, t.destination, t.subject_id, t.template, t.params,
-           t.locale, e.sealed, t.attempt_count, t.expires_at, t.lease_token, t.lease_expires_at,
+           t.locale,
+           (SELECT e.sealed FROM outbox.envelopes AS e WHERE e.message_id = t.id),
+           t.attempt_count, t.expires_at, t.lease_token, t.lease_expires_at,
            t.priority, t.trace_context
     FROM taken AS t
-    LEFT JOIN outbox.envelopes AS e ON e.message_id = t.id
     WHERE t.state = 'leased'
     ORDER BY t.priority DESC, t.available_at, t.created_at, t.id;
 END
@@ -5426,9 +5432,11 @@ BEGIN
                r.lease_token, pg_catalog.left(COALESCE(r.detail, ''), 200)
         FROM recorded AS r
     ), dropped AS (
+        -- Probed by key (= ANY), never joined (0051): see outbox.lease_picked.
         DELETE FROM outbox.envelopes AS e
-        USING recorded AS r
-        WHERE e.message_id = r.id AND r.outcome IN ('published', 'dead_letter')
+        WHERE e.message_id = ANY (ARRAY(
+            SELECT r.id FROM recorded AS r WHERE r.outcome IN ('published', 'dead_letter')
+        ))
     )
     SELECT i.message_id, CASE WHEN r.ord IS NULL THEN 'lease_lost' ELSE 'recorded' END
     FROM input AS i
@@ -5574,7 +5582,8 @@ BEGIN
     END IF;
     SELECT m.claimable_at INTO v_oldest
     FROM outbox.messages AS m
-    WHERE m.state IN ('pending', 'leased')
+    -- The claim index's predicate (0051): the only index this statement may read.
+    WHERE m.state IN ('pending', 'leased') AND m.claimable_at IS NOT NULL
     ORDER BY m.claimable_at, m.created_at, m.id
     LIMIT 1;
     v_floor := LEAST(COALESCE(v_oldest, v_now), v_now) - interval '1 second';
@@ -5716,7 +5725,7 @@ BEGIN
     -- through the publication-age index (the challenge is open, so the range is short).
     IF EXISTS (
         SELECT 1 FROM outbox.messages AS m
-        WHERE m.state IN ('pending', 'leased')
+        WHERE m.state IN ('pending', 'leased') AND m.claimable_at IS NOT NULL  -- 0051
           AND m.purpose = v_message.purpose
           AND m.destination = v_message.destination
     ) OR EXISTS (
@@ -6489,7 +6498,8 @@ BEGIN
     SELECT pg_catalog.date_part('epoch', v_now - pg_catalog.min(m.available_at))
     INTO v_security
     FROM outbox.messages AS m
-    WHERE m.state = 'pending' AND m.available_at <= v_now;
+    WHERE m.state = 'pending' AND m.available_at <= v_now
+      AND m.claimable_at <= v_now;  -- the claim index (0051)
     SELECT pg_catalog.date_part('epoch', v_now - pg_catalog.min(r.claimable_at))
     INTO v_events
     FROM events.outbox_records AS r
@@ -8143,13 +8153,13 @@ CREATE INDEX attempts_by_provider_message_id ON outbox.attempts USING btree (pro
 -- Name: messages_claim_by_priority; Type: INDEX; Schema: outbox; Owner: -
 --
 
-CREATE INDEX messages_claim_by_priority ON outbox.messages USING btree (priority, claimable_at, created_at, id) WHERE (state = ANY (ARRAY['pending'::text, 'leased'::text]));
+CREATE INDEX messages_claim_by_priority ON outbox.messages USING btree (priority, claimable_at, created_at, id) WHERE ((state = ANY (ARRAY['pending'::text, 'leased'::text])) AND (priority IS NOT NULL));
 
 --
 -- Name: messages_claim_order; Type: INDEX; Schema: outbox; Owner: -
 --
 
-CREATE INDEX messages_claim_order ON outbox.messages USING btree (claimable_at, created_at, id) WHERE (state = ANY (ARRAY['pending'::text, 'leased'::text]));
+CREATE INDEX messages_claim_order ON outbox.messages USING btree (claimable_at, created_at, id) WHERE ((state = ANY (ARRAY['pending'::text, 'leased'::text])) AND (claimable_at IS NOT NULL));
 
 --
 -- Name: messages_created; Type: INDEX; Schema: outbox; Owner: -

@@ -305,6 +305,7 @@ async def test_migrations_from_scratch_create_the_expected_schema(empty_database
 
 
 async def test_the_claim_indexes_cover_only_live_rows(empty_database_url):
+    """Live rows only, and a predicate only the statements each serves imply (0051)."""
     await apply_migrations(empty_database_url)
     rows = await _rows(
         empty_database_url,
@@ -317,14 +318,16 @@ async def test_the_claim_indexes_cover_only_live_rows(empty_database_url):
             (
                 "CREATE INDEX messages_claim_by_priority ON outbox.messages USING btree"
                 " (priority, claimable_at, created_at, id)"
-                " WHERE (state = ANY (ARRAY['pending'::text, 'leased'::text]))"
+                " WHERE ((state = ANY (ARRAY['pending'::text, 'leased'::text]))"
+                " AND (priority IS NOT NULL))"
             ),
         ),
         (
             (
                 "CREATE INDEX messages_claim_order ON outbox.messages USING btree"
                 " (claimable_at, created_at, id)"
-                " WHERE (state = ANY (ARRAY['pending'::text, 'leased'::text]))"
+                " WHERE ((state = ANY (ARRAY['pending'::text, 'leased'::text]))"
+                " AND (claimable_at IS NOT NULL))"
             ),
         ),
     ] == rows

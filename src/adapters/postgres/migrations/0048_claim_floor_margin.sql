@@ -23,7 +23,8 @@ BEGIN
     END IF;
     SELECT m.claimable_at INTO v_oldest
     FROM outbox.messages AS m
-    WHERE m.state IN ('pending', 'leased')
+    -- The claim index's predicate (0051): the only index this statement may read.
+    WHERE m.state IN ('pending', 'leased') AND m.claimable_at IS NOT NULL
     ORDER BY m.claimable_at, m.created_at, m.id
     LIMIT 1;
     v_floor := LEAST(COALESCE(v_oldest, v_now), v_now) - interval '1 second';

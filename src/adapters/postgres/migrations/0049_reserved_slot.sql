@@ -89,7 +89,9 @@ BEGIN
               AND m.id <> p_id
             RETURNING m.id
         ), dropped AS (
-            DELETE FROM outbox.envelopes AS e USING superseded AS s WHERE e.message_id = s.id
+            -- Probed by key (= ANY), never joined (0049): see outbox.lease_picked.
+            DELETE FROM outbox.envelopes AS e
+            WHERE e.message_id = ANY (ARRAY(SELECT s.id FROM superseded AS s))
         )
         SELECT pg_catalog.count(*) INTO v_superseded FROM superseded;
     END IF;
@@ -149,23 +151,26 @@ BEGIN
             dead_letter_reason = CASE WHEN m.expires_at <= p_now THEN
                 CASE m.purpose WHEN 'invitation' THEN 'invitation_expired' ELSE 'challenge_expired' END
             END
-        -- By primary key, whatever the statistics say: a join on the CTE let the planner
-        -- pick a hash join over a sequential scan of the table (docs/benchmarks.md).
+        -- By primary key, whatever the statistics say (docs/benchmarks.md): the re-check is
+        -- a CASE, which implies no partial index's predicate, so no claim index can be read
+        -- in its stead (under a held horizon an analyze that sampled no live row made every
+        -- claim index look empty, and the planner walked one whole).
         WHERE m.id = ANY (p_ids)
-          AND m.state IN ('pending', 'leased') AND m.claimable_at <= p_now
-          -- The planner may still read these rows through a claim index: from the floor.
-          AND m.claimable_at >= p_floor
+          AND CASE WHEN m.state IN ('pending', 'leased')
+                   THEN m.claimable_at <= p_now AND m.claimable_at >= p_floor
+                   ELSE false END
         RETURNING m.*
     ), dropped AS (
+        -- Probed by key (= ANY), never joined: the planner cannot walk the whole key index.
         DELETE FROM outbox.envelopes AS e
-        USING taken AS t
-        WHERE e.message_id = t.id AND t.state = 'dead_lettered'
+        WHERE e.message_id = ANY (ARRAY(SELECT t.id FROM taken AS t WHERE t.state = 'dead_lettered'))
     )
     SELECT t.id, t.purpose, t.channel, t.destination, t.subject_id, t.template, t.params,
-           t.locale, e.sealed, t.attempt_count, t.expires_at, t.lease_token, t.lease_expires_at,
+           t.locale,
+           (SELECT e.sealed FROM outbox.envelopes AS e WHERE e.message_id = t.id),
+           t.attempt_count, t.expires_at, t.lease_token, t.lease_expires_at,
            t.priority, t.trace_context
     FROM taken AS t
-    LEFT JOIN outbox.envelopes AS e ON e.message_id = t.id
     WHERE t.state = 'leased'
     ORDER BY t.priority DESC, t.available_at, t.created_at, t.id;
 END

@@ -1,0 +1,116 @@
+"""No statement of the hot path walks a whole index after an unlucky analyze (0051).
+
+Under a held xmin horizon every index keeps an entry for every version since the hold began.
+An ANALYZE that samples no pending or leased message sets every partial index over live
+messages to about one entry, so reading one whole looks free: the resend's UPDATE walked a
+claim index, the record's UPDATE another, the envelopes' deletes the whole key index. Here a
+held horizon keeps 3,000 dead versions, the statistics say no message is live, and a resend,
+a claim and a record each read fewer than a hundred index entries, as PostgreSQL's own
+counters for the calling transaction have them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+DEAD_VERSIONS = 3000
+ENVELOPE = "v1.test-key.c2FsdHNhbHQ.bm9uY2Vub25jZQ.Y2lwaGVydGV4dA"
+CODES = f"""
+SELECT outbox.enqueue_message(
+    p_id => gen_random_uuid(), p_purpose => 'sign_up', p_channel => 'email',
+    p_destination => 'person@example.com', p_subject_id => %s, p_template => 'sign_up',
+    p_sealed_secret => '{ENVELOPE}', p_expires_at => now() + interval '10 minutes'
+)
+FROM generate_series(1, %s)
+"""
+CLAIM = "SELECT id, lease_token, attempt_count FROM outbox.claim_messages('w', %s, 300)"
+RECORD = """
+SELECT result FROM outbox.record_outcomes_detailed(
+    %s::uuid[], %s::uuid[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::text[],
+    %s::text[], %s::timestamptz[], %s::boolean[], %s::text[]
+)
+"""
+INDEXES = (
+    "outbox.messages_claim_order",
+    "outbox.messages_claim_by_priority",
+    "outbox.messages_live_expiry",
+    "outbox.envelopes_pkey",
+)
+READ = "SELECT pg_stat_get_xact_tuples_returned(%s::regclass)"
+
+
+async def _read(conn) -> dict[str, int]:
+    read = {}
+    for index in INDEXES:
+        [(entries,)] = await (await conn.execute(READ, (index,))).fetchall()
+        read[index] = int(entries)
+    return read
+
+
+async def _reading(connect_as, role: str, query: str, params: tuple[object, ...]):
+    """Run ``query`` as ``role``; its rows and the index entries it read, by index."""
+    async with connect_as(autocommit=False) as conn:
+        before = await _read(conn)
+        await conn.execute(f"SET LOCAL ROLE {role}")
+        rows = await (await conn.execute(query, params)).fetchall()
+        await conn.execute("RESET ROLE")
+        after = await _read(conn)
+        await conn.commit()
+    return rows, {index: after[index] - before[index] for index in INDEXES}
+
+
+def _published(claimed: list[tuple[object, ...]]) -> tuple[object, ...]:
+    n = len(claimed)
+    return (
+        [row[0] for row in claimed],
+        [row[1] for row in claimed],
+        [int(str(row[2])) + 1 for row in claimed],
+        ["published"] * n,
+        [None] * n,
+        [""] * n,
+        ["console"] * n,
+        [""] * n,
+        [None] * n,
+        [True] * n,
+        [""] * n,
+    )
+
+
+async def test_no_statement_walks_the_dead_versions_after_an_unlucky_analyze(connect_as):
+    async with connect_as("outbox_producer") as conn:
+        await conn.execute(CODES.replace("%s", "gen_random_uuid()", 1), (DEAD_VERSIONS,))
+    async with connect_as() as conn:  # an hour old: below the claim floor from now on
+        await conn.execute(
+            "UPDATE outbox.messages SET available_at = available_at - interval '1 hour'"
+        )
+    async with connect_as(autocommit=False) as holder:
+        await holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        await holder.execute("SELECT count(*) FROM pg_catalog.pg_class")  # holds the horizon
+        # Sent and published under the hold: a pending, a leased and a published version
+        # of each, kept.
+        claimed, _ = await _reading(connect_as, "outbox_worker", CLAIM, (DEAD_VERSIONS,))
+        await _reading(connect_as, "outbox_worker", RECORD, _published(claimed))
+        async with connect_as() as conn:  # what autovacuum would do: no live row sampled
+            await conn.execute("ANALYZE outbox.messages, outbox.envelopes")
+        async with connect_as("outbox_worker") as conn:
+            await conn.execute("SELECT outbox.refresh_claim_floor()")
+
+        subject = "0190aaaa-0000-7000-8000-000000000001"
+        _, first = await _reading(connect_as, "outbox_producer", CODES, (subject, 1))
+        _, resend = await _reading(connect_as, "outbox_producer", CODES, (subject, 1))
+        claimed, claim = await _reading(connect_as, "outbox_worker", CLAIM, (10,))
+        results, record = await _reading(connect_as, "outbox_worker", RECORD, _published(claimed))
+        await holder.rollback()
+
+    assert 1 == len(claimed)  # the resend withdrew the first code
+    assert [("recorded",)] == results
+    for statement, read in {
+        "enqueue": first,
+        "resend": resend,
+        "claim": claim,
+        "record": record,
+    }.items():
+        # Before 0051 each of these read at least 3,000 entries of one of these indexes.
+        assert all(entries < 100 for entries in read.values()), (statement, read)
