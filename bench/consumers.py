@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -45,8 +44,8 @@ SELECT delivery_id, domain_event_id, organization_id, payload, attempt_count, le
 FROM events.claim_consumer_deliveries(%s::text, %s::text, %s::integer, %s::double precision)
 """
 RECORD = """
-SELECT events.record_consumer_processing_attempt(
-    %s::uuid, %s::uuid, %s::integer, 'completed', NULL::text, ''::text, NULL::timestamptz
+SELECT result FROM events.record_consumer_processing_attempts(
+    %s::uuid[], %s::uuid[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::timestamptz[]
 )
 """
 COMPLETED = (
@@ -165,8 +164,9 @@ class ConsumerRunner:
 
 @attrs.frozen(kw_only=True)
 class ConsumerCeiling:
-    """The same claim, INSERT and record in plain SQL: one connection claims a batch,
-    ``concurrency`` connections each complete deliveries of it in their own transactions."""
+    """The same claim, INSERT and record in plain SQL, batched as the runner batches: one
+    connection claims a batch, ``concurrency`` connections each take a group of it in one
+    transaction (a savepoint and an effect per delivery, one completion statement)."""
 
     backlog: ConsumerBacklog
 
@@ -176,7 +176,10 @@ class ConsumerCeiling:
             "driver": "psycopg (async, prepared statements)",
             "batch_size": BATCH_SIZE,
             "connections": f"1 claiming + {CONCURRENCY} completing",
-            "per_delivery": "BEGIN; INSERT effect; record_consumer_processing_attempt; COMMIT",
+            "per_group": (
+                "BEGIN; per delivery SAVEPOINT, INSERT effect, RELEASE;"
+                " record_consumer_processing_attempts; COMMIT"
+            ),
             **self.backlog.settings(),
         }
 
@@ -216,25 +219,39 @@ class ConsumerCeiling:
             ).fetchall()
             if not batch:
                 return completed
-            rows = iter(batch)
+            groups = [batch[i :: len(workers)] for i in range(len(workers))]
+            done = await asyncio.gather(
+                *(_complete(conn, group) for conn, group in zip(workers, groups, strict=True))
+            )
+            completed += sum(done)
 
-            async def complete(
-                conn: psycopg.AsyncConnection[tuple[Any, ...]], rows: Iterator[tuple[Any, ...]]
-            ) -> int:
-                done = 0
-                for delivery, event, organization, payload, attempts, token in rows:
-                    async with conn.transaction():
-                        await conn.execute(
-                            EFFECT, (event, organization, payload["total"]), prepare=True
-                        )
-                        answer = await (
-                            await conn.execute(
-                                RECORD, (delivery, token, attempts + 1), prepare=True
-                            )
-                        ).fetchone()
-                    if not answer or answer[0] != "recorded":
-                        raise RuntimeError("record_consumer_processing_attempt lost a lease")
-                    done += 1
-                return done
 
-            completed += sum(await asyncio.gather(*(complete(conn, rows) for conn in workers)))
+async def _complete(
+    conn: psycopg.AsyncConnection[tuple[Any, ...]], group: list[tuple[Any, ...]]
+) -> int:
+    """One group in one transaction: a savepoint per effect, one completion statement."""
+    if not group:
+        return 0
+    async with conn.transaction():
+        for _, event, organization, payload, _, _ in group:
+            async with conn.transaction():  # the savepoint
+                await conn.execute(EFFECT, (event, organization, payload["total"]), prepare=True)
+        n = len(group)
+        answers = await (
+            await conn.execute(
+                RECORD,
+                (
+                    [row[0] for row in group],
+                    [row[5] for row in group],
+                    [row[4] + 1 for row in group],
+                    ["completed"] * n,
+                    [None] * n,
+                    [""] * n,
+                    [None] * n,
+                ),
+                prepare=True,
+            )
+        ).fetchall()
+    if [answer[0] for answer in answers] != ["recorded"] * n:
+        raise RuntimeError("record_consumer_processing_attempts lost a lease")
+    return n

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 import attrs
 import psycopg
@@ -1084,10 +1084,23 @@ def _checks(results: Results) -> None:
             at_least=None,
         )
     if "consumers.runner" in have:
+        _consumer_checks(results, have)
+
+
+def _consumer_checks(results: Results, have: Collection[str]) -> None:
+    """The consumer runner against its ceiling and, when the drains ran, pgqueuer's."""
+    results.ratio(
+        "consumer_vs_ceiling",
+        "Consumer runner / its SQL-only ceiling",
+        "consumers.runner",
+        "consumers.sql_ceiling",
+        at_least=0.5,
+    )
+    if "drain.pgqueuer" in have:
         results.ratio(
-            "consumer_vs_ceiling",
-            "Consumer runner / its SQL-only ceiling",
+            "consumer_vs_pgqueuer",
+            "Consumer runner / pgqueuer no-op drain",
             "consumers.runner",
-            "consumers.sql_ceiling",
+            "drain.pgqueuer",
             at_least=0.5,
         )

@@ -125,6 +125,7 @@ CHECKS = {
     "events_lane_vs_ceiling",
     "events_fan_out_cost",
     "consumer_vs_ceiling",
+    "consumer_vs_pgqueuer",
     "relay_vs_bare_publish",
     "wal_dispatch_plain_vs_pgqueuer",
     "wal_dispatch_sealed_vs_pgqueuer",
