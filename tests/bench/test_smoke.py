@@ -149,6 +149,7 @@ TARGETED = (
         "notify_cost",
         "events_append_notify_cost",
         "latency_events_flood_vs_idle",
+        "latency_flood_reserved_vs_not",
         "events_lane_vs_ceiling",
         "events_fan_out_cost",
     }
