@@ -66,6 +66,7 @@ $$;
 CREATE FUNCTION events.append_domain_event(p_organization_id uuid, p_event_type text, p_contract_version integer, p_aggregate_type text, p_aggregate_id text, p_idempotency_key text, p_payload jsonb, p_occurred_at timestamp with time zone, p_trace_context text DEFAULT NULL::text) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $_$
 DECLARE
     v_role text := CASE pg_catalog.current_setting('role')
@@ -466,6 +467,7 @@ $$;
 CREATE FUNCTION events.check_processing_attempt() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_delivery events.consumer_deliveries%ROWTYPE;
@@ -1787,6 +1789,7 @@ $_$;
 CREATE FUNCTION events.record_publication_attempt(p_record_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], p_outcomes text[], p_failure_classes text[], p_codes text[], p_targets text[], p_retry_at timestamp with time zone[]) RETURNS TABLE(result text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -1997,6 +2000,7 @@ $$;
 CREATE FUNCTION events.refuse_orphaned_event() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM events.domain_events AS e WHERE e.id = OLD.domain_event_id)
@@ -2304,6 +2308,7 @@ $$;
 CREATE FUNCTION events.require_one_outbox_record() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_records integer;
@@ -2777,6 +2782,7 @@ $$;
 CREATE FUNCTION events.validate_publication_attempt_insert() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_record events.outbox_records%ROWTYPE;
@@ -4404,6 +4410,7 @@ $$;
 CREATE FUNCTION outbox.check_attempt_sequence() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     v_last integer;

@@ -16,6 +16,7 @@
 -- that scanned live messages by the claim order without naming claimable_at now name it;
 -- the envelopes are deleted by key (= ANY) instead of through a join (also in 0049).
 -- Rebuilding the two indexes locks out writes to outbox.messages while they are built.
+-- Last, the per-row triggers that look a row up by key always use the key's index.
 
 SET LOCAL ROLE outbox_owner;
 
@@ -314,5 +315,27 @@ BEGIN
     ORDER BY i.ord;
 END
 $$;
+
+-- The attempt-sequence trigger (0040) looks up one message's counted attempts for every
+-- attempt row recorded. Planned while outbox.attempts was small (a fresh database, or
+-- statistics from before a drain), it read the table sequentially, and kept doing so as
+-- the table grew: 0.73 ms a row after 10,000 attempts, three quarters of a record's time
+-- (docs/benchmarks.md, "What limits us now"). It is a lookup by key; it always uses the
+-- index.
+ALTER FUNCTION outbox.check_attempt_sequence() SET enable_seqscan = off;
+-- The same for every per-row trigger that looks a row up by key: a tenant event's outbox
+-- record and its event, a publication's record, a consumer attempt's delivery.
+ALTER FUNCTION events.require_one_outbox_record() SET enable_seqscan = off;
+ALTER FUNCTION events.refuse_orphaned_event() SET enable_seqscan = off;
+ALTER FUNCTION events.validate_publication_attempt_insert() SET enable_seqscan = off;
+ALTER FUNCTION events.check_processing_attempt() SET enable_seqscan = off;
+-- And the two statements of the events lane that look rows up by key once per event: the
+-- append (its idempotency key, its aggregate's live head) and the publication's record.
+ALTER FUNCTION events.append_domain_event(
+    uuid, text, integer, text, text, text, jsonb, timestamptz, text
+) SET enable_seqscan = off;
+ALTER FUNCTION events.record_publication_attempt(
+    uuid[], uuid[], integer[], text[], text[], text[], text[], timestamptz[]
+) SET enable_seqscan = off;
 
 RESET ROLE;
