@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.outbox_sql import CLAIM, ENVELOPE, RECORD, published
+
 pytestmark = pytest.mark.integration
 
 DEAD_VERSIONS = 3000
-ENVELOPE = "v1.test-key.c2FsdHNhbHQ.bm9uY2Vub25jZQ.Y2lwaGVydGV4dA"
 CODES = f"""
 SELECT outbox.enqueue_message(
     p_id => gen_random_uuid(), p_purpose => 'sign_up', p_channel => 'email',
@@ -24,13 +25,6 @@ SELECT outbox.enqueue_message(
     p_sealed_secret => '{ENVELOPE}', p_expires_at => now() + interval '10 minutes'
 )
 FROM generate_series(1, %s)
-"""
-CLAIM = "SELECT id, lease_token, attempt_count FROM outbox.claim_messages('w', %s, 300)"
-RECORD = """
-SELECT result FROM outbox.record_outcomes_detailed(
-    %s::uuid[], %s::uuid[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::text[],
-    %s::text[], %s::timestamptz[], %s::boolean[], %s::text[]
-)
 """
 INDEXES = (
     "outbox.messages_claim_order",
@@ -61,23 +55,6 @@ async def _reading(connect_as, role: str, query: str, params: tuple[object, ...]
     return rows, {index: after[index] - before[index] for index in INDEXES}
 
 
-def _published(claimed: list[tuple[object, ...]]) -> tuple[object, ...]:
-    n = len(claimed)
-    return (
-        [row[0] for row in claimed],
-        [row[1] for row in claimed],
-        [int(str(row[2])) + 1 for row in claimed],
-        ["published"] * n,
-        [None] * n,
-        [""] * n,
-        ["console"] * n,
-        [""] * n,
-        [None] * n,
-        [True] * n,
-        [""] * n,
-    )
-
-
 async def test_no_statement_walks_the_dead_versions_after_an_unlucky_analyze(connect_as):
     async with connect_as("outbox_producer") as conn:
         await conn.execute(CODES.replace("%s", "gen_random_uuid()", 1), (DEAD_VERSIONS,))
@@ -91,7 +68,7 @@ async def test_no_statement_walks_the_dead_versions_after_an_unlucky_analyze(con
         # Sent and published under the hold: a pending, a leased and a published version
         # of each, kept.
         claimed, _ = await _reading(connect_as, "outbox_worker", CLAIM, (DEAD_VERSIONS,))
-        await _reading(connect_as, "outbox_worker", RECORD, _published(claimed))
+        await _reading(connect_as, "outbox_worker", RECORD, published(claimed))
         async with connect_as() as conn:  # what autovacuum would do: no live row sampled
             await conn.execute("ANALYZE outbox.messages, outbox.envelopes")
         async with connect_as("outbox_worker") as conn:
@@ -101,7 +78,7 @@ async def test_no_statement_walks_the_dead_versions_after_an_unlucky_analyze(con
         _, first = await _reading(connect_as, "outbox_producer", CODES, (subject, 1))
         _, resend = await _reading(connect_as, "outbox_producer", CODES, (subject, 1))
         claimed, claim = await _reading(connect_as, "outbox_worker", CLAIM, (10,))
-        results, record = await _reading(connect_as, "outbox_worker", RECORD, _published(claimed))
+        results, record = await _reading(connect_as, "outbox_worker", RECORD, published(claimed))
         await holder.rollback()
 
     assert 1 == len(claimed)  # the resend withdrew the first code

@@ -16,10 +16,10 @@ import uuid
 import pytest
 
 from tests.events_sql import SALES, append, claim, onboard, record
+from tests.outbox_sql import CLAIM, ENVELOPE, RECORD, published
 
 pytestmark = pytest.mark.integration
 
-ENVELOPE = "v1.test-key.c2FsdHNhbHQ.bm9uY2Vub25jZQ.Y2lwaGVydGV4dA"
 CODES = f"""
 SELECT outbox.enqueue_message(
     p_id => gen_random_uuid(), p_purpose => 'sign_up', p_channel => 'email',
@@ -27,13 +27,6 @@ SELECT outbox.enqueue_message(
     p_template => 'sign_up', p_sealed_secret => '{ENVELOPE}'
 )
 FROM generate_series(1, %s)
-"""
-CLAIM = "SELECT id, lease_token, attempt_count FROM outbox.claim_messages('w', %s, 300)"
-RECORD = """
-SELECT result FROM outbox.record_outcomes_detailed(
-    %s::uuid[], %s::uuid[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::text[],
-    %s::text[], %s::timestamptz[], %s::boolean[], %s::text[]
-)
 """
 SEQUENTIAL = "SELECT pg_stat_get_xact_numscans(%s::regclass)"
 ACME = uuid.UUID("0190aaaa-0000-7000-8000-000000000001")
@@ -53,25 +46,7 @@ async def test_recording_attempts_never_reads_the_attempts_table_whole(connect_a
         before = await _sequential(conn, "outbox.attempts")
         await conn.execute("SET LOCAL ROLE outbox_worker")
         claimed = await (await conn.execute(CLAIM, (50,))).fetchall()
-        n = len(claimed)
-        results = await (
-            await conn.execute(
-                RECORD,
-                (
-                    [row[0] for row in claimed],
-                    [row[1] for row in claimed],
-                    [row[2] + 1 for row in claimed],
-                    ["published"] * n,
-                    [None] * n,
-                    [""] * n,
-                    ["console"] * n,
-                    [""] * n,
-                    [None] * n,
-                    [True] * n,
-                    [""] * n,
-                ),
-            )
-        ).fetchall()
+        results = await (await conn.execute(RECORD, published(claimed))).fetchall()
         await conn.execute("RESET ROLE")
         scans = await _sequential(conn, "outbox.attempts") - before
         await conn.commit()

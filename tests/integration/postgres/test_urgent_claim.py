@@ -5,6 +5,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from tests.outbox_sql import ENVELOPE
+
 pytestmark = pytest.mark.integration
 
 ENQUEUE = """
@@ -15,7 +17,6 @@ SELECT outbox.enqueue_message(
     p_sealed_secret => %(sealed)s, p_priority => %(priority)s
 )
 """
-ENVELOPE = "v1.test-key.c2FsdHNhbHQ.bm9uY2Vub25jZQ.Y2lwaGVydGV4dA"
 CLAIM_URGENT = "SELECT purpose, priority FROM outbox.claim_urgent_messages('w', %s, 60)"
 NOTIFICATION = {"purpose": "notification", "sealed": None, "priority": None}
 NOTICE = {"purpose": "security_notice", "sealed": None, "priority": None}  # high by purpose
