@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -27,6 +29,8 @@ from outbox.entrypoints.bootstrap.consumers import (
     DEFAULT_CONCURRENCY,
     run_consumers,
 )
+from outbox.entrypoints.bootstrap.lanes import Lane, LaneRequest, consumers_lane
+from outbox.entrypoints.bootstrap.parts import build_process_parts
 from outbox.entrypoints.settings.tree import load_settings
 
 EFFECTS = """
@@ -61,6 +65,37 @@ LEASE_SECONDS = 60.0
 async def insert_effect(event: DeliveredEvent, conn: Any) -> None:
     """The bench handler: one effect row, in the delivery's transaction."""
     await conn.execute(EFFECT, (event.event_id, event.organization_id, event.payload["total"]))
+
+
+async def ignore(event: DeliveredEvent, conn: Any) -> None:
+    """The no-op handler: the delivery completes, nothing else is written."""
+
+
+def noop_registry() -> ConsumerRegistry:
+    """The bench consumer (``bench.effects``) with the no-op handler."""
+    registry = ConsumerRegistry()
+    registry.register(events_workload.CONSUMER, event_types=[events_workload.EVENT_TYPE])(ignore)
+    return registry
+
+
+@asynccontextmanager
+async def running_consumers_lane(conninfo: str) -> AsyncIterator[Lane]:
+    """The worker's consumers lane (outbox.entrypoints.bootstrap.lanes.consumers_lane) running
+    the bench consumer with the no-op handler, listening. A consumer acts as its module's
+    role: the bench module's producer role stands in for the API's here."""
+    quiet_logging()
+    settings = load_settings(
+        {
+            "OUTBOX_DATABASE_URL": conninfo,
+            "OUTBOX_API_DB_ROLE": events_workload.PRODUCER_ROLE,
+            "OUTBOX_DATA_DIR": tempfile.gettempdir(),
+        }
+    )
+    parts = build_process_parts(settings, seal_keys=False, process_metrics=False)
+    request = LaneRequest(settings=settings, parts=parts, owner="bench", consumers=noop_registry())
+    async with consumers_lane(request) as lane:
+        await lane.start_listening()
+        yield lane
 
 
 @attrs.frozen(kw_only=True)

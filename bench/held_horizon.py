@@ -2,20 +2,30 @@
 session holds the horizon (``REPEATABLE READ``, one read, then idle in transaction).
 
 ``python -m bench.held_horizon [--seconds 150] [--hold-from 20] [--hold-until 130]
-[--rate 300] [--out bench-results/held-horizon.json] [--chart docs/held-horizon.svg]``
+[--rate 300] [--event-rate 100] [--out bench-results/held-horizon.json]
+[--chart docs/held-horizon.svg]``
 
 One producer commits sealed sign-up codes one per transaction at ``--rate`` per second for
-``--seconds``; a real worker (its own process, the security and events lanes) delivers them to
-the no-op provider. Every ``--sample`` seconds the run reads each hot table's dead rows and
-size (with indexes) and the WAL position. In the held run a session opens ``REPEATABLE READ``
-at ``--hold-from``, reads once (a catalogue table, so it locks nothing of ours), stays idle in
-transaction and ends at ``--hold-until``; the run then watches until the dead rows of
-``outbox.messages`` fall back (vacuum reclaimed them) or ``--reclaim-wait`` passes.
+``--seconds``; beside it, for as long, a producer process appends tenant events one per
+transaction at ``--event-rate`` per second (``events.append_domain_event`` as the bench
+module's producer role, over 8 organizations and 64 aggregates; 0 turns them off), with one
+consumer (``bench.effects``, a no-op handler) subscribed. A real worker (its own process, the
+security, events and consumers lanes) delivers the codes to the no-op provider, publishes
+the events and delivers each to the consumer. Every ``--sample`` seconds the run reads each
+hot table's dead rows and size (with indexes) and the WAL position. In the held run a session
+opens ``REPEATABLE READ`` at ``--hold-from``, reads once (a catalogue table, so it locks
+nothing of ours), stays idle in transaction and ends at ``--hold-until``; the run then watches
+until the dead rows of ``outbox.messages`` fall back (vacuum reclaimed them) or
+``--reclaim-wait`` passes.
 
-Printed side by side: throughput, end-to-end p50/p99 (commit → provider), claim p99 (the
-worker's own ``outbox_claim_seconds``), peak dead rows and size per table, WAL bytes per
-delivered message, and how long after the hold ended the dead rows were reclaimed; the
-load average before and after. Run it alone on the machine.
+Printed side by side: the codes' throughput, end-to-end p50/p99 (commit → provider), claim
+p99 (the worker's own ``outbox_claim_seconds``); the events' deliveries per second,
+end-to-end p50/p99 (``appended_at`` → the consumer delivery's ``completed_at``, read from the
+database once the load settled), lost events and per-aggregate order violations (a delivery
+completed before one of an earlier event of its aggregate); peak dead rows and size per
+table, WAL bytes per delivered code (the events' WAL counted in it), and how long after the
+hold ended the dead rows were reclaimed; the load average before and after. A code or an
+event never delivered fails the run. Run it alone on the machine.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,11 +48,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from bench import workload
+from bench import events_workload, workload
 from bench.databases import Database, database_server
-from bench.latency import SteadyLatency
+from bench.events_append import EventShape
+from bench.latency import SETTLE_TIMEOUT, SteadyLatency
 from bench.worker import WorkerConfig
-from bench.worker_process import CLAIMS_SUFFIX, KEYRING_VARIABLE, READY
+from bench.worker_process import CLAIMS_SUFFIX, CONSUMERS, EVENTS, KEYRING_VARIABLE, READY
 from outbox.adapters.crypto.keyring import generate_key, key_line
 from outbox.adapters.postgres.migrator import apply_migrations
 
@@ -50,6 +62,7 @@ HOT = (
     "outbox.attempts",
     "outbox.envelopes",
     "events.outbox_records",
+    "events.consumer_deliveries",  # events.domain_events is only inserted into: no dead rows
 )
 SAMPLE = """
 SELECT s.schemaname || '.' || s.relname, s.n_dead_tup, pg_total_relation_size(s.relid)
@@ -57,6 +70,26 @@ FROM pg_stat_user_tables AS s
 WHERE s.schemaname || '.' || s.relname = ANY(%s)
 """
 WAL = "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"
+EVENT_SHAPE = EventShape(organizations=8, aggregates=64)
+EVENT_APPENDERS = 4  # connections of the events producer, taking turns at its schedule
+EVENTS_LIVE = """
+SELECT (SELECT count(*) FROM events.outbox_records WHERE state IN ('pending', 'leased'))
+     + (SELECT count(*) FROM events.consumer_deliveries
+        WHERE state IN ('waiting', 'pending', 'leased'))
+"""
+# Every appended event, when the consumer's delivery of it completed (NULL: never), and
+# whether an earlier event of its aggregate completed later (the order broken).
+EVENT_DELIVERIES = """
+SELECT e.appended_at, d.completed_at,
+       coalesce(d.completed_at < max(d.completed_at) OVER (
+           PARTITION BY e.organization_id, e.aggregate_type, e.aggregate_id
+           ORDER BY e.append_sequence
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+       ), false)
+FROM events.domain_events AS e
+LEFT JOIN events.consumer_deliveries AS d
+    ON d.domain_event_id = e.id AND d.state = 'completed'
+"""
 
 
 @attrs.frozen(kw_only=True)
@@ -67,6 +100,43 @@ class Sample:
     dead: dict[str, int]
     size: dict[str, int]
     wal: int
+
+
+@attrs.frozen(kw_only=True)
+class EventFigures:
+    """The tenant events' figures, read from the database once the load settled."""
+
+    appended: int
+    delivered: int  # deliveries to the consumer completed
+    throughput: float  # delivered / s, from the first append to the last completion
+    p50_ms: float  # appended_at → the consumer delivery's completed_at
+    p99_ms: float
+    lost: int  # appended, never delivered within the settle time (the run fails)
+    order_violations: int  # completed before an earlier event of the same aggregate
+
+
+def event_figures(rows: list[tuple[datetime, datetime | None, bool]]) -> EventFigures:
+    """The figures of ``EVENT_DELIVERIES``'s rows; raises when an event was lost."""
+    done = [(appended, completed) for appended, completed, _ in rows if completed is not None]
+    lost = len(rows) - len(done)
+    if lost:
+        raise RuntimeError(f"{lost} of {len(rows)} appended events never reached the consumer")
+    if not done:
+        raise RuntimeError("no tenant event was appended")
+    latencies = sorted(
+        (completed - appended).total_seconds() * 1000 for appended, completed in done
+    )
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+    span = max(c for _, c in done) - min(a for a, _ in done)
+    return EventFigures(
+        appended=len(rows),
+        delivered=len(done),
+        throughput=len(done) / max(span.total_seconds(), 1e-9),
+        p50_ms=cuts[49],
+        p99_ms=cuts[98],
+        lost=lost,
+        order_violations=sum(1 for *_, overtaken in rows if overtaken),
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -87,6 +157,7 @@ class HorizonRun:
     reclaimed_after: float | None  # seconds after the hold ended; None: not within the wait
     samples: tuple[Sample, ...]
     p99_by_window: tuple[tuple[float, float], ...]  # (window start s, p99 ms)
+    events: EventFigures | None  # None: no tenant events (--event-rate 0)
 
 
 @attrs.frozen(kw_only=True)
@@ -99,19 +170,23 @@ class HeldHorizon:
     rate: int
     seconds: float
     hold: tuple[float, float] | None
+    event_rate: int = 0  # tenant events appended per second beside the codes; 0: none
     sample_every: float = 5.0
     reclaim_wait: float = 120.0
     config: WorkerConfig = attrs.field(factory=WorkerConfig)
 
     async def run(self) -> HorizonRun:
         """Start the worker, load, sample, hold; the figures."""
-        await workload.empty(self.database.conninfo)
+        await self._prepare()
         steady = SteadyLatency(
             database=self.database,
             keyring=self.keyring,
             rate=self.rate,
             seconds=self.seconds,
             config=self.config,
+            event_appenders=EVENT_APPENDERS if self.event_rate else 0,
+            event_rate=self.event_rate,
+            event_shape=EVENT_SHAPE,
         )
         samples: list[Sample] = []
         with tempfile.TemporaryDirectory(prefix="outbox-horizon-") as scratch:
@@ -124,6 +199,7 @@ class HeldHorizon:
                 committed, _, _ = await steady._produce()
                 await steady._settle()
                 load_end = time.perf_counter() - started
+                events = await self._events()
                 hold_end = await holder
                 reclaimed = await self._reclaimed(samples, hold_end)
                 sampler.cancel()
@@ -134,7 +210,33 @@ class HeldHorizon:
                 await worker.wait()
             received = json.loads(out.read_text())
             claims = json.loads(out.with_suffix(CLAIMS_SUFFIX).read_text())
-        return self._figures(committed, received, claims, samples, load_end, reclaimed)
+        figures = self._figures(committed, received, claims, samples, load_end, reclaimed)
+        return attrs.evolve(figures, events=events)
+
+    async def _prepare(self) -> None:
+        """Empty the queues; with events, onboard the bench module and subscribe its consumer."""
+        await workload.empty(self.database.conninfo)
+        await events_workload.empty(self.database.conninfo)
+        if self.event_rate:
+            await events_workload.onboard(self.database.conninfo)
+            await events_workload.subscribe_consumer(self.database.conninfo)
+
+    async def _events(self) -> EventFigures | None:
+        """Once every event is published and delivered (or the settle time passed), their
+        figures from the database; None without events."""
+        if not self.event_rate:
+            return None
+        async with await psycopg.AsyncConnection.connect(
+            self.database.conninfo, autocommit=True
+        ) as conn:
+            deadline = time.monotonic() + SETTLE_TIMEOUT
+            while time.monotonic() < deadline:
+                row = await (await conn.execute(EVENTS_LIVE)).fetchone()
+                if row is None or int(row[0]) == 0:
+                    break
+                await asyncio.sleep(0.1)
+            rows = await (await conn.execute(EVENT_DELIVERIES)).fetchall()
+        return event_figures(rows)
 
     async def _worker(self, out: Path) -> asyncio.subprocess.Process:
         worker = await asyncio.create_subprocess_exec(
@@ -147,7 +249,8 @@ class HeldHorizon:
             str(self.config.batch_size),
             str(self.config.concurrency),
             str(self.config.lanes),
-            "events",
+            EVENTS,
+            *([CONSUMERS] if self.event_rate else []),
             *self.config.process_flags(),
             stdout=asyncio.subprocess.PIPE,
             env={**os.environ, KEYRING_VARIABLE: self.keyring},
@@ -245,6 +348,7 @@ class HeldHorizon:
             reclaimed_after=reclaimed,
             samples=tuple(samples),
             p99_by_window=p99s,
+            events=None,
         )
 
 
@@ -261,6 +365,17 @@ def _table(clean: HorizonRun, held: HorizonRun, hold: tuple[float, float]) -> Ta
     row("end-to-end p50 (ms)", clean.p50_ms, held.p50_ms)
     row("end-to-end p99 (ms)", clean.p99_ms, held.p99_ms)
     row("claim p99 (ms)", clean.claim_p99_ms, held.claim_p99_ms, 2)
+    if clean.events is not None and held.events is not None:
+        row("events delivered / s", clean.events.throughput, held.events.throughput)
+        row("events end-to-end p50 (ms)", clean.events.p50_ms, held.events.p50_ms)
+        row("events end-to-end p99 (ms)", clean.events.p99_ms, held.events.p99_ms)
+        row("events lost", clean.events.lost, held.events.lost, 0)
+        row(
+            "events order violations",
+            clean.events.order_violations,
+            held.events.order_violations,
+            0,
+        )
     row("WAL bytes / message", clean.wal_bytes_per_message, held.wal_bytes_per_message, 0)
     for name in HOT:
         row(f"{name} peak dead rows", clean.peak_dead[name], held.peak_dead[name], 0)
@@ -387,6 +502,9 @@ def main(  # noqa: PLR0917 - one per option
     hold_from: Annotated[float, typer.Option(help="When the holder opens its snapshot.")] = 20,
     hold_until: Annotated[float, typer.Option(help="When the holder ends it.")] = 130,
     rate: Annotated[int, typer.Option(min=1, help="Codes offered per second.")] = 300,
+    event_rate: Annotated[
+        int, typer.Option(min=0, help="Tenant events appended per second (0: none).")
+    ] = 100,
     sample: Annotated[float, typer.Option(min=0.5, help="Seconds between readings.")] = 5,
     reclaim_wait: Annotated[
         float, typer.Option(help="How long to watch for the dead rows to be reclaimed.")
@@ -408,7 +526,10 @@ def main(  # noqa: PLR0917 - one per option
                     f"horizon_{'held' if held else 'clean'}"
                 ) as database:
                     await apply_migrations(database.conninfo)
-                    console.print(f"{'held' if held else 'clean'} run: {seconds:.0f} s at {rate}/s")
+                    console.print(
+                        f"{'held' if held else 'clean'} run: {seconds:.0f} s at {rate} codes/s,"
+                        f" {event_rate} events/s"
+                    )
                     results.append(
                         await HeldHorizon(
                             database=database,
@@ -416,6 +537,7 @@ def main(  # noqa: PLR0917 - one per option
                             rate=rate,
                             seconds=seconds,
                             hold=hold if held else None,
+                            event_rate=event_rate,
                             sample_every=sample,
                             reclaim_wait=reclaim_wait,
                         ).run()
@@ -438,6 +560,8 @@ def main(  # noqa: PLR0917 - one per option
                 "load_average_before": load_before,
                 "load_average_after": load_after,
                 "rate": rate,
+                "event_rate": event_rate,
+                "event_shape": attrs.asdict(EVENT_SHAPE),
                 "seconds": seconds,
                 "hold": hold,
                 "clean": _json(clean),

@@ -70,7 +70,8 @@ class SteadyLatency:
     does by default. With ``events_flood``, that many tenant events are queued before it
     starts and ``event_appenders`` producer connections append more, as fast as they can,
     the whole time the codes are enqueued: the codes' latency while the events lane is
-    saturated.
+    saturated. With ``event_rate`` too, the appenders take turns at that many events a
+    second instead (a steady events load beside the codes, not a flood).
     """
 
     database: Database
@@ -87,6 +88,7 @@ class SteadyLatency:
     event_shape: EventShape = attrs.field(
         factory=lambda: EventShape(organizations=10, aggregates=5_000)
     )
+    event_rate: float = 0  # events/s over the appenders; 0: as fast as they can
 
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
@@ -103,8 +105,9 @@ class SteadyLatency:
             ),
             "events_flood": (
                 f"{self.events_flood} tenant events queued before the worker starts, then "
-                f"{self.event_appenders} connections appending continuously "
-                f"over {self.event_shape.organizations} organizations"
+                f"{self.event_appenders} connections appending "
+                + (f"{self.event_rate:g} a second" if self.event_rate else "continuously")
+                + f" over {self.event_shape.organizations} organizations"
                 if self.events_flood or self.event_appenders
                 else "none"
             ),
@@ -251,6 +254,7 @@ class SteadyLatency:
             str(self.event_appenders),
             str(self.event_shape.organizations),
             str(self.event_shape.aggregates),
+            str(self.event_rate),
             stdout=asyncio.subprocess.PIPE,
         )
         assert flood.stdout is not None

@@ -1,11 +1,13 @@
 """The worker in its own process, for latency (serve) and peak memory (drain) measurements.
 
 Run as ``python -m bench.worker_process serve|drain CONNINFO OUT BATCH CONCURRENCY LANES
-[events] [no-reserved-slot]``; the keyring comes in the ``BENCH_KEYRING`` environment
-variable. ``serve`` prints ``ready`` once it listens, runs until SIGTERM, then writes when
-each message reached the provider; with ``events`` it runs the worker's events lane beside
-the security lane, in the same process and event loop, as ``outboxctl worker`` does by
-default; with ``no-reserved-slot`` the security lane runs without its reserved slot.
+[events] [consumers] [no-reserved-slot]``; the keyring comes in the ``BENCH_KEYRING``
+environment variable. ``serve`` prints ``ready`` once it listens, runs until SIGTERM, then
+writes when each message reached the provider; with ``events`` it runs the worker's events
+lane beside the security lane, in the same process and event loop, as ``outboxctl worker``
+does by default; with ``consumers`` its consumers lane too, running the bench consumer
+(``bench.effects``) with a no-op handler as the bench module's role; with
+``no-reserved-slot`` the security lane runs without its reserved slot.
 ``drain`` runs until nothing is due and writes its count, duration and peak resident memory.
 """
 
@@ -25,6 +27,7 @@ from uuid import UUID
 
 import attrs
 
+from bench.consumers import running_consumers_lane
 from bench.events_drain import running_events_lane
 from bench.worker import NO_RESERVED_SLOT, WorkerConfig, running_worker
 from outbox.application.delivery.batch import BatchTally
@@ -35,6 +38,8 @@ from outbox.entrypoints.worker.schedule import Every
 KEYRING_VARIABLE = "BENCH_KEYRING"
 READY = "ready"
 CLAIMS_SUFFIX = ".claims.json"  # serve also writes every claim's duration (s) beside OUT
+EVENTS = "events"  # serve: the events lane too
+CONSUMERS = "consumers"  # serve: the consumers lane too, with the bench consumer
 
 
 @attrs.define
@@ -63,7 +68,12 @@ def peak_rss_kib() -> int:
 
 
 async def serve(
-    conninfo: str, config: WorkerConfig, *, events: bool, claims: list[float] | None = None
+    conninfo: str,
+    config: WorkerConfig,
+    *,
+    events: bool,
+    consumers: bool = False,
+    claims: list[float] | None = None,
 ) -> dict[str, float]:
     """Run the worker loop until SIGTERM; return when each message reached the provider
     (and, into ``claims``, how long each of the security lane's claims took)."""
@@ -79,6 +89,9 @@ async def serve(
         if events:
             lane = await stack.enter_async_context(running_events_lane(conninfo))
             loops.append(attrs.evolve(lane.loop, drain=False, totals=BatchTally()))
+        if consumers:
+            consuming = await stack.enter_async_context(running_consumers_lane(conninfo))
+            loops.append(consuming.loop)
         timed = ClaimTimes(worker.dispatch.telemetry)
         dispatch = attrs.evolve(worker.dispatch, telemetry=timed)
         loop = WorkerLoop(
@@ -144,7 +157,15 @@ def main(argv: list[str]) -> None:
     )
     if mode == "serve":
         claims: list[float] = []
-        done = asyncio.run(serve(conninfo, config, events="events" in flags, claims=claims))
+        done = asyncio.run(
+            serve(
+                conninfo,
+                config,
+                events=EVENTS in flags,
+                consumers=CONSUMERS in flags,
+                claims=claims,
+            )
+        )
         out.with_suffix(CLAIMS_SUFFIX).write_text(json.dumps(claims))
     else:
         done = asyncio.run(drain(conninfo, config))
