@@ -152,9 +152,11 @@ SET available_at = available_at - %(by)s, expires_at = expires_at - %(by)s,
     lease_expires_at = lease_expires_at - %(by)s, created_at = created_at - %(by)s
 WHERE state IN ('pending', 'leased')
 """
-# The claim's floor (0047) is a time too: it moves back with the rows.
+# The claim's floor (0047) and its next whole walk (0052) are times too: they move back with
+# the rows.
 SHIFT_FLOOR = """
-UPDATE outbox.claim_floor SET floor = floor - %(by)s, computed_at = computed_at - %(by)s
+UPDATE outbox.claim_floor
+SET floor = floor - %(by)s, computed_at = computed_at - %(by)s, walk_due_at = walk_due_at - %(by)s
 """
 EMPTY = "TRUNCATE outbox.messages, outbox.envelopes, outbox.attempts, outbox.claim_floor CASCADE"
 

@@ -4989,6 +4989,7 @@ CREATE FUNCTION outbox.health_work() RETURNS TABLE(lane text, due bigint, oldest
     FROM outbox.messages AS m
     WHERE m.state = 'pending' AND m.available_at <= pg_catalog.clock_timestamp()
       AND m.claimable_at <= pg_catalog.clock_timestamp()  -- the claim index (0051)
+      AND m.claimable_at >= outbox.stored_claim_floor()  -- from the floor (0052)
     UNION ALL
     SELECT 'events', pg_catalog.count(*),
            EXTRACT(epoch FROM pg_catalog.clock_timestamp() - pg_catalog.min(r.available_at)),
@@ -5580,23 +5581,44 @@ CREATE FUNCTION outbox.refresh_claim_floor() RETURNS timestamp with time zone
     AS $$
 DECLARE
     v_now timestamptz := pg_catalog.statement_timestamp();
+    v_stored outbox.claim_floor%ROWTYPE;
+    v_whole boolean;
+    v_from timestamptz := '-infinity';
+    v_started timestamptz;
+    v_took interval;
     v_oldest timestamptz;
     v_floor timestamptz;
+    v_due timestamptz;
 BEGIN
     IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('outbox.claim_floor')) THEN
         SELECT f.floor INTO v_floor FROM outbox.claim_floor AS f WHERE f.only_row;
         RETURN COALESCE(v_floor, '-infinity');
     END IF;
+    SELECT f.* INTO v_stored FROM outbox.claim_floor AS f WHERE f.only_row;
+    v_whole := NOT FOUND OR v_stored.walk_due_at IS NULL OR v_stored.walk_due_at <= v_now;
+    IF NOT v_whole THEN
+        v_from := LEAST(v_stored.floor, v_now) - interval '5 seconds';
+    END IF;
+    v_started := pg_catalog.clock_timestamp();
     SELECT m.claimable_at INTO v_oldest
     FROM outbox.messages AS m
     -- The claim index's predicate (0051): the only index this statement may read.
     WHERE m.state IN ('pending', 'leased') AND m.claimable_at IS NOT NULL
+      AND m.claimable_at >= v_from
     ORDER BY m.claimable_at, m.created_at, m.id
     LIMIT 1;
     v_floor := LEAST(COALESCE(v_oldest, v_now), v_now) - interval '1 second';
-    INSERT INTO outbox.claim_floor AS f (only_row, floor, computed_at)
-    VALUES (true, v_floor, v_now)
-    ON CONFLICT (only_row) DO UPDATE SET floor = excluded.floor, computed_at = excluded.computed_at;
+    v_took := pg_catalog.clock_timestamp() - v_started;
+    v_due := CASE
+        WHEN NOT v_whole THEN v_stored.walk_due_at
+        WHEN v_took < interval '10 milliseconds' THEN NULL  -- cheap: the next one walks too
+        ELSE v_now + LEAST(interval '1 minute', v_took * 50)
+    END;
+    INSERT INTO outbox.claim_floor AS f (only_row, floor, computed_at, walk_due_at)
+    VALUES (true, v_floor, v_now, v_due)
+    ON CONFLICT (only_row) DO UPDATE
+    SET floor = excluded.floor, computed_at = excluded.computed_at,
+        walk_due_at = excluded.walk_due_at;
     RETURN v_floor;
 END
 $$;
@@ -6440,6 +6462,17 @@ END
 $$;
 
 --
+-- Name: stored_claim_floor(); Type: FUNCTION; Schema: outbox; Owner: -
+--
+
+CREATE FUNCTION outbox.stored_claim_floor() RETURNS timestamp with time zone
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT COALESCE(pg_catalog.min(f.floor), '-infinity') FROM outbox.claim_floor AS f
+$$;
+
+--
 -- Name: suppress_at_claim(); Type: FUNCTION; Schema: outbox; Owner: -
 --
 
@@ -6506,7 +6539,8 @@ BEGIN
     INTO v_security
     FROM outbox.messages AS m
     WHERE m.state = 'pending' AND m.available_at <= v_now
-      AND m.claimable_at <= v_now;  -- the claim index (0051)
+      AND m.claimable_at <= v_now  -- the claim index (0051)
+      AND m.claimable_at >= outbox.stored_claim_floor();  -- from the floor (0052)
     SELECT pg_catalog.date_part('epoch', v_now - pg_catalog.min(r.claimable_at))
     INTO v_events
     FROM events.outbox_records AS r
@@ -7188,8 +7222,15 @@ CREATE UNLOGGED TABLE outbox.claim_floor (
     only_row boolean DEFAULT true NOT NULL,
     floor timestamp with time zone NOT NULL,
     computed_at timestamp with time zone NOT NULL,
+    walk_due_at timestamp with time zone,
     CONSTRAINT claim_floor_one_row CHECK (only_row)
 );
+
+--
+-- Name: COLUMN claim_floor.walk_due_at; Type: COMMENT; Schema: outbox; Owner: -
+--
+
+COMMENT ON COLUMN outbox.claim_floor.walk_due_at IS 'When the next refresh walks the claim index whole (NULL: the next one does).';
 
 --
 -- Name: delivery_states; Type: TABLE; Schema: outbox; Owner: -
@@ -9974,6 +10015,12 @@ GRANT ALL ON FUNCTION outbox.staff_suppressions(p_actor uuid, p_elevation text, 
 
 REVOKE ALL ON FUNCTION outbox.staff_workers(p_actor uuid, p_elevation text) FROM PUBLIC;
 GRANT ALL ON FUNCTION outbox.staff_workers(p_actor uuid, p_elevation text) TO staff_service;
+
+--
+-- Name: FUNCTION stored_claim_floor(); Type: ACL; Schema: outbox; Owner: -
+--
+
+REVOKE ALL ON FUNCTION outbox.stored_claim_floor() FROM PUBLIC;
 
 --
 -- Name: FUNCTION suppress_at_claim(); Type: ACL; Schema: outbox; Owner: -

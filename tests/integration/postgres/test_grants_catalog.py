@@ -354,6 +354,8 @@ FUNCTION_GRANTS.update(
         # The claim's floor (0047_claim_floor.sql): owner-only, called by the claim.
         f"outbox.current_claim_floor({_AT})": set(),
         "outbox.refresh_claim_floor()": EXECUTE_BY_WORKER,
+        # The stored floor, for the gauges' readers (0052_claim_floor_steps.sql): owner-only.
+        "outbox.stored_claim_floor()": set(),
         # Every claim's lease step (0049_reserved_slot.sql): owner-only, called by the claims.
         f"outbox.lease_picked(uuid[],text,{_AT},{_AT},{_AT})": set(),
     }

@@ -99,6 +99,7 @@ EXPECTED_FUNCTIONS = {
         " p_lease_expires_at timestamp with time zone, p_floor timestamp with time zone)"
     ),
     "outbox.refresh_claim_floor()",
+    "outbox.stored_claim_floor()",  # 0052
     "outbox.staff_workers(p_actor uuid, p_elevation text)",
     (
         "outbox.worker_heartbeat(p_owner text, p_lane text, "
