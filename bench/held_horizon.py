@@ -299,16 +299,21 @@ class HeldHorizon:
         return time.perf_counter() - started
 
     async def _reclaimed(self, samples: list[Sample], hold_end: float | None) -> float | None:
-        """Seconds after the hold ended until ``outbox.messages``'s dead rows fell below a
-        tenth of their peak (vacuum ran); None for a clean run or when it did not happen."""
+        """Seconds after the hold ended until ``outbox.messages``'s dead rows fell back within a
+        tenth of their rise (vacuum ran); None for a clean run or when it did not happen."""
         if hold_end is None:
             return None
         deadline = time.perf_counter() + self.reclaim_wait
+        begin = self.hold[0] if self.hold else 0.0
         while time.perf_counter() < deadline:
             held = [s.dead.get(HOT[0], 0) for s in samples if s.at <= hold_end]
             peak = max(held, default=0)
+            # Back within a tenth of the rise above what the load kept before the hold (a
+            # load that goes on after the hold keeps some dead rows of its own).
+            before = [s.dead.get(HOT[0], 0) for s in samples if s.at <= begin]
+            base = before[-1] if before else 0
             after = [s for s in samples if s.at > hold_end]
-            if after and peak and after[-1].dead.get(HOT[0], 0) < peak / 10:
+            if after and peak > base and after[-1].dead.get(HOT[0], 0) < base + (peak - base) / 10:
                 return after[-1].at - hold_end
             await asyncio.sleep(self.sample_every)
         return None

@@ -89,6 +89,74 @@ class Samples:
         )
 
 
+SERVER_POSITION = """
+SELECT pg_current_wal_lsn() - '0/0'::pg_lsn, pg_snapshot_xmax(pg_current_snapshot())::text::bigint
+"""
+SERVER_WIDE = "before the queue is filled and after it is drained (enqueue + claim + record)"
+
+
+@attrs.define
+class Meters:
+    """Per path: its rate and client CPU, and around each run, server-wide, the WAL bytes and
+    the write transactions (transaction ids assigned) per message."""
+
+    figures: dict[str, Samples]
+    admin_conninfo: str
+    prefix: str  # the rates' group, "drain." or "events_drain."
+    path_prefix: str = ""  # of the paths in the WAL and write transaction figures: "events_"
+    cpu: dict[str, Samples] = attrs.field(init=False)
+    wal: dict[str, Samples] = attrs.field(init=False)
+    xacts: dict[str, Samples] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.cpu = {name: samples.cpu() for name, samples in self.figures.items()}
+        self.wal = self._per_message("wal.", "WAL per message", "B/msg", "pg_current_wal_lsn()")
+        self.xacts = self._per_message(
+            "xacts.", "write transactions per message", "xact/msg", "the next transaction id"
+        )
+
+    def _per_message(self, kind: str, what: str, unit: str, read: str) -> dict[str, Samples]:
+        return {
+            name: Samples(
+                f"{kind}{self.path_prefix}{samples.key.removeprefix(self.prefix)}",
+                f"{samples.label}: {what}",
+                unit,
+                {"measured": f"{read} {SERVER_WIDE}, over the messages"},
+            )
+            for name, samples in self.figures.items()
+        }
+
+    def keep(self, name: str, drained: Drained) -> None:
+        """A run's rate and CPU, without the server-wide figures."""
+        self.figures[name].values.append(drained.rate)
+        self.cpu[name].values.append(drained.cpu_us)
+
+    async def metered(self, name: str, run: Callable[[], Awaitable[Drained]]) -> None:
+        """Run once, reading the server's WAL position and next transaction id around it."""
+        wal_before, xid_before = await self._position()
+        drained = await run()
+        wal_after, xid_after = await self._position()
+        self.keep(name, drained)
+        self.wal[name].values.append((wal_after - wal_before) / drained.count)
+        self.xacts[name].values.append((xid_after - xid_before) / drained.count)
+
+    def add_to(self, results: Results) -> None:
+        """Every figure collected."""
+        for group in (self.figures, self.cpu, self.wal, self.xacts):
+            for samples in group.values():
+                results.add(samples.figure())
+
+    async def _position(self) -> tuple[int, int]:
+        """The server's WAL position in bytes and its next transaction id: the runs are one
+        at a time, so the difference around one is its own (and a little of autovacuum's)."""
+        async with await psycopg.AsyncConnection.connect(
+            self.admin_conninfo, autocommit=True
+        ) as conn:
+            row = await (await conn.execute(SERVER_POSITION)).fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+
 @attrs.frozen(kw_only=True)
 class Plan:
     """Runs the chosen groups against ``server`` with ``sizes`` and collects every figure."""
@@ -171,30 +239,12 @@ class Plan:
                     sealed.settings(),
                 ),
             }
-            cpu = {name: samples.cpu() for name, samples in figures.items()}
-            wal = {
-                name: Samples(
-                    samples.key.replace("drain.", "wal.", 1),
-                    f"{samples.label}: WAL per message",
-                    "B/msg",
-                    {
-                        "measured": "pg_current_wal_lsn() before the queue is filled and after"
-                        " it is drained (enqueue + claim + record), over the messages",
-                    },
-                )
-                for name, samples in figures.items()
-            }
-
-            def keep(name: str, drained: Drained, wal_bytes: int | None = None) -> None:
-                figures[name].values.append(drained.rate)
-                cpu[name].values.append(drained.cpu_us)
-                if wal_bytes is not None:
-                    wal[name].values.append(wal_bytes / drained.count)
-
-            async def metered(name: str, run: Callable[[], Awaitable[Drained]]) -> None:
-                before = await self._wal_position()
-                drained = await run()
-                keep(name, drained, await self._wal_position() - before)
+            meters = Meters(
+                figures=figures,
+                admin_conninfo=self.server.admin_conninfo,
+                prefix="drain.",
+            )
+            metered = meters.metered
 
             warm = min(WARM_UP_MESSAGES, sizes.drain_messages)
             async with running_worker(dispatch_db.conninfo, keyring, config) as worker:
@@ -221,19 +271,7 @@ class Plan:
                     await metered("ceiling", ceiling_once)
                     await metered("plain", lambda: plain.once(worker))
                     await metered("sealed", lambda: sealed.once(worker))
-            for samples in [*figures.values(), *cpu.values(), *wal.values()]:
-                results.add(samples.figure())
-
-    async def _wal_position(self) -> int:
-        """The server's WAL position in bytes: the drains run one at a time, so the
-        difference around one is its WAL (and a little of autovacuum's)."""
-        async with await psycopg.AsyncConnection.connect(
-            self.server.admin_conninfo, autocommit=True
-        ) as conn:
-            row = await (
-                await conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")
-            ).fetchone()
-        return int(row[0]) if row else 0
+            meters.add_to(results)
 
     async def _processes(self, results: Results, keyring: str, config: WorkerConfig) -> None:
         """1 and 2 worker processes, each on its own database, beside pgqueuer, interleaved."""
@@ -702,30 +740,13 @@ class Plan:
                     {**bare.settings(), **bare_backlog.settings()},
                 ),
             }
-            cpu = {name: samples.cpu() for name, samples in figures.items()}
-            wal = {
-                name: Samples(
-                    samples.key.replace("events_drain.", "wal.events_", 1),
-                    f"{samples.label}: WAL per message",
-                    "B/msg",
-                    {
-                        "measured": "pg_current_wal_lsn() before the queue is filled and after"
-                        " it is drained (enqueue + claim + record), over the messages",
-                    },
-                )
-                for name, samples in figures.items()
-            }
-
-            def keep(name: str, drained: Drained, wal_bytes: int | None = None) -> None:
-                figures[name].values.append(drained.rate)
-                cpu[name].values.append(drained.cpu_us)
-                if wal_bytes is not None:
-                    wal[name].values.append(wal_bytes / drained.count)
-
-            async def metered(name: str, run: Callable[[], Awaitable[Drained]]) -> None:
-                before = await self._wal_position()
-                drained = await run()
-                keep(name, drained, await self._wal_position() - before)
+            meters = Meters(
+                figures=figures,
+                admin_conninfo=self.server.admin_conninfo,
+                prefix="events_drain.",
+                path_prefix="events_",
+            )
+            metered = meters.metered
 
             async def ceiling_once(events: int, *, fan_out: bool = True) -> Drained:
                 backlog, drain = (ceiling_backlog, ceiling) if fan_out else (bare_backlog, bare)
@@ -747,8 +768,7 @@ class Plan:
                     await metered("ceiling", lambda: ceiling_once(count))
                     await metered("lane", lambda: lane.once(events_lane))
                     await metered("bare", lambda: ceiling_once(count, fan_out=False))
-            for samples in [*figures.values(), *cpu.values(), *wal.values()]:
-                results.add(samples.figure())
+            meters.add_to(results)
 
     async def _consumers(self, results: Results) -> None:
         sizes = self.sizes
@@ -901,8 +921,8 @@ class Plan:
 
 
 def _wal_checks(results: Results) -> None:
-    """For information (issue 31): the WAL each path writes per delivered message, beside
-    pgqueuer's for the same number of jobs."""
+    """For information (issue 31): the WAL and the write transactions each path costs per
+    delivered message, beside pgqueuer's for the same number of jobs."""
     have = results.figures.keys()
     for path, peer in (
         ("dispatch_plain", "pgqueuer"),
@@ -911,14 +931,15 @@ def _wal_checks(results: Results) -> None:
         ("events_lane", "events_pgqueuer"),
         ("events_sql_ceiling", "events_pgqueuer"),
     ):
-        if {f"wal.{path}", f"wal.{peer}"} <= have:
-            results.ratio(
-                f"wal_{path}_vs_pgqueuer",
-                f"WAL per message: {path.replace('_', ' ')} / pgqueuer",
-                f"wal.{path}",
-                f"wal.{peer}",
-                at_least=None,
-            )
+        for kind, what in (("wal", "WAL"), ("xacts", "Write transactions")):
+            if {f"{kind}.{path}", f"{kind}.{peer}"} <= have:
+                results.ratio(
+                    f"{kind}_{path}_vs_pgqueuer",
+                    f"{what} per message: {path.replace('_', ' ')} / pgqueuer",
+                    f"{kind}.{path}",
+                    f"{kind}.{peer}",
+                    at_least=None,
+                )
 
 
 def _checks(results: Results) -> None:
