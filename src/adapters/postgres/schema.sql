@@ -1417,6 +1417,36 @@ END
 $$;
 
 --
+-- Name: promote_head_after(uuid, text, text, bigint); Type: FUNCTION; Schema: events; Owner: -
+--
+
+CREATE FUNCTION events.promote_head_after(p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_after bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM events.dead_letters AS d
+        WHERE d.resolution IS NULL AND d.organization_id = p_organization_id
+          AND d.aggregate_type = p_aggregate_type AND d.aggregate_id = p_aggregate_id
+    ) THEN
+        RETURN false;
+    END IF;
+    UPDATE events.outbox_records AS r
+    SET head = true
+    WHERE r.id = (
+        SELECT n.id FROM events.outbox_records AS n
+        WHERE n.state IN ('pending', 'leased') AND n.organization_id = p_organization_id
+          AND n.aggregate_type = p_aggregate_type AND n.aggregate_id = p_aggregate_id
+          AND n.append_sequence > p_after
+        ORDER BY n.append_sequence
+        LIMIT 1
+    );
+    RETURN FOUND;
+END
+$$;
+
+--
 -- Name: publish_contract_version(text, integer); Type: FUNCTION; Schema: events; Owner: -
 --
 
@@ -1934,17 +1964,20 @@ BEGIN
     -- Hand each published head on: now, when no producer holds the aggregate; else at the
     -- next claim. In lock-key order, though a try never waits.
     FOR v_aggregate IN
-        SELECT DISTINCT d.organization_id, d.aggregate_type, d.aggregate_id,
+        SELECT d.organization_id, d.aggregate_type, d.aggregate_id,
                events.aggregate_lock_key(d.organization_id, d.aggregate_type, d.aggregate_id)
-                   AS lock_key
+                   AS lock_key,
+               pg_catalog.max(d.append_sequence) AS published_through
         FROM events.outbox_records AS d
         WHERE d.id = ANY (v_published)
+        GROUP BY d.organization_id, d.aggregate_type, d.aggregate_id
         ORDER BY lock_key
     LOOP
         v_reopened := true;
         IF pg_catalog.pg_try_advisory_xact_lock(v_aggregate.lock_key) THEN
-            PERFORM events.promote_head(
-                v_aggregate.organization_id, v_aggregate.aggregate_type, v_aggregate.aggregate_id
+            PERFORM events.promote_head_after(
+                v_aggregate.organization_id, v_aggregate.aggregate_type, v_aggregate.aggregate_id,
+                v_aggregate.published_through
             );
         ELSE
             INSERT INTO events.head_vacancies (organization_id, aggregate_type, aggregate_id)
@@ -8918,6 +8951,12 @@ REVOKE ALL ON FUNCTION events.parked_aggregates(p_actor uuid, p_organization_id 
 --
 
 REVOKE ALL ON FUNCTION events.promote_head(p_organization_id uuid, p_aggregate_type text, p_aggregate_id text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION promote_head_after(p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_after bigint); Type: ACL; Schema: events; Owner: -
+--
+
+REVOKE ALL ON FUNCTION events.promote_head_after(p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_after bigint) FROM PUBLIC;
 
 --
 -- Name: FUNCTION publish_contract_version(p_event_type text, p_version integer); Type: ACL; Schema: events; Owner: -

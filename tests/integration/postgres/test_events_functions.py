@@ -108,6 +108,7 @@ REGISTRATION = [
 ]
 INTERNAL = [
     f"SELECT events.promote_head('{ORG}', 'order', 'o-1')",
+    f"SELECT events.promote_head_after('{ORG}', 'order', 'o-1', 0)",  # 0053
     f"SELECT events.reopen_aggregate('{ORG}', 'order', 'o-1')",
     f"SELECT events.aggregate_lock_key('{ORG}', 'order', 'o-1')",
 ]

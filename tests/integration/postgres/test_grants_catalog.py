@@ -222,6 +222,7 @@ FUNCTION_GRANTS.update(
         "events.map_producer_role(name,text)": set(),
         "events.aggregate_lock_key(uuid,text,text)": set(),
         "events.promote_head(uuid,text,text)": set(),
+        "events.promote_head_after(uuid,text,text,bigint)": set(),  # 0053
         "events.reopen_aggregate(uuid,text,text)": set(),
         # Trigger functions (0018, 0019).
         "events.refuse_final_update()": set(),

@@ -1,0 +1,169 @@
+"""What one events claim and one record read, index by index, clean and under a held horizon.
+
+``python -m bench.events_hold_walks [--dead 20000] [--organizations 8] [--aggregates 64]``
+
+Twice, each in a fresh database: append ``--dead`` events over the organizations and
+aggregates and publish them all (claim and record, batches of 100) — the second time while
+another session holds the xmin horizon, so every version they leave stays — then append 200
+more and claim and record one batch. Printed: the entries each index returned to those two
+statements (PostgreSQL's own counters for the calling transaction, so no clock is involved)
+and how long each took. It shows which statements walk the dead versions a hold keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Annotated, Any
+
+import psycopg
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from bench import events_workload
+from bench.databases import database_server
+from bench.events_ceiling import CLAIM, RECORD
+from outbox.adapters.postgres.migrator import apply_migrations
+
+INDEXES = """
+SELECT c.oid::regclass::text FROM pg_catalog.pg_class AS c
+JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = 'events' AND c.relkind = 'i'
+"""
+RETURNED = "SELECT pg_stat_get_xact_tuples_returned(%s::regclass)"
+LIVE = "SELECT count(*) FROM events.outbox_records WHERE state IN ('pending', 'leased')"
+Connection = psycopg.AsyncConnection[tuple[Any, ...]]
+
+
+def published(claimed: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """RECORD's parameters: every claimed event published."""
+    ids, tokens, attempts = (list(column) for column in zip(*claimed, strict=True))
+    size = len(ids)
+    return {
+        "ids": ids,
+        "tokens": tokens,
+        "attempts": [attempt + 1 for attempt in attempts],
+        "outcomes": ["published"] * size,
+        "classes": [None] * size,
+        "codes": [""] * size,
+        "targets": [""] * size,
+        "retry_at": [None] * size,
+    }
+
+
+async def _returned(conn: Connection, indexes: list[str]) -> dict[str, int]:
+    out = {}
+    for index in indexes:
+        row = await (await conn.execute(RETURNED, (index,))).fetchone()
+        out[index] = int(row[0]) if row else 0
+    return out
+
+
+async def _read(
+    conn: Connection, indexes: list[str], query: str, params: Any
+) -> tuple[list[tuple[Any, ...]], float, dict[str, int]]:
+    """Run ``query`` in its own transaction; its rows, milliseconds, entries per index."""
+    before = await _returned(conn, indexes)
+    started = time.perf_counter()
+    result = await (await conn.execute(query.encode(), params)).fetchall()
+    took = (time.perf_counter() - started) * 1000
+    after = await _returned(conn, indexes)
+    await conn.commit()
+    return result, took, {i: after[i] - before[i] for i in indexes if after[i] > before[i]}
+
+
+async def _publish_all(conn: Connection) -> None:
+    while True:
+        claimed = await (await conn.execute(CLAIM, ("walks", 100, 60))).fetchall()
+        await conn.commit()
+        if claimed:
+            await conn.execute(RECORD.encode(), published(claimed))
+            await conn.commit()
+            continue
+        row = await (await conn.execute(LIVE)).fetchone()
+        await conn.commit()
+        if not row or not row[0]:
+            return
+
+
+async def one(conninfo: str, *, held: bool, dead: int, shape: tuple[int, int]) -> dict[str, Any]:
+    """One database's figures: the claim's and the record's entries per index, and times."""
+    await apply_migrations(conninfo)
+    await events_workload.onboard(conninfo)
+    organizations, aggregates = shape
+    async with (
+        await psycopg.AsyncConnection.connect(conninfo) as conn,
+        await psycopg.AsyncConnection.connect(conninfo) as holder,
+    ):
+        indexes = [row[0] for row in await (await conn.execute(INDEXES)).fetchall()]
+        await conn.commit()
+        if held:
+            await holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            await holder.execute("SELECT count(*) FROM pg_catalog.pg_class")
+        await events_workload.bulk_load(
+            conninfo, dead, organizations=organizations, aggregates=aggregates, batch="1"
+        )
+        await _publish_all(conn)
+        await events_workload.bulk_load(
+            conninfo, 200, organizations=organizations, aggregates=aggregates, batch="2"
+        )
+        claimed, claim_ms, claim_read = await _read(conn, indexes, CLAIM, ("walks", 100, 60))
+        _, record_ms, record_read = await _read(conn, indexes, RECORD, published(claimed))
+        await holder.rollback()
+    return {
+        "claimed": len(claimed),
+        "claim_ms": claim_ms,
+        "claim": claim_read,
+        "record_ms": record_ms,
+        "record": record_read,
+    }
+
+
+app = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False)
+
+
+@app.command()
+def main(
+    dead: Annotated[int, typer.Option(min=1, help="Events published before the probe.")] = 20000,
+    organizations: Annotated[int, typer.Option(min=1)] = 8,
+    aggregates: Annotated[int, typer.Option(min=1)] = 64,
+) -> None:
+    """Probe clean, then held; print the entries each index returned."""
+    console = Console()
+
+    async def both() -> tuple[dict[str, Any], dict[str, Any]]:
+        runs = []
+        with database_server() as server:
+            for held in (False, True):
+                async with server.fresh_database(f"walks_{'held' if held else 'clean'}") as db:
+                    runs.append(
+                        await one(
+                            db.conninfo, held=held, dead=dead, shape=(organizations, aggregates)
+                        )
+                    )
+        return runs[0], runs[1]
+
+    clean, held = asyncio.run(both())
+    table = Table(title=f"Index entries read after {dead:,} events published, clean / held")
+    for heading in ("statement", "index", "clean", "held"):
+        table.add_column(heading, justify="left" if heading in {"statement", "index"} else "right")
+    for statement in ("claim", "record"):
+        for index in sorted(set(clean[statement]) | set(held[statement])):
+            table.add_row(
+                statement,
+                index,
+                f"{clean[statement].get(index, 0):,}",
+                f"{held[statement].get(index, 0):,}",
+            )
+        table.add_row(
+            statement,
+            "(milliseconds)",
+            f"{clean[f'{statement}_ms']:.1f}",
+            f"{held[f'{statement}_ms']:.1f}",
+        )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    app()
