@@ -49,7 +49,9 @@ CATALOG = {
     "constraints": """
         SELECT o.conrelid::regclass::text, o.conname, pg_catalog.pg_get_constraintdef(o.oid)
         FROM pg_catalog.pg_constraint AS o
-        WHERE o.connamespace = 'inbox'::regnamespace AND o.conname <> 'migrations_pkey'
+        WHERE o.connamespace = 'inbox'::regnamespace
+          -- the ledger's: its key, and its NOT NULLs where PostgreSQL 18 catalogs them
+          AND o.conrelid::regclass::text <> 'inbox.migrations'
         ORDER BY 1, 2
     """,
     "indexes": """
