@@ -632,6 +632,13 @@ DECLARE
     v_orgs uuid[] := '{}';
     v_share integer;
     v_ids uuid[];
+    v_soonest timestamptz;
+    -- With v_org, where the next probe starts: after v_org's heads ('infinity'), or at
+    -- v_org's own heads once the loop wrapped to the lowest id ('-infinity'), so that an
+    -- organization whose id is the nil UUID is visited too.
+    v_after timestamptz := 'infinity';
+    v_all_seen boolean := false;  -- the loop below visited every organization with a head
+    v_share_filled boolean;  -- an organization gave its whole share: it may have more
 BEGIN
     IF p_owner IS NULL OR p_owner = '' THEN
         RAISE EXCEPTION 'p_owner: a claim names its worker' USING ERRCODE = 'invalid_parameter_value';
@@ -669,39 +676,41 @@ BEGIN
     v_org := v_start;
     LOOP
         EXIT WHEN pg_catalog.cardinality(v_orgs) >= p_limit OR v_examined >= 4 * p_limit;
-        SELECT r.organization_id INTO v_next
+        -- The next organization and its soonest head, in one probe of the index.
+        SELECT r.organization_id, r.claimable_at INTO v_next, v_soonest
         FROM events.outbox_records AS r
-        WHERE r.head AND r.organization_id > v_org
-        ORDER BY r.organization_id
+        WHERE r.head AND (r.organization_id, r.claimable_at) > (v_org, v_after)
+        ORDER BY r.organization_id, r.claimable_at
         LIMIT 1;
         IF v_next IS NULL THEN
+            v_all_seen := v_wrapped;
             EXIT WHEN v_wrapped;
             v_wrapped := true;
-            v_org := '00000000-0000-0000-0000-000000000000';  -- below every real id
+            v_org := '00000000-0000-0000-0000-000000000000';  -- the lowest id, itself included
+            v_after := '-infinity';
             CONTINUE;
         END IF;
-        EXIT WHEN v_wrapped AND v_next > v_start;
+        v_all_seen := v_wrapped AND v_next > v_start;
+        EXIT WHEN v_all_seen;
         v_examined := v_examined + 1;
-        -- The organization's soonest head, read off the index (one probe, however many).
-        IF (
-            SELECT r.claimable_at FROM events.outbox_records AS r
-            WHERE r.head AND r.organization_id = v_next
-            ORDER BY r.organization_id, r.claimable_at
-            LIMIT 1
-        ) <= v_now THEN
+        IF v_soonest <= v_now THEN
             v_orgs := v_orgs || v_next;
         END IF;
         v_org := v_next;
+        v_after := 'infinity';
     END LOOP;
 
-    -- No due organization among those visited: the fill below still finds any due head.
+    -- No due organization among those visited: the fill below still finds any due head
+    -- (when the loop stopped before it had seen every organization).
     v_share := (p_limit + pg_catalog.cardinality(v_orgs) - 1)
         / GREATEST(pg_catalog.cardinality(v_orgs), 1);
 
     -- An equal share per organization, by rank: every organization's oldest first.
-    SELECT COALESCE(pg_catalog.array_agg(s.id), '{}') INTO v_ids
+    SELECT COALESCE(pg_catalog.array_agg(s.id), '{}'),
+           COALESCE(pg_catalog.bool_or(s.filled), false)
+    INTO v_ids, v_share_filled
     FROM (
-        SELECT t.id
+        SELECT t.id, t.rank >= v_share AS filled
         FROM (
             SELECT c.id, c.claimable_at, c.append_sequence,
                    pg_catalog.row_number() OVER (
@@ -722,13 +731,16 @@ BEGIN
     ) AS s;
 
     -- The rest oldest first. SKIP LOCKED does not skip this transaction's own locks, so the
-    -- shares already taken are left out by id.
-    IF pg_catalog.cardinality(v_ids) < p_limit THEN
+    -- shares already taken are left out by id. Only when it can find something: not when
+    -- every organization was seen and none gave its whole share (the shares took every due
+    -- head). `state` names the index this scan alone may read (0054).
+    IF pg_catalog.cardinality(v_ids) < p_limit AND (v_share_filled OR NOT v_all_seen) THEN
         SELECT v_ids || COALESCE(pg_catalog.array_agg(f.id), '{}') INTO v_ids
         FROM (
             SELECT r.id
             FROM events.outbox_records AS r
-            WHERE r.head AND r.claimable_at <= v_now AND r.id <> ALL (v_ids)
+            WHERE r.head AND r.state IN ('pending', 'leased') AND r.claimable_at <= v_now
+              AND r.id <> ALL (v_ids)
             ORDER BY r.claimable_at, r.append_sequence
             LIMIT p_limit - pg_catalog.cardinality(v_ids)
             FOR UPDATE SKIP LOCKED
@@ -742,7 +754,10 @@ BEGIN
             lease_owner = p_owner,
             lease_token = pg_catalog.gen_random_uuid(),
             lease_expires_at = v_lease_expires_at
-        WHERE r.id = ANY (v_ids) AND r.head AND r.claimable_at <= v_now
+        -- By primary key, whatever the statistics say: the re-check is a CASE, which implies
+        -- no partial index's predicate.
+        WHERE r.id = ANY (v_ids)
+          AND CASE WHEN r.head THEN r.claimable_at <= v_now ELSE false END
         RETURNING r.*
     )
     SELECT t.id, e.id, t.organization_id, e.event_type_code, e.contract_version,
@@ -8102,7 +8117,7 @@ CREATE INDEX outbox_records_heads_by_organization ON events.outbox_records USING
 -- Name: outbox_records_heads_due; Type: INDEX; Schema: events; Owner: -
 --
 
-CREATE INDEX outbox_records_heads_due ON events.outbox_records USING btree (claimable_at, append_sequence) WHERE head;
+CREATE INDEX outbox_records_heads_due ON events.outbox_records USING btree (claimable_at, append_sequence) WHERE (head AND (state = ANY (ARRAY['pending'::text, 'leased'::text])));
 
 --
 -- Name: outbox_records_live_by_aggregate; Type: INDEX; Schema: events; Owner: -

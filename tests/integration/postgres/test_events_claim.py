@@ -238,3 +238,19 @@ async def test_claims_from_a_random_point_wrap_around_to_every_organization(onbo
             served.extend(c["organization_id"] for c in batch)
 
     assert sorted(organizations) == sorted(served)
+
+
+async def test_the_organization_with_the_nil_id_gets_its_share(onboarded, connect_as):
+    """The loop over organizations wraps around to the lowest id, itself included (0054):
+    the nil UUID's events (the platform's own) are claimed in their share, not only by the
+    last fill, which a claim skips when the shares took every due head."""
+    nil = uuid.UUID(int=0)
+    async with connect_as(SALES) as conn:
+        for organization in (nil, ORG_A, ORG_B):
+            await append(conn, organization)
+
+    async with connect_as(WORKER) as conn:
+        batches = [await claim(conn, 3) for _ in range(5)]
+
+    assert sorted([nil, ORG_A, ORG_B]) == sorted(c["organization_id"] for c in batches[0])
+    assert [] == [c for batch in batches[1:] for c in batch]
