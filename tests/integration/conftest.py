@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.events_rows import EventRows
 from tests.integration.providers.smtp_stand_in import Behaviour, SmtpStandIn
 
 
@@ -16,3 +17,11 @@ def smtp() -> Iterator[SmtpStandIn]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+async def rows(database_url: str) -> EventRows:
+    """Tenant events appended, published and parked in the test's database."""
+    events = EventRows(database_url)
+    await events.setup()
+    return events

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.consumer_rows import consumer_role, define_type, publish
-from tests.outboxctl import invoke_outboxctl
 
 pytestmark = pytest.mark.integration
 
@@ -19,21 +17,6 @@ ORG = uuid.UUID("00000000-0000-4000-8000-0000000000c2")
 CONSUMER = "shop.fulfilment"
 # Registered by the migrations (0022, 0028), sorted.
 SHIPPED = ["identity.account_notifications", "identity.security_notices"]
-
-
-@pytest.fixture
-def cli(database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    variables = {
-        "OUTBOX_DATABASE_URL": database_url,
-        "OUTBOX_DATA_DIR": str(tmp_path),
-        "OUTBOX_LOG_LEVEL": "warning",
-        "COLUMNS": "80",
-    }
-
-    def run(*args: str):  # type: ignore[no-untyped-def]
-        return invoke_outboxctl(*args, variables=variables)
-
-    return run
 
 
 def _json(result: Any) -> Any:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -14,35 +13,12 @@ import pytest
 
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.events_rows import EventRows
-from tests.outboxctl import invoke_outboxctl
 from tests.security.http_app import PASSWORD, serving
 
 pytestmark = pytest.mark.integration
 
 ORG = UUID("00000000-0000-4000-8000-0000000000c7")
 STAFF = "staff@example.com"
-
-
-@pytest.fixture
-async def rows(database_url: str) -> EventRows:
-    events = EventRows(database_url)
-    await events.setup()
-    return events
-
-
-@pytest.fixture
-def cli(database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    variables = {
-        "OUTBOX_DATABASE_URL": database_url,
-        "OUTBOX_DATA_DIR": str(tmp_path),
-        "OUTBOX_LOG_LEVEL": "warning",
-        "COLUMNS": "80",
-    }
-
-    def run(*args: str):  # type: ignore[no-untyped-def]
-        return invoke_outboxctl(*args, variables=variables)
-
-    return run
 
 
 def _json(result: Any) -> Any:

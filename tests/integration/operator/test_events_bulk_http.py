@@ -33,13 +33,6 @@ async def app(database_url: str) -> AsyncIterator[App]:
         yield running
 
 
-@pytest.fixture
-async def rows(database_url: str) -> EventRows:
-    events = EventRows(database_url)
-    await events.setup()
-    return events
-
-
 async def _parked(rows: EventRows, org: UUID, aggregate: str) -> UUID:
     dead = await rows.append(org, aggregate)
     await rows.append(org, aggregate)  # waits behind it

@@ -3,9 +3,9 @@ backlog drains, a dead letter parks its aggregate, release and republish resume 
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -13,7 +13,6 @@ import pytest
 
 from outbox.entrypoints.cli.exit_codes import ExitCode
 from tests.events_rows import EventRows
-from tests.outboxctl import invoke_outboxctl
 
 pytestmark = pytest.mark.integration
 
@@ -22,25 +21,9 @@ STAFF = "staff@example.com"
 
 
 @pytest.fixture
-async def rows(database_url: str) -> EventRows:
-    events = EventRows(database_url)
-    await events.setup()
-    return events
-
-
-@pytest.fixture
-def cli(database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    variables = {
-        "OUTBOX_DATABASE_URL": database_url,
-        "OUTBOX_DATA_DIR": str(tmp_path),
-        "OUTBOX_LOG_LEVEL": "warning",
-        "COLUMNS": "80",
-    }
-
-    def run(*args: str):  # type: ignore[no-untyped-def]
-        return invoke_outboxctl("events", *args, variables=variables)
-
-    return run
+def cli(cli):  # type: ignore[no-untyped-def]
+    """The conftest's ``outboxctl``, under ``outboxctl events``."""
+    return functools.partial(cli, "events")
 
 
 def _json(result: Any) -> Any:

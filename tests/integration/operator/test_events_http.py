@@ -39,13 +39,6 @@ async def app(database_url: str) -> AsyncIterator[App]:
         yield running
 
 
-@pytest.fixture
-async def rows(database_url: str) -> EventRows:
-    events = EventRows(database_url)
-    await events.setup()
-    return events
-
-
 async def _staff(app: App, rows: EventRows, email: str = STAFF, *, grant: bool = True) -> Staff:
     await app.signed_up(email)
     if grant:

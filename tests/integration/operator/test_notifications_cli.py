@@ -5,32 +5,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from outbox.entrypoints.cli.exit_codes import ExitCode
-from tests.outboxctl import invoke_outboxctl
 
 pytestmark = pytest.mark.integration
 
 ALICE = "alice@example.com"
-
-
-@pytest.fixture
-def cli(database_url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
-    variables = {
-        "OUTBOX_DATABASE_URL": database_url,
-        "OUTBOX_DATA_DIR": str(tmp_path),
-        "OUTBOX_LOG_LEVEL": "warning",
-        "COLUMNS": "80",
-    }
-
-    def run(*args: str):  # type: ignore[no-untyped-def]
-        return invoke_outboxctl(*args, variables=variables)
-
-    return run
 
 
 def _json(result: Any) -> Any:

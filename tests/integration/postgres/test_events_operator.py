@@ -30,13 +30,6 @@ RELEASE = "SELECT * FROM events.release_dead_letter(%s, %s, %s, %s)"
 
 
 @pytest.fixture
-async def rows(database_url: str) -> EventRows:
-    events = EventRows(database_url)
-    await events.setup()
-    return events
-
-
-@pytest.fixture
 async def staff(harness: PostgresOperatorHarness) -> UUID:
     identity_id = await harness.add_identity(STAFF)
     await harness.admin.grant_staff(STAFF)

@@ -23,13 +23,6 @@ DAY = timedelta(days=1)
 
 
 @pytest.fixture
-async def rows(database_url: str) -> EventRows:
-    events = EventRows(database_url)
-    await events.setup()
-    return events
-
-
-@pytest.fixture
 async def staff(harness: PostgresOperatorHarness) -> UUID:
     identity_id = await harness.add_identity("staff@example.com")
     await harness.admin.grant_staff("staff@example.com")
