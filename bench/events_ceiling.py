@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -22,6 +23,22 @@ SELECT count(*) FILTER (WHERE result = 'recorded') FROM events.record_publicatio
     %(targets)b, %(retry_at)b::timestamptz[]
 )
 """
+
+
+def published(claimed: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """RECORD's parameters: every row of CLAIM recorded published."""
+    ids, tokens, attempts = (list(column) for column in zip(*claimed, strict=True))
+    size = len(ids)
+    return {
+        "ids": ids,
+        "tokens": tokens,
+        "attempts": [attempt + 1 for attempt in attempts],
+        "outcomes": ["published"] * size,
+        "classes": [None] * size,
+        "codes": [""] * size,
+        "targets": [""] * size,
+        "retry_at": [None] * size,
+    }
 
 
 @attrs.frozen(kw_only=True)
@@ -66,22 +83,8 @@ class EventsSqlCeiling:
                 await asyncio.sleep(0.001)
                 continue
             size = len(claimed)
-            ids, tokens, attempts = zip(*claimed, strict=True)
             recorded = await (
-                await conn.execute(
-                    RECORD,
-                    {
-                        "ids": list(ids),
-                        "tokens": list(tokens),
-                        "attempts": [attempt + 1 for attempt in attempts],
-                        "outcomes": ["published"] * size,
-                        "classes": [None] * size,
-                        "codes": [""] * size,
-                        "targets": [""] * size,
-                        "retry_at": [None] * size,
-                    },
-                    prepare=True,
-                )
+                await conn.execute(RECORD, published(claimed), prepare=True)
             ).fetchone()
             if not recorded or recorded[0] != size:
                 raise RuntimeError("record_publication_attempt did not record every claimed event")

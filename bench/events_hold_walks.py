@@ -23,7 +23,7 @@ from rich.table import Table
 
 from bench import events_workload
 from bench.databases import database_server
-from bench.events_ceiling import CLAIM, RECORD
+from bench.events_ceiling import CLAIM, RECORD, published
 from outbox.adapters.postgres.migrator import apply_migrations
 
 INDEXES = """
@@ -34,22 +34,6 @@ WHERE n.nspname = 'events' AND c.relkind = 'i'
 RETURNED = "SELECT pg_stat_get_xact_tuples_returned(%s::regclass)"
 LIVE = "SELECT count(*) FROM events.outbox_records WHERE state IN ('pending', 'leased')"
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
-
-
-def published(claimed: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
-    """RECORD's parameters: every claimed event published."""
-    ids, tokens, attempts = (list(column) for column in zip(*claimed, strict=True))
-    size = len(ids)
-    return {
-        "ids": ids,
-        "tokens": tokens,
-        "attempts": [attempt + 1 for attempt in attempts],
-        "outcomes": ["published"] * size,
-        "classes": [None] * size,
-        "codes": [""] * size,
-        "targets": [""] * size,
-        "retry_at": [None] * size,
-    }
 
 
 async def _returned(conn: Connection, indexes: list[str]) -> dict[str, int]:

@@ -214,11 +214,7 @@ class HeldHorizon:
                 await worker.wait()
             received = json.loads(out.read_text())
             claims = json.loads(out.with_suffix(CLAIMS_SUFFIX).read_text())
-        figures = self._figures(committed, received, claims, samples, load_end, reclaimed)
-        # The WAL is the whole server's: shared by every code and event delivered.
-        delivered = figures.delivered + (events.delivered if events else 0)
-        per_item = figures.wal_bytes_per_message * figures.delivered / max(1, delivered)
-        return attrs.evolve(figures, events=events, wal_bytes_per_message=per_item)
+        return self._figures(committed, received, claims, samples, load_end, reclaimed, events)
 
     async def _prepare(self) -> None:
         """Empty the queues; with events, onboard the bench module and subscribe its consumer."""
@@ -326,6 +322,7 @@ class HeldHorizon:
         samples: list[Sample],
         load_end: float,
         reclaimed: float | None,
+        events: EventFigures | None,
     ) -> HorizonRun:
         lost = [key for key in committed if key not in received]
         if lost:
@@ -345,6 +342,8 @@ class HeldHorizon:
         )
         during = [s for s in samples if s.at <= load_end + self.sample_every]
         wal = (during[-1].wal - during[0].wal) if len(during) > 1 else 0
+        # The WAL is the whole server's: shared by every code and event delivered.
+        items = len(received) + (events.delivered if events else 0)
         return HorizonRun(
             held=self.hold is not None,
             committed=len(committed),
@@ -354,13 +353,13 @@ class HeldHorizon:
             p50_ms=cuts[49],
             p99_ms=cuts[98],
             claim_p99_ms=claim_cuts[98] * 1000,
-            wal_bytes_per_message=wal / max(1, len(received)),
+            wal_bytes_per_message=wal / max(1, items),
             peak_dead={t: max(s.dead.get(t, 0) for s in samples) for t in HOT},
             peak_size={t: max(s.size.get(t, 0) for s in samples) for t in HOT},
             reclaimed_after=reclaimed,
             samples=tuple(samples),
             p99_by_window=p99s,
-            events=None,
+            events=events,
         )
 
 

@@ -126,17 +126,13 @@ class Meters:
             for name, samples in self.figures.items()
         }
 
-    def keep(self, name: str, drained: Drained) -> None:
-        """A run's rate and CPU, without the server-wide figures."""
-        self.figures[name].values.append(drained.rate)
-        self.cpu[name].values.append(drained.cpu_us)
-
     async def metered(self, name: str, run: Callable[[], Awaitable[Drained]]) -> None:
         """Run once, reading the server's WAL position and next transaction id around it."""
         wal_before, xid_before = await self._position()
         drained = await run()
         wal_after, xid_after = await self._position()
-        self.keep(name, drained)
+        self.figures[name].values.append(drained.rate)
+        self.cpu[name].values.append(drained.cpu_us)
         self.wal[name].values.append((wal_after - wal_before) / drained.count)
         self.xacts[name].values.append((xid_after - xid_before) / drained.count)
 

@@ -1411,23 +1411,10 @@ BEGIN
         SELECT 1 FROM events.outbox_records AS r
         WHERE r.head AND r.organization_id = p_organization_id
           AND r.aggregate_type = p_aggregate_type AND r.aggregate_id = p_aggregate_id
-    ) OR EXISTS (
-        SELECT 1 FROM events.dead_letters AS d
-        WHERE d.resolution IS NULL AND d.organization_id = p_organization_id
-          AND d.aggregate_type = p_aggregate_type AND d.aggregate_id = p_aggregate_id
     ) THEN
         RETURN false;
     END IF;
-    UPDATE events.outbox_records AS r
-    SET head = true
-    WHERE r.id = (
-        SELECT n.id FROM events.outbox_records AS n
-        WHERE n.state IN ('pending', 'leased') AND n.organization_id = p_organization_id
-          AND n.aggregate_type = p_aggregate_type AND n.aggregate_id = p_aggregate_id
-        ORDER BY n.append_sequence
-        LIMIT 1
-    );
-    RETURN FOUND;
+    RETURN events.promote_head_after(p_organization_id, p_aggregate_type, p_aggregate_id, 0);
 END
 $$;
 

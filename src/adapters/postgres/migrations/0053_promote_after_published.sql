@@ -16,7 +16,8 @@
 -- oldest live record after the published one's sequence: the probe starts there. Nor can
 -- another head exist while this transaction holds the aggregate's lock and has just
 -- retired the only one (the unique index still refuses a second); the check is left to
--- promote_head, which the claim's vacancies and the repairs still call.
+-- promote_head, which the claim's vacancies and the repairs still call, and which now makes
+-- its promotion through promote_head_after.
 
 SET LOCAL ROLE outbox_owner;
 
@@ -51,6 +52,27 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION events.promote_head_after(uuid, text, text, bigint) FROM PUBLIC;
+
+-- The vacancies' and the repairs' promotion: the same hand-on, from the oldest record, once
+-- no head is found (append sequences start at 1).
+CREATE OR REPLACE FUNCTION events.promote_head(
+    p_organization_id uuid,
+    p_aggregate_type text,
+    p_aggregate_id text
+) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM events.outbox_records AS r
+        WHERE r.head AND r.organization_id = p_organization_id
+          AND r.aggregate_type = p_aggregate_type AND r.aggregate_id = p_aggregate_id
+    ) THEN
+        RETURN false;
+    END IF;
+    RETURN events.promote_head_after(p_organization_id, p_aggregate_type, p_aggregate_id, 0);
+END
+$$;
 
 CREATE OR REPLACE FUNCTION events.record_publication_attempt(p_record_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], p_outcomes text[], p_failure_classes text[], p_codes text[], p_targets text[], p_retry_at timestamp with time zone[]) RETURNS TABLE(result text)
     LANGUAGE plpgsql SECURITY DEFINER
