@@ -132,6 +132,7 @@ async def security_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                 poll_interval=settings.worker.poll_interval,
                 drain=request.drain,
                 parallel_batches=sizing.parallel_batches,
+                batch_size=dispatch.batch_size,
                 totals=BatchTally(),
                 # A code never waits behind a batch of notifications in flight.
                 reserved=dispatch.reserved_slot(),
@@ -206,6 +207,7 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                     poll_interval=worker.poll_interval,
                     drain=request.drain,
                     parallel_batches=sizing.parallel_batches,
+                    batch_size=publish.batch_size,
                     totals=BatchTally(),
                 ),
                 sweeps=[

@@ -9,7 +9,7 @@ import attrs
 import pytest
 
 from outbox.application.delivery.batch import BatchTally
-from outbox.entrypoints.worker.loop import WorkerLoop
+from outbox.entrypoints.worker.loop import HINT_GRACE, WorkerLoop
 from tests.fakes.telemetry import RecordingTelemetry
 
 
@@ -103,3 +103,124 @@ async def test_cancelling_a_multi_lane_loop_cancels_its_lanes_and_wait() -> None
 def test_a_loop_needs_at_least_one_lane() -> None:
     with pytest.raises(ValueError, match="parallel_batches"):
         _loop(CountingDispatch(batches=0), SharedWakeups(), lanes=0, drain=True)
+
+
+@attrs.define
+class Notifications:
+    """A wait_for_work that returns when the test notifies (or after ``within``)."""
+
+    queue: asyncio.Queue[None] = attrs.field(factory=asyncio.Queue)
+
+    def notify(self) -> None:
+        self.queue.put_nowait(None)
+
+    async def __call__(self, within: float) -> None:
+        try:
+            async with asyncio.timeout(within):
+                await self.queue.get()
+        except TimeoutError:
+            return
+
+
+@attrs.define
+class DueWork:
+    """Claims what the test put in ``due`` (at most ``limit`` a batch); counts its claims."""
+
+    limit: int
+    due: int = 0
+    claims: int = 0
+    work: float = 0.0  # seconds each non-empty batch takes to send
+    sending: int = 0
+    peak: int = 0  # the most batches sending at once
+
+    async def __call__(self) -> BatchTally:
+        self.claims += 1
+        taken = min(self.due, self.limit)
+        self.due -= taken
+        if taken:
+            self.sending += 1
+            self.peak = max(self.peak, self.sending)
+            await asyncio.sleep(self.work)
+            self.sending -= 1
+        return BatchTally(claimed=taken, published=taken)
+
+
+async def _settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+    await asyncio.sleep(HINT_GRACE * 2)
+
+
+async def _idle_batches(
+    dispatch: DueWork,
+) -> tuple[WorkerLoop, asyncio.Future[BatchTally], Notifications]:
+    """Four batches of a running loop, each idle after a first claim that found nothing."""
+    notifications = Notifications()
+    loop = WorkerLoop(
+        totals=BatchTally(),
+        dispatch=dispatch,
+        wait_for_work=notifications,
+        telemetry=RecordingTelemetry(),
+        poll_interval=timedelta(seconds=30),
+        parallel_batches=4,
+        batch_size=dispatch.limit,
+    )
+    running = asyncio.ensure_future(loop.run())
+    await _settle()
+    return loop, running, notifications
+
+
+async def test_a_notification_starts_one_claim_not_one_per_idle_batch() -> None:
+    dispatch = DueWork(limit=10)
+    loop, running, notifications = await _idle_batches(dispatch)
+    assert 4 == dispatch.claims  # each batch's first claim found nothing
+    for _ in range(3):
+        dispatch.due += 1
+        notifications.notify()
+        await _settle()
+    loop.stop()
+    assert 3 == (await asyncio.wait_for(running, 1)).published
+    # Per event: the claim that took it and the one after it that found nothing.
+    assert 4 + 3 * 2 == dispatch.claims
+
+
+async def test_a_full_batch_wakes_another_idle_batch() -> None:
+    dispatch = DueWork(limit=10, work=0.05)
+    loop, running, notifications = await _idle_batches(dispatch)
+    dispatch.due = 40
+    notifications.notify()
+    await _settle()
+    loop.stop()
+    assert 40 == (await asyncio.wait_for(running, 1)).published
+    # One batch woke; it came back full and woke another, and so on while batches were full.
+    assert 2 <= dispatch.peak
+
+
+async def test_a_notification_during_a_batch_goes_to_its_next_claim() -> None:
+    dispatch = DueWork(limit=10, work=HINT_GRACE / 4)
+    loop, running, notifications = await _idle_batches(dispatch)
+    dispatch.due = 1
+    notifications.notify()
+    await asyncio.sleep(HINT_GRACE / 8)  # the woken batch is sending its one message
+    dispatch.due += 1
+    notifications.notify()
+    await _settle()
+    loop.stop()
+    assert 2 == (await asyncio.wait_for(running, 1)).published
+    # No idle batch was woken for the second: the running one's next claim took it.
+    assert 4 + 3 == dispatch.claims
+
+
+async def test_a_notification_behind_a_slow_batch_wakes_an_idle_one() -> None:
+    dispatch = DueWork(limit=10, work=HINT_GRACE * 5)
+    loop, running, notifications = await _idle_batches(dispatch)
+    dispatch.due = 1
+    notifications.notify()
+    await asyncio.sleep(HINT_GRACE / 2)  # the woken batch sends for a long while
+    dispatch.due += 1
+    notifications.notify()
+    await asyncio.sleep(HINT_GRACE * 2)
+    taken_meanwhile = 2 - dispatch.due
+    loop.stop()
+    assert 2 == (await asyncio.wait_for(running, 2)).published
+    assert 2 == taken_meanwhile  # an idle batch took the second before the slow one ended
