@@ -207,7 +207,9 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                     poll_interval=worker.poll_interval,
                     drain=request.drain,
                     parallel_batches=sizing.parallel_batches,
-                    batch_size=publish.batch_size,
+                    # No batch_size: any batch that published something wakes one more, so
+                    # that the heads its record promoted are claimed while it sends the next
+                    # (a batch of heads is rarely full, and an aggregate moves one head a turn).
                     totals=BatchTally(),
                 ),
                 sweeps=[

@@ -45,10 +45,10 @@ class WorkerLoop(Generic[ResultT]):
     and sending. Idle batches share one wait for work, and each wake-up (a notification or
     the poll) starts one claim, not one per idle batch: an idle batch is woken only when no
     batch is running, or when the running ones make no claim within ``HINT_GRACE``, or when
-    a batch comes back full (``batch_size``), which says there is more. A running batch's
-    next claim sees what the wake-up announced. With every idle batch claiming on every
-    notification, the events lane made 3.4 claims per event at 100 events/s, each one a
-    walk of the heads (docs/benchmarks.md).
+    a batch comes back full (``batch_size``; without one, any batch that claimed something),
+    which says there is more. A running batch's next claim sees what the wake-up announced.
+    With every idle batch claiming on every notification, the events lane made 3.4 claims
+    per event at 100 events/s, each one a walk of the heads; now 1.6 (docs/benchmarks.md).
 
     One loop serves one lane of the worker (the security outbox or the
     events outbox): ``dispatch`` is that lane's use case and ``totals`` starts at its empty result.

@@ -152,9 +152,10 @@ async def _settle() -> None:
 
 
 async def _idle_batches(
-    dispatch: DueWork,
+    dispatch: DueWork, *, batch_size: int | None = None
 ) -> tuple[WorkerLoop, asyncio.Future[BatchTally], Notifications]:
-    """Four batches of a running loop, each idle after a first claim that found nothing."""
+    """Four batches of a running loop, each idle after a first claim that found nothing;
+    a batch is full at ``batch_size`` (the dispatch's limit when not given)."""
     notifications = Notifications()
     loop = WorkerLoop(
         totals=BatchTally(),
@@ -163,7 +164,7 @@ async def _idle_batches(
         telemetry=RecordingTelemetry(),
         poll_interval=timedelta(seconds=30),
         parallel_batches=4,
-        batch_size=dispatch.limit,
+        batch_size=batch_size or dispatch.limit,
     )
     running = asyncio.ensure_future(loop.run())
     await _settle()
@@ -194,6 +195,20 @@ async def test_a_full_batch_wakes_another_idle_batch() -> None:
     assert 40 == (await asyncio.wait_for(running, 1)).published
     # One batch woke; it came back full and woke another, and so on while batches were full.
     assert 2 <= dispatch.peak
+
+
+async def test_without_a_full_size_any_batch_that_claimed_wakes_another() -> None:
+    """The events lane's: its record promotes the next heads, so there may be more."""
+    dispatch = DueWork(limit=10, work=0.05)
+    loop, running, notifications = await _idle_batches(dispatch, batch_size=1)
+    dispatch.due = 3
+    notifications.notify()
+    await _settle()
+    loop.stop()
+    assert 3 == (await asyncio.wait_for(running, 1)).published
+    # The woken batch took all three, woke another (whose claim found nothing), and claimed
+    # once more itself (nothing): with a full size of ten, the middle claim is not made.
+    assert 4 + 3 == dispatch.claims
 
 
 async def test_a_notification_during_a_batch_goes_to_its_next_claim() -> None:
