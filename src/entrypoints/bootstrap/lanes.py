@@ -132,7 +132,6 @@ async def security_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                 poll_interval=settings.worker.poll_interval,
                 drain=request.drain,
                 parallel_batches=sizing.parallel_batches,
-                batch_size=dispatch.batch_size,
                 totals=BatchTally(),
                 # A code never waits behind a batch of notifications in flight.
                 reserved=dispatch.reserved_slot(),
@@ -207,9 +206,6 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                     poll_interval=worker.poll_interval,
                     drain=request.drain,
                     parallel_batches=sizing.parallel_batches,
-                    # No batch_size: any batch that published something wakes one more, so
-                    # that the heads its record promoted are claimed while it sends the next
-                    # (a batch of heads is rarely full, and an aggregate moves one head a turn).
                     totals=BatchTally(),
                 ),
                 sweeps=[
