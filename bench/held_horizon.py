@@ -19,7 +19,9 @@ until the dead rows of ``outbox.messages`` fall back (vacuum reclaimed them) or
 ``--reclaim-wait`` passes.
 
 Printed side by side: the codes' throughput, end-to-end p50/p99 (commit → provider), claim
-p99 (the worker's own ``outbox_claim_seconds``); the events' deliveries per second,
+p99 (the worker's own ``outbox_claim_seconds``), the claims each lane made per delivered code
+or event (counted by the server: the run's database sets ``track_functions``); the events'
+deliveries per second,
 end-to-end p50/p99 (``appended_at`` → the consumer delivery's ``completed_at``, read from the
 database once the load settled), lost events and per-aggregate order violations (a delivery
 completed before one of an earlier event of its aggregate); peak dead rows and size per
@@ -46,6 +48,7 @@ from typing import Annotated, Any
 import attrs
 import psycopg
 import typer
+from psycopg import sql
 from rich.console import Console
 from rich.table import Table
 
@@ -71,6 +74,15 @@ FROM pg_stat_user_tables AS s
 WHERE s.schemaname || '.' || s.relname = ANY(%s)
 """
 WAL = "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"
+# The claims each lane made (the worker's sessions count their calls: track_functions).
+CLAIM_FUNCTIONS = {
+    "codes": ("outbox.claim_messages", "outbox.claim_urgent_messages"),
+    "events": ("events.claim_outbox_batch",),
+}
+CLAIM_CALLS = """
+SELECT s.schemaname || '.' || s.funcname, s.calls FROM pg_stat_user_functions AS s
+WHERE s.schemaname || '.' || s.funcname = ANY(%s)
+"""
 EVENT_SHAPE = EventShape(organizations=8, aggregates=64)
 EVENT_APPENDERS = 4  # connections of the events producer, taking turns at its schedule
 EVENTS_LIVE = """
@@ -162,6 +174,8 @@ class HorizonRun:
     samples: tuple[Sample, ...]
     p99_by_window: tuple[tuple[float, float], ...]  # (window start s, p99 ms)
     events: EventFigures | None  # None: no tenant events (--event-rate 0)
+    claims_per_code: float  # the security lane's claims (both slots) per delivered code
+    claims_per_event: float | None  # the events lane's claims per delivered event
 
 
 @attrs.frozen(kw_only=True)
@@ -214,12 +228,39 @@ class HeldHorizon:
                 await worker.wait()
             received = json.loads(out.read_text())
             claims = json.loads(out.with_suffix(CLAIMS_SUFFIX).read_text())
-        return self._figures(committed, received, claims, samples, load_end, reclaimed, events)
+        figures = self._figures(committed, received, claims, samples, load_end, reclaimed, events)
+        calls = await self._claim_calls()
+        return attrs.evolve(
+            figures,
+            claims_per_code=calls["codes"] / max(1, figures.delivered),
+            claims_per_event=(calls["events"] / max(1, events.delivered) if events else None),
+        )
+
+    async def _claim_calls(self) -> dict[str, int]:
+        """How many claims each lane made, once the worker has exited (its counts flushed)."""
+        async with await psycopg.AsyncConnection.connect(
+            self.database.conninfo, autocommit=True
+        ) as conn:
+            names = [name for names in CLAIM_FUNCTIONS.values() for name in names]
+            rows = await (await conn.execute(CLAIM_CALLS, (names,))).fetchall()
+        calls = {name: int(count) for name, count in rows}
+        return {
+            lane: sum(calls.get(name, 0) for name in names)
+            for lane, names in CLAIM_FUNCTIONS.items()
+        }
 
     async def _prepare(self) -> None:
         """Empty the queues; with events, onboard the bench module and subscribe its consumer."""
         await workload.empty(self.database.conninfo)
         await events_workload.empty(self.database.conninfo)
+        async with await psycopg.AsyncConnection.connect(
+            self.database.conninfo, autocommit=True
+        ) as conn:  # the worker's sessions, opened after this, count their claims
+            await conn.execute(
+                sql.SQL("ALTER DATABASE {} SET track_functions = 'pl'").format(
+                    sql.Identifier(self.database.name)
+                )
+            )
         if self.event_rate:
             await events_workload.onboard(self.database.conninfo)
             await events_workload.subscribe_consumer(self.database.conninfo)
@@ -360,6 +401,8 @@ class HeldHorizon:
             samples=tuple(samples),
             p99_by_window=p99s,
             events=events,
+            claims_per_code=0.0,  # from the server's counts, once the worker has exited
+            claims_per_event=None,
         )
 
 
@@ -376,10 +419,13 @@ def _table(clean: HorizonRun, held: HorizonRun, hold: tuple[float, float]) -> Ta
     row("end-to-end p50 (ms)", clean.p50_ms, held.p50_ms)
     row("end-to-end p99 (ms)", clean.p99_ms, held.p99_ms)
     row("claim p99 (ms)", clean.claim_p99_ms, held.claim_p99_ms, 2)
+    row("claims / code", clean.claims_per_code, held.claims_per_code, 2)
     if clean.events is not None and held.events is not None:
         row("events delivered / s", clean.events.throughput, held.events.throughput)
         row("events end-to-end p50 (ms)", clean.events.p50_ms, held.events.p50_ms)
         row("events end-to-end p99 (ms)", clean.events.p99_ms, held.events.p99_ms)
+        if clean.claims_per_event is not None and held.claims_per_event is not None:
+            row("claims / event", clean.claims_per_event, held.claims_per_event, 2)
         row("events lost", clean.events.lost, held.events.lost, 0)
         row(
             "events order violations",
