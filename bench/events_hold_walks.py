@@ -6,8 +6,9 @@ Twice, each in a fresh database: append ``--dead`` events over the organizations
 aggregates and publish them all (claim and record, batches of 100) — the second time while
 another session holds the xmin horizon, so every version they leave stays — then append 200
 more and claim and record one batch. Printed: the entries each index returned to those two
-statements (PostgreSQL's own counters for the calling transaction, so no clock is involved)
-and how long each took. It shows which statements walk the dead versions a hold keeps.
+statements and the buffers each table and index gave them (PostgreSQL's own counters for
+the calling transaction, so no clock is involved), and how long each took. It shows which
+statements walk the dead versions a hold keeps.
 """
 
 from __future__ import annotations
@@ -26,35 +27,44 @@ from bench.databases import database_server
 from bench.events_ceiling import CLAIM, RECORD, published
 from outbox.adapters.postgres.migrator import apply_migrations
 
-INDEXES = """
-SELECT c.oid::regclass::text FROM pg_catalog.pg_class AS c
+# Per table and index of the events schema, what the calling transaction has done with it so
+# far: the entries its index scans returned, and the buffers it read (a unique index's check
+# of a new entry, and the heap visits behind every entry, show only in the buffers).
+COUNTERS = """
+SELECT c.oid::regclass::text, c.relkind = 'i',
+       pg_catalog.pg_stat_get_xact_tuples_returned(c.oid),
+       pg_catalog.pg_stat_get_xact_blocks_fetched(c.oid)
+FROM pg_catalog.pg_class AS c
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
-WHERE n.nspname = 'events' AND c.relkind = 'i'
+WHERE n.nspname = 'events' AND c.relkind IN ('r', 'i')
 """
-RETURNED = "SELECT pg_stat_get_xact_tuples_returned(%s::regclass)"
 LIVE = "SELECT count(*) FROM events.outbox_records WHERE state IN ('pending', 'leased')"
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
 
-async def _returned(conn: Connection, indexes: list[str]) -> dict[str, int]:
-    out = {}
-    for index in indexes:
-        row = await (await conn.execute(RETURNED, (index,))).fetchone()
-        out[index] = int(row[0]) if row else 0
-    return out
+async def _counters(conn: Connection) -> dict[str, tuple[int, int]]:
+    """Per relation: (index entries returned, or 0 for a table; buffers read)."""
+    rows = await (await conn.execute(COUNTERS)).fetchall()
+    return {
+        name: (int(returned) if index else 0, int(blocks)) for name, index, returned, blocks in rows
+    }
 
 
 async def _read(
-    conn: Connection, indexes: list[str], query: str, params: Any
-) -> tuple[list[tuple[Any, ...]], float, dict[str, int]]:
-    """Run ``query`` in its own transaction; its rows, milliseconds, entries per index."""
-    before = await _returned(conn, indexes)
+    conn: Connection, query: str, params: Any
+) -> tuple[list[tuple[Any, ...]], float, dict[str, tuple[int, int]]]:
+    """Run ``query`` in its own transaction; its rows, milliseconds, and per relation the
+    entries and buffers it read."""
+    before = await _counters(conn)
     started = time.perf_counter()
     result = await (await conn.execute(query.encode(), params)).fetchall()
     took = (time.perf_counter() - started) * 1000
-    after = await _returned(conn, indexes)
+    after = await _counters(conn)
     await conn.commit()
-    return result, took, {i: after[i] - before[i] for i in indexes if after[i] > before[i]}
+    read = {
+        name: (after[name][0] - before[name][0], after[name][1] - before[name][1]) for name in after
+    }
+    return result, took, {name: pair for name, pair in read.items() if any(pair)}
 
 
 async def _publish_all(conn: Connection) -> None:
@@ -80,8 +90,6 @@ async def one(conninfo: str, *, held: bool, dead: int, shape: tuple[int, int]) -
         await psycopg.AsyncConnection.connect(conninfo) as conn,
         await psycopg.AsyncConnection.connect(conninfo) as holder,
     ):
-        indexes = [row[0] for row in await (await conn.execute(INDEXES)).fetchall()]
-        await conn.commit()
         if held:
             await holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             await holder.execute("SELECT count(*) FROM pg_catalog.pg_class")
@@ -92,8 +100,8 @@ async def one(conninfo: str, *, held: bool, dead: int, shape: tuple[int, int]) -
         await events_workload.bulk_load(
             conninfo, 200, organizations=organizations, aggregates=aggregates, batch="2"
         )
-        claimed, claim_ms, claim_read = await _read(conn, indexes, CLAIM, ("walks", 100, 60))
-        _, record_ms, record_read = await _read(conn, indexes, RECORD, published(claimed))
+        claimed, claim_ms, claim_read = await _read(conn, CLAIM, ("walks", 100, 60))
+        _, record_ms, record_read = await _read(conn, RECORD, published(claimed))
         await holder.rollback()
     return {
         "claimed": len(claimed),
@@ -129,22 +137,27 @@ def main(
         return runs[0], runs[1]
 
     clean, held = asyncio.run(both())
-    table = Table(title=f"Index entries read after {dead:,} events published, clean / held")
-    for heading in ("statement", "index", "clean", "held"):
-        table.add_column(heading, justify="left" if heading in {"statement", "index"} else "right")
+    table = Table(
+        title=f"Index entries and buffers read after {dead:,} events published, clean / held"
+    )
+    for heading in (
+        "statement", "table or index", "entries clean", "entries held", "buffers clean",
+        "buffers held",
+    ):  # fmt: skip
+        table.add_column(
+            heading, justify="left" if "index" in heading or heading == "statement" else "right"
+        )
     for statement in ("claim", "record"):
-        for index in sorted(set(clean[statement]) | set(held[statement])):
-            table.add_row(
-                statement,
-                index,
-                f"{clean[statement].get(index, 0):,}",
-                f"{held[statement].get(index, 0):,}",
-            )
+        for name in sorted(set(clean[statement]) | set(held[statement])):
+            a, b = clean[statement].get(name, (0, 0)), held[statement].get(name, (0, 0))
+            table.add_row(statement, name, f"{a[0]:,}", f"{b[0]:,}", f"{a[1]:,}", f"{b[1]:,}")
         table.add_row(
             statement,
             "(milliseconds)",
             f"{clean[f'{statement}_ms']:.1f}",
             f"{held[f'{statement}_ms']:.1f}",
+            "",
+            "",
         )
     console.print(table)
 
