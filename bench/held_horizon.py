@@ -228,12 +228,9 @@ class HeldHorizon:
                 await worker.wait()
             received = json.loads(out.read_text())
             claims = json.loads(out.with_suffix(CLAIMS_SUFFIX).read_text())
-        figures = self._figures(committed, received, claims, samples, load_end, reclaimed, events)
         calls = await self._claim_calls()
-        return attrs.evolve(
-            figures,
-            claims_per_code=calls["codes"] / max(1, figures.delivered),
-            claims_per_event=(calls["events"] / max(1, events.delivered) if events else None),
+        return self._figures(
+            committed, received, claims, calls, samples, load_end, reclaimed, events
         )
 
     async def _claim_calls(self) -> dict[str, int]:
@@ -360,6 +357,7 @@ class HeldHorizon:
         committed: dict[str, float],
         received: dict[str, float],
         claims: list[float],
+        calls: dict[str, int],
         samples: list[Sample],
         load_end: float,
         reclaimed: float | None,
@@ -385,10 +383,11 @@ class HeldHorizon:
         wal = (during[-1].wal - during[0].wal) if len(during) > 1 else 0
         # The WAL is the whole server's: shared by every code and event delivered.
         items = len(received) + (events.delivered if events else 0)
+        delivered = sum(1 for key in committed if key in received)
         return HorizonRun(
             held=self.hold is not None,
             committed=len(committed),
-            delivered=sum(1 for key in committed if key in received),
+            delivered=delivered,
             seconds=load_end,
             throughput=len(received) / load_end,
             p50_ms=cuts[49],
@@ -401,8 +400,8 @@ class HeldHorizon:
             samples=tuple(samples),
             p99_by_window=p99s,
             events=events,
-            claims_per_code=0.0,  # from the server's counts, once the worker has exited
-            claims_per_event=None,
+            claims_per_code=calls["codes"] / max(1, delivered),
+            claims_per_event=calls["events"] / max(1, events.delivered) if events else None,
         )
 
 

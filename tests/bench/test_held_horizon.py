@@ -50,7 +50,7 @@ def test_a_tiny_held_horizon_run_loses_nothing_and_shows_the_dead_rows(
         # Each lane's claims, counted by the server: at least one per batch delivered.
         assert 0 < report[run]["claims_per_code"], run
         assert 0 < report[run]["claims_per_event"], run
-        assert "claims / event" in completed.stdout
+    assert "claims / event" in completed.stdout
     assert report["held"]["peak_dead"]["outbox.messages"] > 0
     svg = ET.parse(chart).getroot()  # noqa: S314 - our own file
     assert svg.tag.endswith("svg")
