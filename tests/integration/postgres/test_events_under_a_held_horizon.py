@@ -115,6 +115,6 @@ async def test_a_claim_under_a_held_horizon_walks_no_dead_head_below_the_floor(
     # Before 0055 the probe for the next organization walked the other organization's dead
     # heads (two versions each, 80). Now: the organization's first live head, by the probe
     # for organizations with a due head, then its three live heads by its share; the fill
-    # has nothing left to find.
-    assert read["events.outbox_records_heads_due"] == 0, read
+    # reads those three again, which it leaves out, and nothing else.
+    assert read["events.outbox_records_heads_due"] <= 3, read
     assert read["events.outbox_records_heads_by_organization"] <= 4, read

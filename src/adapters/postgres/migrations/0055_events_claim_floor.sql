@@ -12,21 +12,32 @@
 --   the later of the record's available_at and its own statement's time (before, a record
 --   that waited behind its predecessor kept its append time). Appends, retries and releases
 --   already set a time at or after their own statement.
--- - So every live head is at or above the oldest live head's claimable_at, and the claim
---   starts its scans one second below it: the floor, kept in an unlogged table, recomputed
---   every second by the events lane off the claim's path and stepped as the codes' is (a
---   whole walk when the last took under 10 ms, else after fifty times its cost, at most a
---   minute later). A claim recomputes a floor older than ten seconds itself. Below the floor
---   is nothing live but a late commit (a head made more than a second before its commit,
---   and a floor computed in between), found by the next whole walk.
+-- - So a head can be below the oldest live head's claimable_at only by a late commit (made
+--   more than a second before its transaction committed), and the claim starts its scans
+--   one second below that oldest: the floor, kept in an unlogged table, recomputed every
+--   second by the events lane off the claim's path and stepped as the codes' is (a whole
+--   walk when the last took under 10 ms, else after fifty times its cost, at most a minute
+--   later). A claim recomputes a floor older than ten seconds itself. A late commit below
+--   the floor is found by the next whole walk.
 -- - The organizations come from a list of their own, not from the heads index: the probe
 --   for "the next organization" walked its every dead head from the lowest. An append notes
 --   an organization on neither the list nor the arrivals in a table of arrivals (no unique
 --   key, so the first appends of a new organization never wait on one another), and each
---   claim first moves the arrivals onto the list. Every organization with a live record or an open dead
---   letter is listed here.
+--   claim first moves the arrivals onto the list: a new organization has its share from its
+--   first claim. The fill, from the floor, is short, and now always runs when the shares
+--   leave room: it also finds the heads of an organization whose records were written by
+--   other means than an append, and the claim lists it. Every organization with a live
+--   record or an open dead letter is listed here.
 
 SET LOCAL ROLE outbox_owner;
+
+-- The fill's and the refresh's index only: a predicate no other statement implies. With
+-- `state IN ('pending', 'leased')` (0054), the claim index (every live record, the waiting
+-- ones too) matched the fill as well, and the planner took it under a hold (1,704 entries
+-- from the floor for one claim, where the heads index had 64).
+DROP INDEX events.outbox_records_heads_due;
+CREATE INDEX outbox_records_heads_due ON events.outbox_records (claimable_at, append_sequence)
+    WHERE head AND state NOT IN ('published', 'dead_lettered');
 
 CREATE UNLOGGED TABLE events.claim_floor (
     only_row boolean PRIMARY KEY DEFAULT true CONSTRAINT claim_floor_one_row CHECK (only_row),
@@ -93,7 +104,7 @@ BEGIN
     v_started := pg_catalog.clock_timestamp();
     SELECT r.claimable_at INTO v_oldest
     FROM events.outbox_records AS r
-    WHERE r.head AND r.state IN ('pending', 'leased') AND r.claimable_at >= v_from
+    WHERE r.head AND r.state NOT IN ('published', 'dead_lettered') AND r.claimable_at >= v_from
     ORDER BY r.claimable_at, r.append_sequence
     LIMIT 1;
     v_floor := LEAST(COALESCE(v_oldest, v_now), v_now) - interval '1 second';
@@ -337,10 +348,8 @@ DECLARE
     v_vacancy record;
     v_start uuid := pg_catalog.gen_random_uuid();
     v_candidates uuid[];
-    v_all_seen boolean;  -- the candidates are the whole list
     v_orgs uuid[];
     v_share integer;
-    v_share_filled boolean;  -- an organization gave its whole share: it may have more
     v_ids uuid[];
 BEGIN
     IF p_owner IS NULL OR p_owner = '' THEN
@@ -401,7 +410,6 @@ BEGIN
         (SELECT 2, o.organization_id FROM events.claim_organizations AS o
          WHERE o.organization_id < v_start ORDER BY o.organization_id LIMIT 4 * p_limit)
     ) AS c;
-    v_all_seen := COALESCE(pg_catalog.cardinality(v_candidates), 0) < 4 * p_limit;
     v_candidates := COALESCE(v_candidates[1:4 * p_limit], '{}');
 
     -- Of those, the first p_limit with a due head, each found from the floor.
@@ -422,11 +430,9 @@ BEGIN
         / GREATEST(pg_catalog.cardinality(v_orgs), 1);
 
     -- An equal share per organization, by rank: every organization's oldest first.
-    SELECT COALESCE(pg_catalog.array_agg(s.id), '{}'),
-           COALESCE(pg_catalog.bool_or(s.filled), false)
-    INTO v_ids, v_share_filled
+    SELECT COALESCE(pg_catalog.array_agg(s.id), '{}') INTO v_ids
     FROM (
-        SELECT t.id, t.rank >= v_share AS filled
+        SELECT t.id
         FROM (
             SELECT c.id, c.claimable_at, c.append_sequence,
                    pg_catalog.row_number() OVER (
@@ -447,16 +453,18 @@ BEGIN
         LIMIT p_limit
     ) AS s;
 
-    -- The rest oldest first, from the floor. Only when it can find something: not when the
-    -- whole list was seen and no organization gave its whole share (the shares took every
-    -- due head). SKIP LOCKED does not skip this transaction's own locks, so the shares
-    -- already taken are left out by id. `state` names the index this scan alone may read.
-    IF pg_catalog.cardinality(v_ids) < p_limit AND (v_share_filled OR NOT v_all_seen) THEN
+    -- The rest oldest first, from the floor, whatever the organization: what the shares left,
+    -- the heads of organizations past the candidates, and those of one not listed (its
+    -- records written by other means than an append): the claim lists it below. From the
+    -- floor this walk is short, and it is no longer skipped when it could find nothing
+    -- (0054). SKIP LOCKED does not skip this transaction's own locks, so the shares already
+    -- taken are left out by id. `state NOT IN` names the index this scan alone may read.
+    IF pg_catalog.cardinality(v_ids) < p_limit THEN
         SELECT v_ids || COALESCE(pg_catalog.array_agg(f.id), '{}') INTO v_ids
         FROM (
             SELECT r.id
             FROM events.outbox_records AS r
-            WHERE r.head AND r.state IN ('pending', 'leased')
+            WHERE r.head AND r.state NOT IN ('published', 'dead_lettered')
               AND r.claimable_at >= v_floor AND r.claimable_at <= v_now
               AND r.id <> ALL (v_ids)
             ORDER BY r.claimable_at, r.append_sequence
@@ -477,6 +485,11 @@ BEGIN
         WHERE r.id = ANY (v_ids)
           AND CASE WHEN r.head THEN r.claimable_at <= v_now ELSE false END
         RETURNING r.*
+    ), listed AS (
+        INSERT INTO events.claim_organizations (organization_id)
+        SELECT DISTINCT t.organization_id FROM taken AS t
+        WHERE t.organization_id <> ALL (v_candidates)
+        ON CONFLICT DO NOTHING
     )
     SELECT t.id, e.id, t.organization_id, e.event_type_code, e.contract_version,
            t.aggregate_type, t.aggregate_id, t.append_sequence, e.payload, e.occurred_at,
