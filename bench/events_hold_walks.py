@@ -5,8 +5,7 @@
 Twice, each in a fresh database: append ``--dead`` events over the organizations and
 aggregates and publish them all (claim and record, batches of 100) — the second time while
 another session holds the xmin horizon, so every version they leave stays — then append 200
-more, refresh the claim's floor as the events lane does every second, and claim and record
-one batch. Printed: the entries each index returned to those
+more and claim and record one batch. Printed: the entries each index returned to those two
 statements and the buffers each table and index gave them (PostgreSQL's own counters for
 the calling transaction, so no clock is involved), and how long each took. It shows which
 statements walk the dead versions a hold keeps.
@@ -39,7 +38,6 @@ FROM pg_catalog.pg_class AS c
 JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
 WHERE n.nspname = 'events' AND c.relkind IN ('r', 'i')
 """
-REFRESH_FLOOR = "SELECT events.refresh_claim_floor()"
 LIVE = "SELECT count(*) FROM events.outbox_records WHERE state IN ('pending', 'leased')"
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
@@ -102,15 +100,11 @@ async def one(conninfo: str, *, held: bool, dead: int, shape: tuple[int, int]) -
         await events_workload.bulk_load(
             conninfo, 200, organizations=organizations, aggregates=aggregates, batch="2"
         )
-        # What the events lane does every second (0055): the floor the claim starts from.
-        _, refresh_ms, refresh_read = await _read(conn, REFRESH_FLOOR, ())
         claimed, claim_ms, claim_read = await _read(conn, CLAIM, ("walks", 100, 60))
         _, record_ms, record_read = await _read(conn, RECORD, published(claimed))
         await holder.rollback()
     return {
         "claimed": len(claimed),
-        "refresh_ms": refresh_ms,
-        "refresh": refresh_read,
         "claim_ms": claim_ms,
         "claim": claim_read,
         "record_ms": record_ms,
@@ -153,7 +147,7 @@ def main(
         table.add_column(
             heading, justify="left" if "index" in heading or heading == "statement" else "right"
         )
-    for statement in ("refresh", "claim", "record"):
+    for statement in ("claim", "record"):
         for name in sorted(set(clean[statement]) | set(held[statement])):
             a, b = clean[statement].get(name, (0, 0)), held[statement].get(name, (0, 0))
             table.add_row(statement, name, f"{a[0]:,}", f"{b[0]:,}", f"{a[1]:,}", f"{b[1]:,}")

@@ -31,7 +31,6 @@ FROM events.record_publication_attempt(
 # Binary both ways (%b, binary=True), as the security outbox's dispatch store: the arrays of
 # a batch dump and UUIDs and timestamps parse without string round trips.
 PURGE = "SELECT events.purge_events(%s::interval, %s::interval, %s::integer)"
-REFRESH_CLAIM_FLOOR = "SELECT 1 FROM events.refresh_claim_floor()"
 
 # One row of the record call: outcome kind, failure class, code, retry time.
 _Encoded = tuple[str, str | None, str, datetime | None]
@@ -136,15 +135,6 @@ class PostgresEventOutboxStore:
                 cursor = await conn.execute(
                     PURGE, (retention.published, retention.dead_lettered, limit)
                 )
-                row = await cursor.fetchone()
-        return int(row[0]) if row is not None else 0
-
-    async def refresh_claim_floor(self) -> int:
-        """Recompute where the events claim starts (``events.refresh_claim_floor``, 0055): the
-        one walk over the dead heads a held horizon keeps, off the claims' path; 1."""
-        with translated_errors():
-            async with self._pool.connection() as conn:
-                cursor = await conn.execute(REFRESH_CLAIM_FLOOR)
                 row = await cursor.fetchone()
         return int(row[0]) if row is not None else 0
 

@@ -178,17 +178,6 @@ BEGIN
         SELECT event.id INTO v_id FROM event;
 
         IF v_id IS NOT NULL THEN
-            -- An organization not on the claim's list arrives (0055); never waits on another.
-            IF NOT EXISTS (
-                SELECT 1 FROM events.claim_organizations AS o
-                WHERE o.organization_id = p_organization_id
-            ) AND NOT EXISTS (
-                SELECT 1 FROM events.organization_arrivals AS a
-                WHERE a.organization_id = p_organization_id
-            ) THEN
-                INSERT INTO events.organization_arrivals (organization_id)
-                VALUES (p_organization_id);
-            END IF;
             IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
                 INSERT INTO events.head_vacancies (organization_id, aggregate_type, aggregate_id)
                 VALUES (p_organization_id, p_aggregate_type, p_aggregate_id)
@@ -634,13 +623,22 @@ CREATE FUNCTION events.claim_outbox_batch(p_owner text, p_limit integer, p_lease
 DECLARE
     v_now timestamptz := pg_catalog.statement_timestamp();
     v_lease_expires_at timestamptz;
-    v_floor timestamptz;
     v_vacancy record;
     v_start uuid := pg_catalog.gen_random_uuid();
-    v_candidates uuid[];
-    v_orgs uuid[];
+    v_org uuid;
+    v_next uuid;
+    v_wrapped boolean := false;
+    v_examined integer := 0;
+    v_orgs uuid[] := '{}';
     v_share integer;
     v_ids uuid[];
+    v_soonest timestamptz;
+    -- With v_org, where the next probe starts: after v_org's heads ('infinity'), or at
+    -- v_org's own heads once the loop wrapped to the lowest id ('-infinity'), so that an
+    -- organization whose id is the nil UUID is visited too.
+    v_after timestamptz := 'infinity';
+    v_all_seen boolean := false;  -- the loop below visited every organization with a head
+    v_share_filled boolean;  -- an organization gave its whole share: it may have more
 BEGIN
     IF p_owner IS NULL OR p_owner = '' THEN
         RAISE EXCEPTION 'p_owner: a claim names its worker' USING ERRCODE = 'invalid_parameter_value';
@@ -674,55 +672,45 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- The organizations that appended since the last claim join the list.
-    WITH arrived AS (
-        DELETE FROM events.organization_arrivals AS a
-        USING (
-            SELECT n.ctid FROM events.organization_arrivals AS n FOR UPDATE SKIP LOCKED
-        ) AS n
-        WHERE a.ctid = n.ctid
-        RETURNING a.organization_id
-    )
-    INSERT INTO events.claim_organizations (organization_id)
-    SELECT DISTINCT a.organization_id FROM arrived AS a
-    ON CONFLICT DO NOTHING;
+    -- The organizations with a due head, from a random one on, wrapping around once.
+    v_org := v_start;
+    LOOP
+        EXIT WHEN pg_catalog.cardinality(v_orgs) >= p_limit OR v_examined >= 4 * p_limit;
+        -- The next organization and its soonest head, in one probe of the index.
+        SELECT r.organization_id, r.claimable_at INTO v_next, v_soonest
+        FROM events.outbox_records AS r
+        WHERE r.head AND (r.organization_id, r.claimable_at) > (v_org, v_after)
+        ORDER BY r.organization_id, r.claimable_at
+        LIMIT 1;
+        IF v_next IS NULL THEN
+            v_all_seen := v_wrapped;
+            EXIT WHEN v_wrapped;
+            v_wrapped := true;
+            v_org := '00000000-0000-0000-0000-000000000000';  -- the lowest id, itself included
+            v_after := '-infinity';
+            CONTINUE;
+        END IF;
+        v_all_seen := v_wrapped AND v_next > v_start;
+        EXIT WHEN v_all_seen;
+        v_examined := v_examined + 1;
+        IF v_soonest <= v_now THEN
+            v_orgs := v_orgs || v_next;
+        END IF;
+        v_org := v_next;
+        v_after := 'infinity';
+    END LOOP;
 
-    -- After the vacancies: a head they made is at this statement's time, above any floor.
-    v_floor := events.current_claim_floor(v_now);
-
-    -- Up to 4 x p_limit organizations of the list, from a random one on, wrapping around.
-    SELECT pg_catalog.array_agg(c.organization_id ORDER BY c.part, c.organization_id)
-    INTO v_candidates
-    FROM (
-        (SELECT 1 AS part, o.organization_id FROM events.claim_organizations AS o
-         WHERE o.organization_id >= v_start ORDER BY o.organization_id LIMIT 4 * p_limit)
-        UNION ALL
-        (SELECT 2, o.organization_id FROM events.claim_organizations AS o
-         WHERE o.organization_id < v_start ORDER BY o.organization_id LIMIT 4 * p_limit)
-    ) AS c;
-    v_candidates := COALESCE(v_candidates[1:4 * p_limit], '{}');
-
-    -- Of those, the first p_limit with a due head, each found from the floor.
-    SELECT COALESCE(pg_catalog.array_agg(d.organization_id ORDER BY d.ord), '{}') INTO v_orgs
-    FROM (
-        SELECT c.organization_id, c.ord
-        FROM pg_catalog.unnest(v_candidates) WITH ORDINALITY AS c (organization_id, ord)
-        WHERE EXISTS (
-            SELECT 1 FROM events.outbox_records AS r
-            WHERE r.head AND r.organization_id = c.organization_id
-              AND r.claimable_at >= v_floor AND r.claimable_at <= v_now
-        )
-        ORDER BY c.ord
-        LIMIT p_limit
-    ) AS d;
-
+    -- No due organization among those visited: the fill below still finds any due head
+    -- (when the loop stopped before it had seen every organization).
     v_share := (p_limit + pg_catalog.cardinality(v_orgs) - 1)
         / GREATEST(pg_catalog.cardinality(v_orgs), 1);
 
     -- An equal share per organization, by rank: every organization's oldest first.
-    SELECT COALESCE(pg_catalog.array_agg(s.id), '{}') INTO v_ids
+    SELECT COALESCE(pg_catalog.array_agg(s.id), '{}'),
+           COALESCE(pg_catalog.bool_or(s.filled), false)
+    INTO v_ids, v_share_filled
     FROM (
-        SELECT t.id
+        SELECT t.id, t.rank >= v_share AS filled
         FROM (
             SELECT c.id, c.claimable_at, c.append_sequence,
                    pg_catalog.row_number() OVER (
@@ -732,8 +720,7 @@ BEGIN
             CROSS JOIN LATERAL (
                 SELECT r.id, r.organization_id, r.claimable_at, r.append_sequence
                 FROM events.outbox_records AS r
-                WHERE r.head AND r.organization_id = o.id
-                  AND r.claimable_at >= v_floor AND r.claimable_at <= v_now
+                WHERE r.head AND r.organization_id = o.id AND r.claimable_at <= v_now
                 ORDER BY r.claimable_at, r.append_sequence
                 LIMIT v_share
                 FOR UPDATE SKIP LOCKED
@@ -743,19 +730,16 @@ BEGIN
         LIMIT p_limit
     ) AS s;
 
-    -- The rest oldest first, from the floor, whatever the organization: what the shares left,
-    -- the heads of organizations past the candidates, and those of one not listed (its
-    -- records written by other means than an append): the claim lists it below. From the
-    -- floor this walk is short, and it is no longer skipped when it could find nothing
-    -- (0054). SKIP LOCKED does not skip this transaction's own locks, so the shares already
-    -- taken are left out by id. `state NOT IN` names the index this scan alone may read.
-    IF pg_catalog.cardinality(v_ids) < p_limit THEN
+    -- The rest oldest first. SKIP LOCKED does not skip this transaction's own locks, so the
+    -- shares already taken are left out by id. Only when it can find something: not when
+    -- every organization was seen and none gave its whole share (the shares took every due
+    -- head). `state` names the index this scan alone may read (0054).
+    IF pg_catalog.cardinality(v_ids) < p_limit AND (v_share_filled OR NOT v_all_seen) THEN
         SELECT v_ids || COALESCE(pg_catalog.array_agg(f.id), '{}') INTO v_ids
         FROM (
             SELECT r.id
             FROM events.outbox_records AS r
-            WHERE r.head AND r.state NOT IN ('published', 'dead_lettered')
-              AND r.claimable_at >= v_floor AND r.claimable_at <= v_now
+            WHERE r.head AND r.state IN ('pending', 'leased') AND r.claimable_at <= v_now
               AND r.id <> ALL (v_ids)
             ORDER BY r.claimable_at, r.append_sequence
             LIMIT p_limit - pg_catalog.cardinality(v_ids)
@@ -775,11 +759,6 @@ BEGIN
         WHERE r.id = ANY (v_ids)
           AND CASE WHEN r.head THEN r.claimable_at <= v_now ELSE false END
         RETURNING r.*
-    ), listed AS (
-        INSERT INTO events.claim_organizations (organization_id)
-        SELECT DISTINCT t.organization_id FROM taken AS t
-        WHERE t.organization_id <> ALL (v_candidates)
-        ON CONFLICT DO NOTHING
     )
     SELECT t.id, e.id, t.organization_id, e.event_type_code, e.contract_version,
            t.aggregate_type, t.aggregate_id, t.append_sequence, e.payload, e.occurred_at,
@@ -944,25 +923,6 @@ BEGIN
         p_action, p_event_type, p_organization_id, p_aggregate_type, p_aggregate_id, p_since,
         p_until, v_as_of
     );
-END
-$$;
-
---
--- Name: current_claim_floor(timestamp with time zone); Type: FUNCTION; Schema: events; Owner: -
---
-
-CREATE FUNCTION events.current_claim_floor(p_now timestamp with time zone) RETURNS timestamp with time zone
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    v_stored events.claim_floor%ROWTYPE;
-BEGIN
-    SELECT f.* INTO v_stored FROM events.claim_floor AS f WHERE f.only_row;
-    IF FOUND AND v_stored.computed_at > p_now - interval '10 seconds' THEN
-        RETURN v_stored.floor;
-    END IF;
-    RETURN events.refresh_claim_floor();
 END
 $$;
 
@@ -1475,8 +1435,7 @@ BEGIN
         RETURN false;
     END IF;
     UPDATE events.outbox_records AS r
-    SET head = true,
-        available_at = GREATEST(r.available_at, pg_catalog.statement_timestamp())
+    SET head = true
     WHERE r.id = (
         SELECT n.id FROM events.outbox_records AS n
         WHERE n.state IN ('pending', 'leased') AND n.organization_id = p_organization_id
@@ -2038,56 +1997,6 @@ BEGIN
     SELECT CASE WHEN i.ord = ANY (v_ok) THEN 'recorded' ELSE 'lease_lost' END
     FROM pg_catalog.unnest(p_record_ids) WITH ORDINALITY AS i (record_id, ord)
     ORDER BY i.ord;
-END
-$$;
-
---
--- Name: refresh_claim_floor(); Type: FUNCTION; Schema: events; Owner: -
---
-
-CREATE FUNCTION events.refresh_claim_floor() RETURNS timestamp with time zone
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-DECLARE
-    v_now timestamptz := pg_catalog.statement_timestamp();
-    v_stored events.claim_floor%ROWTYPE;
-    v_whole boolean;
-    v_from timestamptz := '-infinity';
-    v_started timestamptz;
-    v_took interval;
-    v_oldest timestamptz;
-    v_floor timestamptz;
-    v_due timestamptz;
-BEGIN
-    IF NOT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('events.claim_floor')) THEN
-        SELECT f.floor INTO v_floor FROM events.claim_floor AS f WHERE f.only_row;
-        RETURN COALESCE(v_floor, '-infinity');
-    END IF;
-    SELECT f.* INTO v_stored FROM events.claim_floor AS f WHERE f.only_row;
-    v_whole := NOT FOUND OR v_stored.walk_due_at IS NULL OR v_stored.walk_due_at <= v_now;
-    IF NOT v_whole THEN
-        v_from := LEAST(v_stored.floor, v_now) - interval '5 seconds';
-    END IF;
-    v_started := pg_catalog.clock_timestamp();
-    SELECT r.claimable_at INTO v_oldest
-    FROM events.outbox_records AS r
-    WHERE r.head AND r.state NOT IN ('published', 'dead_lettered') AND r.claimable_at >= v_from
-    ORDER BY r.claimable_at, r.append_sequence
-    LIMIT 1;
-    v_floor := LEAST(COALESCE(v_oldest, v_now), v_now) - interval '1 second';
-    v_took := pg_catalog.clock_timestamp() - v_started;
-    v_due := CASE
-        WHEN NOT v_whole THEN v_stored.walk_due_at
-        WHEN v_took < interval '10 milliseconds' THEN NULL  -- cheap: the next one walks too
-        ELSE v_now + LEAST(interval '1 minute', v_took * 50)
-    END;
-    INSERT INTO events.claim_floor AS f (only_row, floor, computed_at, walk_due_at)
-    VALUES (true, v_floor, v_now, v_due)
-    ON CONFLICT (only_row) DO UPDATE
-    SET floor = excluded.floor, computed_at = excluded.computed_at,
-        walk_due_at = excluded.walk_due_at;
-    RETURN v_floor;
 END
 $$;
 
@@ -6696,45 +6605,6 @@ CREATE FUNCTION outbox_meta.applied_migrations() RETURNS TABLE(version integer, 
 $$;
 
 --
--- Name: claim_floor; Type: TABLE; Schema: events; Owner: -
---
-
-CREATE UNLOGGED TABLE events.claim_floor (
-    only_row boolean DEFAULT true NOT NULL,
-    floor timestamp with time zone NOT NULL,
-    computed_at timestamp with time zone NOT NULL,
-    walk_due_at timestamp with time zone,
-    CONSTRAINT claim_floor_one_row CHECK (only_row)
-);
-
---
--- Name: TABLE claim_floor; Type: COMMENT; Schema: events; Owner: -
---
-
-COMMENT ON TABLE events.claim_floor IS 'Where the events claim starts: one second below the oldest live head (0055).';
-
---
--- Name: COLUMN claim_floor.walk_due_at; Type: COMMENT; Schema: events; Owner: -
---
-
-COMMENT ON COLUMN events.claim_floor.walk_due_at IS 'When the next refresh walks the heads index whole (NULL: the next one does).';
-
---
--- Name: claim_organizations; Type: TABLE; Schema: events; Owner: -
---
-
-CREATE TABLE events.claim_organizations (
-    organization_id uuid NOT NULL,
-    noted_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
-);
-
---
--- Name: TABLE claim_organizations; Type: COMMENT; Schema: events; Owner: -
---
-
-COMMENT ON TABLE events.claim_organizations IS 'The organizations whose heads the events claim shares out fairly (0055).';
-
---
 -- Name: consumer_audit; Type: TABLE; Schema: events; Owner: -
 --
 
@@ -7035,21 +6905,6 @@ ALTER TABLE events.operator_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     NO MAXVALUE
     CACHE 1
 );
-
---
--- Name: organization_arrivals; Type: TABLE; Schema: events; Owner: -
---
-
-CREATE TABLE events.organization_arrivals (
-    organization_id uuid NOT NULL,
-    noted_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
-);
-
---
--- Name: TABLE organization_arrivals; Type: COMMENT; Schema: events; Owner: -
---
-
-COMMENT ON TABLE events.organization_arrivals IS 'Organizations an append found missing from claim_organizations; the claim lists them (0055).';
 
 --
 -- Name: outbox_records; Type: TABLE; Schema: events; Owner: -
@@ -7672,20 +7527,6 @@ CREATE TABLE outbox_meta.migrations (
 );
 
 --
--- Name: claim_floor claim_floor_pkey; Type: CONSTRAINT; Schema: events; Owner: -
---
-
-ALTER TABLE ONLY events.claim_floor
-    ADD CONSTRAINT claim_floor_pkey PRIMARY KEY (only_row);
-
---
--- Name: claim_organizations claim_organizations_pkey; Type: CONSTRAINT; Schema: events; Owner: -
---
-
-ALTER TABLE ONLY events.claim_organizations
-    ADD CONSTRAINT claim_organizations_pkey PRIMARY KEY (organization_id);
-
---
 -- Name: consumer_audit consumer_audit_pkey; Type: CONSTRAINT; Schema: events; Owner: -
 --
 
@@ -8236,12 +8077,6 @@ CREATE INDEX operator_audit_by_dead_letter ON events.operator_audit USING btree 
 CREATE UNIQUE INDEX operator_audit_idempotency ON events.operator_audit USING btree (actor_id, idempotency_key);
 
 --
--- Name: organization_arrivals_by_organization; Type: INDEX; Schema: events; Owner: -
---
-
-CREATE INDEX organization_arrivals_by_organization ON events.organization_arrivals USING btree (organization_id);
-
---
 -- Name: outbox_records_by_event; Type: INDEX; Schema: events; Owner: -
 --
 
@@ -8269,7 +8104,7 @@ CREATE INDEX outbox_records_heads_by_organization ON events.outbox_records USING
 -- Name: outbox_records_heads_due; Type: INDEX; Schema: events; Owner: -
 --
 
-CREATE INDEX outbox_records_heads_due ON events.outbox_records USING btree (claimable_at, append_sequence) WHERE (head AND (state <> ALL (ARRAY['published'::text, 'dead_lettered'::text])));
+CREATE INDEX outbox_records_heads_due ON events.outbox_records USING btree (claimable_at, append_sequence) WHERE (head AND (state = ANY (ARRAY['pending'::text, 'leased'::text])));
 
 --
 -- Name: outbox_records_live_by_aggregate; Type: INDEX; Schema: events; Owner: -
@@ -9042,12 +8877,6 @@ REVOKE ALL ON FUNCTION events.count_backlog() FROM PUBLIC;
 REVOKE ALL ON FUNCTION events.count_bulk(p_actor uuid, p_action text, p_event_type text, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text, p_since timestamp with time zone, p_until timestamp with time zone, p_as_of timestamp with time zone) FROM PUBLIC;
 
 --
--- Name: FUNCTION current_claim_floor(p_now timestamp with time zone); Type: ACL; Schema: events; Owner: -
---
-
-REVOKE ALL ON FUNCTION events.current_claim_floor(p_now timestamp with time zone) FROM PUBLIC;
-
---
 -- Name: FUNCTION event_attempts(p_actor uuid, p_event_id uuid); Type: ACL; Schema: events; Owner: -
 --
 
@@ -9164,13 +8993,6 @@ GRANT ALL ON FUNCTION events.record_consumer_processing_attempts(p_delivery_ids 
 
 REVOKE ALL ON FUNCTION events.record_publication_attempt(p_record_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], p_outcomes text[], p_failure_classes text[], p_codes text[], p_targets text[], p_retry_at timestamp with time zone[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION events.record_publication_attempt(p_record_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], p_outcomes text[], p_failure_classes text[], p_codes text[], p_targets text[], p_retry_at timestamp with time zone[]) TO outbox_worker;
-
---
--- Name: FUNCTION refresh_claim_floor(); Type: ACL; Schema: events; Owner: -
---
-
-REVOKE ALL ON FUNCTION events.refresh_claim_floor() FROM PUBLIC;
-GRANT ALL ON FUNCTION events.refresh_claim_floor() TO outbox_worker;
 
 --
 -- Name: FUNCTION refuse_final_delivery_update(); Type: ACL; Schema: events; Owner: -

@@ -48,7 +48,6 @@ from outbox.entrypoints.bootstrap.database import (
 from outbox.entrypoints.bootstrap.parts import ProcessParts, retry_policy
 from outbox.entrypoints.bootstrap.relay import relay_targets
 from outbox.entrypoints.bootstrap.worker import (
-    CLAIM_FLOOR_EVERY,
     WorkerServices,
     sweep_schedule,
     worker_services,
@@ -210,13 +209,6 @@ async def events_lane(request: LaneRequest) -> AsyncIterator[Lane]:
                     totals=BatchTally(),
                 ),
                 sweeps=[
-                    # Where the claims start (0055): recomputed every second off their path.
-                    Every(
-                        name="events_claim_floor",
-                        interval=CLAIM_FLOOR_EVERY,
-                        job=store.refresh_claim_floor,
-                        telemetry=telemetry,
-                    ),
                     Every(
                         name="events_retention",
                         interval=sweeps.retention_interval,

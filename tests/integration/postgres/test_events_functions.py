@@ -109,7 +109,6 @@ REGISTRATION = [
 INTERNAL = [
     f"SELECT events.promote_head('{ORG}', 'order', 'o-1')",
     f"SELECT events.promote_head_after('{ORG}', 'order', 'o-1', 0)",  # 0053
-    "SELECT events.current_claim_floor(now())",  # 0055
     f"SELECT events.reopen_aggregate('{ORG}', 'order', 'o-1')",
     f"SELECT events.aggregate_lock_key('{ORG}', 'order', 'o-1')",
 ]

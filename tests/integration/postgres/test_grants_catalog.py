@@ -223,9 +223,6 @@ FUNCTION_GRANTS.update(
         "events.aggregate_lock_key(uuid,text,text)": set(),
         "events.promote_head(uuid,text,text)": set(),
         "events.promote_head_after(uuid,text,text,bigint)": set(),  # 0053
-        # The events claim's floor (0055_events_claim_floor.sql): refreshed by the events lane.
-        "events.current_claim_floor(timestamp with time zone)": set(),
-        "events.refresh_claim_floor()": EXECUTE_BY_WORKER,
         "events.reopen_aggregate(uuid,text,text)": set(),
         # Trigger functions (0018, 0019).
         "events.refuse_final_update()": set(),
@@ -424,10 +421,6 @@ RELATION_GRANTS: dict[str, set[tuple[str, str]]] = {
     # The workers view (0043_events_console.sql): through its functions only.
     "outbox.worker_lanes": set(),
     "outbox.claim_floor": set(),  # 0047_claim_floor.sql
-    # The events claim's floor and organizations (0055_events_claim_floor.sql).
-    "events.claim_floor": set(),
-    "events.claim_organizations": set(),
-    "events.organization_arrivals": set(),
 }
 # The Identity module's tables (0004_identity_tables.sql): reached only through functions.
 RELATION_GRANTS.update(
