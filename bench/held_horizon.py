@@ -41,6 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -126,6 +127,21 @@ class EventFigures:
     p99_ms: float
     lost: int  # appended, never delivered within the settle time (the run fails)
     order_violations: int  # completed before an earlier event of its aggregate (the run fails)
+    # By 10-s window of appended_at from the first append: when the lane fell behind, if it did.
+    p99_by_window: tuple[tuple[float, float], ...] = ()  # (window start s, p99 ms)
+
+
+def p99_by_window(points: Iterable[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+    """(window start s, p99 ms) of (seconds from the start, latency ms) points, by 10-s
+    window; a window of fewer than ten points is left out."""
+    windows: dict[int, list[float]] = {}
+    for at, latency in points:
+        windows.setdefault(int(at // 10), []).append(latency)
+    return tuple(
+        (window * 10.0, statistics.quantiles(values, n=100, method="inclusive")[98])
+        for window, values in sorted(windows.items())
+        if len(values) >= 10
+    )
 
 
 def event_figures(rows: list[tuple[datetime, datetime | None, bool]]) -> EventFigures:
@@ -143,7 +159,8 @@ def event_figures(rows: list[tuple[datetime, datetime | None, bool]]) -> EventFi
         (completed - appended).total_seconds() * 1000 for appended, completed in done
     )
     cuts = statistics.quantiles(latencies, n=100, method="inclusive")
-    span = max(c for _, c in done) - min(a for a, _ in done)
+    first = min(a for a, _ in done)
+    span = max(c for _, c in done) - first
     return EventFigures(
         appended=len(rows),
         delivered=len(done),
@@ -152,6 +169,9 @@ def event_figures(rows: list[tuple[datetime, datetime | None, bool]]) -> EventFi
         p99_ms=cuts[98],
         lost=lost,
         order_violations=overtaken,
+        p99_by_window=p99_by_window(
+            ((a - first).total_seconds(), (c - a).total_seconds() * 1000) for a, c in done
+        ),
     )
 
 
@@ -371,14 +391,7 @@ class HeldHorizon:
         cuts = statistics.quantiles(ordered, n=100, method="inclusive")
         claim_cuts = statistics.quantiles(sorted(claims), n=100, method="inclusive")
         first = min(committed.values())
-        windows: dict[int, list[float]] = {}
-        for key, at in committed.items():
-            windows.setdefault(int((at - first) // 10), []).append(latencies[key])
-        p99s = tuple(
-            (window * 10.0, statistics.quantiles(values, n=100, method="inclusive")[98])
-            for window, values in sorted(windows.items())
-            if len(values) >= 10
-        )
+        p99s = p99_by_window((at - first, latencies[key]) for key, at in committed.items())
         during = [s for s in samples if s.at <= load_end + self.sample_every]
         wal = (during[-1].wal - during[0].wal) if len(during) > 1 else 0
         # The WAL is the whole server's: shared by every code and event delivered.

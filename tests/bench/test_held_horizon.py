@@ -16,6 +16,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from bench.held_horizon import p99_by_window
 from tests import postgres_server as servers
 
 pytestmark = pytest.mark.timeout(300)
@@ -50,8 +51,25 @@ def test_a_tiny_held_horizon_run_loses_nothing_and_shows_the_dead_rows(
         # Each lane's claims, counted by the server: at least one per batch delivered.
         assert 0 < report[run]["claims_per_code"], run
         assert 0 < report[run]["claims_per_event"], run
+        # The events' p99 by 10-s window of their appends: when their lane fell behind.
+        windows = report[run]["events"]["p99_by_window"]
+        assert windows, run
+        assert [10.0 * n for n in range(len(windows))] == [start for start, _ in windows]
     assert "claims / event" in completed.stdout
     assert report["held"]["peak_dead"]["outbox.messages"] > 0
     svg = ET.parse(chart).getroot()  # noqa: S314 - our own file
     assert svg.tag.endswith("svg")
     assert 4 == sum(1 for node in svg.iter() if node.tag.endswith("path"))
+
+
+def test_the_p99_of_each_window_is_its_own():
+    # Window 0 holds 1..100 ms, window 1 ten points of 500 ms, window 2 only nine: left out.
+    points = [(n / 20, float(n)) for n in range(1, 101)]
+    points += [(10 + n / 2, 500.0) for n in range(10)]
+    points += [(25.0, 9_999.0)] * 9
+
+    windows = p99_by_window(points)
+
+    assert [0.0, 10.0] == [start for start, _ in windows]
+    assert 99.0 < windows[0][1] < 100.0
+    assert 500.0 == windows[1][1]
