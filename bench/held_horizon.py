@@ -128,7 +128,7 @@ class EventFigures:
     lost: int  # appended, never delivered within the settle time (the run fails)
     order_violations: int  # completed before an earlier event of its aggregate (the run fails)
     # By 10-s window of appended_at from the first append: when the lane fell behind, if it did.
-    p99_by_window: tuple[tuple[float, float], ...] = ()  # (window start s, p99 ms)
+    p99_by_window: tuple[tuple[float, float], ...]  # (window start s, p99 ms)
 
 
 def p99_by_window(points: Iterable[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
