@@ -28,9 +28,13 @@ PASSWORD = "correct horse battery staple"  # the account's, in the sign-up flows
 
 @contextlib.contextmanager
 def job_logins(
-    database_url: str, roles: Mapping[str, str], *, names: Mapping[str, str] | None = None
+    database_url: str,
+    roles: Mapping[str, str | None],
+    *,
+    names: Mapping[str, str] | None = None,
 ) -> Iterator[dict[str, str]]:
-    """One throw-away login per job, a member of that job's role (``roles``) and nothing else;
+    """One throw-away login per job, a member of that job's role (``roles``; ``None``: of no
+    role) and nothing else;
     their URLs by job. ``names`` gives a job's login name a prefix (a random suffix follows,
     so two runs never share a login); dropped afterwards, with their privileges."""
     logins = {
@@ -38,9 +42,13 @@ def job_logins(
     }
     with psycopg.connect(database_url, autocommit=True) as conn:
         for job, name in logins.items():
+            member_of = roles[job]
+            if member_of is None:  # a login of no role yet
+                conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+                continue
             conn.execute(
                 sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
-                    sql.Identifier(name), sql.Identifier(roles[job])
+                    sql.Identifier(name), sql.Identifier(member_of)
                 )
             )
     try:

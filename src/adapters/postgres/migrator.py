@@ -38,6 +38,13 @@ CREATE TABLE IF NOT EXISTS outbox_meta.migrations (
 """
 LEDGER_EXISTS = "SELECT pg_catalog.to_regclass('outbox_meta.migrations') IS NOT NULL"
 APPLIED = "SELECT version, name, checksum, applied_at FROM outbox_meta.migrations ORDER BY version"
+# A CREATEROLE login that is not a superuser may run the first migration, which creates
+# outbox_owner and the job roles. From PostgreSQL 16 the creator of a role is granted it with
+# the ADMIN option only, unless it asks for more: the first migration then finds it a member,
+# grants nothing, and may not create the schemas as outbox_owner (42501). Asked here, it may
+# set and inherit every role it creates, as a member made with GRANT would.
+SELF_GRANT_SINCE = 160000
+SELF_GRANT = "SET createrole_self_grant = 'set, inherit'"
 RECORD = "INSERT INTO outbox_meta.migrations (version, name, checksum) VALUES (%s, %s, %s)"
 FORGET_ALL = "DELETE FROM outbox_meta.migrations"
 RECORD_AT = (
@@ -330,6 +337,8 @@ async def run_migrations(
     rewrote_any = False
     with translated_errors():
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            if conn.info.server_version >= SELF_GRANT_SINCE:
+                await conn.execute(SELF_GRANT)
             while True:
                 migration, rewrote = await _apply_next(conn, known, applying)
                 rewrote_any = rewrote_any or rewrote
