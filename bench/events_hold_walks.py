@@ -2,11 +2,13 @@
 
 ``python -m bench.events_hold_walks [--dead 20000] [--organizations 8] [--aggregates 64]``
 
-Twice, each in a fresh database: append ``--dead`` events over the organizations and
-aggregates and publish them all (claim and record, batches of 100) — the second time while
+Twice, each in a fresh database with one consumer subscribed: append ``--dead`` events over
+the organizations and aggregates, publish them all (claim and record, batches of 100) and
+deliver them to the consumer (claim and complete, batches of 50) — the second time while
 another session holds the xmin horizon, so every version they leave stays — then append 200
-more and claim and record one batch. Printed: the entries each index returned to those two
-statements and the buffers each table and index gave them (PostgreSQL's own counters for
+more, claim and record one batch, and claim and complete one batch of the consumer's.
+Printed: the entries each index returned to those four statements and the buffers each table
+and index gave them (PostgreSQL's own counters for
 the calling transaction, so no clock is involved), and how long each took. It shows which
 statements walk the dead versions a hold keeps.
 """
@@ -23,6 +25,9 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import events_workload
+from bench.consumers import BATCH_SIZE
+from bench.consumers import CLAIM as CONSUMER_CLAIM
+from bench.consumers import RECORD as CONSUMER_RECORD
 from bench.databases import database_server
 from bench.events_ceiling import CLAIM, RECORD, published
 from outbox.adapters.postgres.migrator import apply_migrations
@@ -39,6 +44,7 @@ JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
 WHERE n.nspname = 'events' AND c.relkind IN ('r', 'i')
 """
 LIVE = "SELECT count(*) FROM events.outbox_records WHERE state IN ('pending', 'leased')"
+STATEMENTS = ("claim", "record", "consumer claim", "consumer record")
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
 
@@ -81,13 +87,39 @@ async def _publish_all(conn: Connection) -> None:
             return
 
 
+def completed(claimed: list[tuple[Any, ...]]) -> tuple[list[Any], ...]:
+    """The consumer record's arguments completing every claimed delivery."""
+    n = len(claimed)
+    return (
+        [row[0] for row in claimed],
+        [row[5] for row in claimed],
+        [row[4] + 1 for row in claimed],
+        ["completed"] * n,
+        [None] * n,
+        [""] * n,
+        [None] * n,
+    )
+
+
+async def _consume_all(conn: Connection) -> None:
+    while claimed := await (
+        await conn.execute(CONSUMER_CLAIM, (events_workload.CONSUMER, "walks", BATCH_SIZE, 60))
+    ).fetchall():
+        await conn.execute(CONSUMER_RECORD, completed(claimed))
+        await conn.commit()
+
+
 async def one(conninfo: str, *, held: bool, dead: int, shape: tuple[int, int]) -> dict[str, Any]:
     """One database's figures: the claim's and the record's entries per index, and times."""
     await apply_migrations(conninfo)
     await events_workload.onboard(conninfo)
+    await events_workload.subscribe_consumer(conninfo)
     organizations, aggregates = shape
     async with (
         await psycopg.AsyncConnection.connect(conninfo) as conn,
+        await psycopg.AsyncConnection.connect(
+            events_workload.producer_conninfo(conninfo)
+        ) as consumer,
         await psycopg.AsyncConnection.connect(conninfo) as holder,
     ):
         if held:
@@ -97,18 +129,28 @@ async def one(conninfo: str, *, held: bool, dead: int, shape: tuple[int, int]) -
             conninfo, dead, organizations=organizations, aggregates=aggregates, batch="1"
         )
         await _publish_all(conn)
+        await _consume_all(consumer)
         await events_workload.bulk_load(
             conninfo, 200, organizations=organizations, aggregates=aggregates, batch="2"
         )
         claimed, claim_ms, claim_read = await _read(conn, CLAIM, ("walks", 100, 60))
         _, record_ms, record_read = await _read(conn, RECORD, published(claimed))
+        delivered, consumer_claim_ms, consumer_claim_read = await _read(
+            consumer, CONSUMER_CLAIM, (events_workload.CONSUMER, "walks", BATCH_SIZE, 60)
+        )
+        _, consumer_record_ms, consumer_record_read = await _read(
+            consumer, CONSUMER_RECORD, completed(delivered)
+        )
         await holder.rollback()
     return {
-        "claimed": len(claimed),
         "claim_ms": claim_ms,
         "claim": claim_read,
         "record_ms": record_ms,
         "record": record_read,
+        "consumer claim_ms": consumer_claim_ms,
+        "consumer claim": consumer_claim_read,
+        "consumer record_ms": consumer_record_ms,
+        "consumer record": consumer_record_read,
     }
 
 
@@ -147,7 +189,7 @@ def main(
         table.add_column(
             heading, justify="left" if "index" in heading or heading == "statement" else "right"
         )
-    for statement in ("claim", "record"):
+    for statement in STATEMENTS:
         for name in sorted(set(clean[statement]) | set(held[statement])):
             a, b = clean[statement].get(name, (0, 0)), held[statement].get(name, (0, 0))
             table.add_row(statement, name, f"{a[0]:,}", f"{b[0]:,}", f"{a[1]:,}", f"{b[1]:,}")

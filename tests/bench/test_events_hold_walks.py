@@ -1,6 +1,7 @@
 """The events' held-horizon walks benchmark runs end to end at a tiny size, on the tests' own
 server, and shows what it is for: under the hold the claim and the record visit the dead
-versions a clean database has let go.
+versions a clean database has let go. The consumer's claim and record are printed beside
+them.
 
 Timings are never asserted: ``python -m bench.events_hold_walks`` on a quiet machine measures.
 """
@@ -41,8 +42,10 @@ def test_a_tiny_walks_run_prints_each_statements_entries_and_buffers(
         for line in completed.stdout.splitlines()
         if len(cells := [c.strip() for c in re.split(r"[│┃]", line)[1:-1]]) == 6
     }
-    assert {"claim", "record"} <= {statement for statement, _ in rows}
-    assert ("record", "(milliseconds)") in rows
+    assert {"claim", "record", "consumer claim", "consumer record"} <= {
+        statement for statement, _ in rows
+    }
+    assert ("consumer record", "(milliseconds)") in rows
     for statement in ("claim", "record"):
         heap = rows[(statement, "events.outbox_records")]
         buffers_clean, buffers_held = (int(n.replace(",", "")) for n in heap[2:])

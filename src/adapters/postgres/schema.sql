@@ -504,6 +504,7 @@ DECLARE
     v_organizations uuid[];
     v_share integer;
     v_ids uuid[];
+    v_share_filled boolean;  -- an organization gave its whole share: it may have more
 BEGIN
     IF p_owner IS NULL OR p_owner = '' THEN
         RAISE EXCEPTION 'p_owner: a claim names its process' USING ERRCODE = 'invalid_parameter_value';
@@ -519,39 +520,42 @@ BEGIN
         RETURN;
     END IF;
 
-    -- Organizations with claimable work, by a loose index scan: one probe each.
-    WITH RECURSIVE after_start AS (
+    -- Organizations with due deliveries, by a loose index scan that reads each organization's
+    -- entries down from now, where its newest due deliveries are: below them lie the dead
+    -- versions a held horizon keeps, which a scan from the bottom would walk first. One probe
+    -- each, from a random organization down, then from the highest down to it.
+    WITH RECURSIVE from_start AS (
         (SELECT d.organization_id FROM events.consumer_deliveries AS d
-         WHERE d.consumer_id = v_consumer.id AND d.state IN ('pending', 'leased')
-           AND d.organization_id >= v_start
-         ORDER BY d.organization_id LIMIT 1)
+         WHERE d.consumer_id = v_consumer.id AND d.claimable_at <= v_now
+           AND d.organization_id <= v_start
+         ORDER BY d.organization_id DESC, d.claimable_at DESC LIMIT 1)
         UNION ALL
         SELECT (SELECT d.organization_id FROM events.consumer_deliveries AS d
-                WHERE d.consumer_id = v_consumer.id AND d.state IN ('pending', 'leased')
-                  AND d.organization_id > a.organization_id
-                ORDER BY d.organization_id LIMIT 1)
-        FROM after_start AS a WHERE a.organization_id IS NOT NULL
+                WHERE d.consumer_id = v_consumer.id AND d.claimable_at <= v_now
+                  AND d.organization_id < a.organization_id
+                ORDER BY d.organization_id DESC, d.claimable_at DESC LIMIT 1)
+        FROM from_start AS a WHERE a.organization_id IS NOT NULL
     )
     SELECT pg_catalog.array_agg(o.organization_id) INTO v_organizations
-    FROM (SELECT a.organization_id FROM after_start AS a WHERE a.organization_id IS NOT NULL
+    FROM (SELECT a.organization_id FROM from_start AS a WHERE a.organization_id IS NOT NULL
           LIMIT p_limit) AS o;
     v_organizations := COALESCE(v_organizations, '{}');
     IF pg_catalog.cardinality(v_organizations) < p_limit THEN
-        WITH RECURSIVE before_start AS (
+        WITH RECURSIVE from_top AS (
             (SELECT d.organization_id FROM events.consumer_deliveries AS d
-             WHERE d.consumer_id = v_consumer.id AND d.state IN ('pending', 'leased')
-               AND d.organization_id < v_start
-             ORDER BY d.organization_id LIMIT 1)
+             WHERE d.consumer_id = v_consumer.id AND d.claimable_at <= v_now
+               AND d.organization_id > v_start
+             ORDER BY d.organization_id DESC, d.claimable_at DESC LIMIT 1)
             UNION ALL
             SELECT (SELECT d.organization_id FROM events.consumer_deliveries AS d
-                    WHERE d.consumer_id = v_consumer.id AND d.state IN ('pending', 'leased')
-                      AND d.organization_id > b.organization_id AND d.organization_id < v_start
-                    ORDER BY d.organization_id LIMIT 1)
-            FROM before_start AS b WHERE b.organization_id IS NOT NULL
+                    WHERE d.consumer_id = v_consumer.id AND d.claimable_at <= v_now
+                      AND d.organization_id < b.organization_id AND d.organization_id > v_start
+                    ORDER BY d.organization_id DESC, d.claimable_at DESC LIMIT 1)
+            FROM from_top AS b WHERE b.organization_id IS NOT NULL
         )
         SELECT v_organizations || COALESCE(pg_catalog.array_agg(o.organization_id), '{}')
         INTO v_organizations
-        FROM (SELECT b.organization_id FROM before_start AS b
+        FROM (SELECT b.organization_id FROM from_top AS b
               WHERE b.organization_id IS NOT NULL
               LIMIT p_limit - pg_catalog.cardinality(v_organizations)) AS o;
     END IF;
@@ -561,20 +565,29 @@ BEGIN
 
     -- An equal share for each organization, then what is left in claim order.
     v_share := p_limit / pg_catalog.cardinality(v_organizations);
-    SELECT COALESCE(pg_catalog.array_agg(x.id), '{}') INTO v_ids
-    FROM pg_catalog.unnest(v_organizations) AS o (organization_id)
-    CROSS JOIN LATERAL (
-        SELECT d.id
-        FROM events.consumer_deliveries AS d
-        WHERE d.consumer_id = v_consumer.id
-          AND d.organization_id = o.organization_id
-          AND d.state IN ('pending', 'leased')
-          AND d.claimable_at <= v_now
-        ORDER BY d.claimable_at, d.delivery_sequence
-        LIMIT v_share
-        FOR UPDATE SKIP LOCKED
-    ) AS x;
-    IF pg_catalog.cardinality(v_ids) < p_limit THEN
+    -- (A share names no state: a claimable_at is set exactly while a delivery is pending or
+    -- leased, and naming the state would let it read the claim order's index instead.)
+    SELECT COALESCE(pg_catalog.array_agg(p.id), '{}'), COALESCE(pg_catalog.max(p.taken), 0) >= v_share
+    INTO v_ids, v_share_filled
+    FROM (
+        SELECT x.id, pg_catalog.count(*) OVER (PARTITION BY o.organization_id) AS taken
+        FROM pg_catalog.unnest(v_organizations) AS o (organization_id)
+        CROSS JOIN LATERAL (
+            SELECT d.id
+            FROM events.consumer_deliveries AS d
+            WHERE d.consumer_id = v_consumer.id
+              AND d.organization_id = o.organization_id
+              AND d.claimable_at <= v_now
+            ORDER BY d.claimable_at, d.delivery_sequence
+            LIMIT v_share
+            FOR UPDATE SKIP LOCKED
+        ) AS x
+    ) AS p;
+    -- The fill can find something only when the probes stopped before they had seen every
+    -- organization, or one gave its whole share.
+    IF pg_catalog.cardinality(v_ids) < p_limit
+        AND (pg_catalog.cardinality(v_organizations) >= p_limit OR v_share_filled)
+    THEN
         SELECT v_ids || COALESCE(pg_catalog.array_agg(x.id), '{}') INTO v_ids
         FROM (
             SELECT d.id
@@ -596,9 +609,11 @@ BEGIN
             lease_owner = p_owner,
             lease_token = pg_catalog.gen_random_uuid(),
             lease_expires_at = v_now + pg_catalog.make_interval(secs => p_lease_seconds)
+        -- By primary key, whatever the statistics say: the re-check is a CASE, which implies
+        -- no partial index's predicate.
         WHERE d.id = ANY (v_ids)
-          AND d.state IN ('pending', 'leased')
-          AND d.claimable_at <= v_now
+          AND CASE WHEN d.state IN ('pending', 'leased') THEN d.claimable_at <= v_now
+                   ELSE false END
         RETURNING d.*
     )
     SELECT t.id, e.id, e.organization_id, e.event_type_code, e.contract_version,
@@ -833,11 +848,13 @@ CREATE FUNCTION events.consumer_lag() RETURNS TABLE(consumer text, owner_module 
                ORDER BY s.event_type_code
            ),
            (SELECT pg_catalog.count(*) FROM events.consumer_deliveries AS d
-            WHERE d.consumer_id = c.id AND d.state IN ('waiting', 'pending', 'leased')),
+            WHERE d.consumer_id = c.id AND d.state IN ('waiting', 'pending', 'leased')
+              AND d.created_at > '-infinity'),  -- the age index (0055)
            (SELECT pg_catalog.date_part('epoch',
                        pg_catalog.statement_timestamp() - pg_catalog.min(d.created_at))
             FROM events.consumer_deliveries AS d
-            WHERE d.consumer_id = c.id AND d.state IN ('waiting', 'pending', 'leased')),
+            WHERE d.consumer_id = c.id AND d.state IN ('waiting', 'pending', 'leased')
+              AND d.created_at > '-infinity'),  -- the age index (0055)
            (SELECT pg_catalog.count(*) FROM events.consumer_deliveries AS d
             WHERE d.consumer_id = c.id AND d.state = 'dead_lettered')
     FROM events.consumers AS c
@@ -1785,7 +1802,8 @@ BEGIN
     WHERE d.id = i.delivery_id AND i.recorded IS NOT NULL;
 
     -- An ordered consumer's delivery that ended hands its aggregate on: the next delivery
-    -- of that aggregate becomes pending.
+    -- of that aggregate becomes pending. It is the oldest live one after the delivery that
+    -- ended (0055), so the probe starts there.
     UPDATE events.consumer_deliveries AS d
     SET state = 'pending', available_at = v_now
     FROM (
@@ -1795,6 +1813,7 @@ BEGIN
               AND n.organization_id = e.organization_id
               AND n.aggregate_type = e.aggregate_type
               AND n.aggregate_id = e.aggregate_id
+              AND n.delivery_sequence > e.delivery_sequence
               AND n.state IN ('waiting', 'pending', 'leased')
             ORDER BY n.delivery_sequence
             LIMIT 1
@@ -5040,6 +5059,7 @@ CREATE FUNCTION outbox.health_work() RETURNS TABLE(lane text, due bigint, oldest
            NULL::double precision
     FROM events.consumer_deliveries AS d
     WHERE d.state = 'pending' AND d.available_at <= pg_catalog.clock_timestamp()
+      AND d.claimable_at <= pg_catalog.clock_timestamp()  -- the claim index (0055)
 $$;
 
 --
@@ -7990,13 +8010,13 @@ CREATE INDEX consumer_deliveries_by_event ON events.consumer_deliveries USING bt
 -- Name: consumer_deliveries_claim_by_organization; Type: INDEX; Schema: events; Owner: -
 --
 
-CREATE INDEX consumer_deliveries_claim_by_organization ON events.consumer_deliveries USING btree (consumer_id, organization_id, claimable_at, delivery_sequence) WHERE (state = ANY (ARRAY['pending'::text, 'leased'::text]));
+CREATE INDEX consumer_deliveries_claim_by_organization ON events.consumer_deliveries USING btree (consumer_id, organization_id, claimable_at, delivery_sequence) WHERE (claimable_at IS NOT NULL);
 
 --
 -- Name: consumer_deliveries_claim_order; Type: INDEX; Schema: events; Owner: -
 --
 
-CREATE INDEX consumer_deliveries_claim_order ON events.consumer_deliveries USING btree (consumer_id, claimable_at, delivery_sequence) WHERE (state = ANY (ARRAY['pending'::text, 'leased'::text]));
+CREATE INDEX consumer_deliveries_claim_order ON events.consumer_deliveries USING btree (consumer_id, claimable_at, delivery_sequence) WHERE ((state = ANY (ARRAY['pending'::text, 'leased'::text])) AND (claimable_at IS NOT NULL));
 
 --
 -- Name: consumer_deliveries_dead_letters; Type: INDEX; Schema: events; Owner: -
@@ -8008,13 +8028,13 @@ CREATE INDEX consumer_deliveries_dead_letters ON events.consumer_deliveries USIN
 -- Name: consumer_deliveries_live_age; Type: INDEX; Schema: events; Owner: -
 --
 
-CREATE INDEX consumer_deliveries_live_age ON events.consumer_deliveries USING btree (consumer_id, created_at) WHERE (state = ANY (ARRAY['waiting'::text, 'pending'::text, 'leased'::text]));
+CREATE INDEX consumer_deliveries_live_age ON events.consumer_deliveries USING btree (consumer_id, created_at) WHERE ((state = ANY (ARRAY['waiting'::text, 'pending'::text, 'leased'::text])) AND (created_at IS NOT NULL));
 
 --
 -- Name: consumer_deliveries_live_by_aggregate; Type: INDEX; Schema: events; Owner: -
 --
 
-CREATE INDEX consumer_deliveries_live_by_aggregate ON events.consumer_deliveries USING btree (consumer_id, organization_id, aggregate_type, aggregate_id, delivery_sequence) WHERE (state = ANY (ARRAY['waiting'::text, 'pending'::text, 'leased'::text]));
+CREATE INDEX consumer_deliveries_live_by_aggregate ON events.consumer_deliveries USING btree (consumer_id, organization_id, aggregate_type, aggregate_id, delivery_sequence) WHERE ((state = ANY (ARRAY['waiting'::text, 'pending'::text, 'leased'::text])) AND (aggregate_id IS NOT NULL));
 
 --
 -- Name: consumer_processing_attempts_by_delivery; Type: INDEX; Schema: events; Owner: -
