@@ -1060,14 +1060,16 @@ BEGIN
     )
     SELECT f.consumer_id, f.domain_event_id, f.replay_round, f.organization_id,
            f.aggregate_type, f.aggregate_id, f.publication_sequence,
-           CASE WHEN f.ordered AND (f.nth > 1 OR EXISTS (
-               SELECT 1 FROM events.consumer_deliveries AS d
+           CASE WHEN f.ordered AND (f.nth > 1 OR (
+               -- The aggregate's newest delivery is live exactly when any is (0056).
+               SELECT d.state FROM events.consumer_deliveries AS d
                WHERE d.consumer_id = f.consumer_id
                  AND d.organization_id = f.organization_id
                  AND d.aggregate_type = f.aggregate_type
                  AND d.aggregate_id = f.aggregate_id
-                 AND d.state IN ('waiting', 'pending', 'leased')
-           )) THEN 'waiting' ELSE 'pending' END,
+               ORDER BY d.delivery_sequence DESC
+               LIMIT 1
+           ) IN ('waiting', 'pending', 'leased')) THEN 'waiting' ELSE 'pending' END,
            v_now, v_now
     FROM (
         SELECT c.id AS consumer_id, c.ordered, c.replay_round, e.id AS domain_event_id,
@@ -2271,14 +2273,16 @@ BEGIN
     )
     SELECT v_consumer.id, r.domain_event_id, v_consumer.replay_round, r.organization_id,
            r.aggregate_type, r.aggregate_id, r.publication_sequence,
-           CASE WHEN v_consumer.ordered AND (r.nth > 1 OR EXISTS (
-               SELECT 1 FROM events.consumer_deliveries AS d
+           CASE WHEN v_consumer.ordered AND (r.nth > 1 OR (
+               -- The aggregate's newest delivery is live exactly when any is (0056).
+               SELECT d.state FROM events.consumer_deliveries AS d
                WHERE d.consumer_id = v_consumer.id
                  AND d.organization_id = r.organization_id
                  AND d.aggregate_type = r.aggregate_type
                  AND d.aggregate_id = r.aggregate_id
-                 AND d.state IN ('waiting', 'pending', 'leased')
-           )) THEN 'waiting' ELSE 'pending' END,
+               ORDER BY d.delivery_sequence DESC
+               LIMIT 1
+           ) IN ('waiting', 'pending', 'leased')) THEN 'waiting' ELSE 'pending' END,
            v_now, v_now
     FROM (
         SELECT p.domain_event_id, p.publication_sequence, e.organization_id, e.aggregate_type,
@@ -8001,6 +8005,12 @@ ALTER TABLE ONLY outbox_meta.migrations
 CREATE INDEX consumer_audit_by_consumer ON events.consumer_audit USING btree (consumer, id);
 
 --
+-- Name: consumer_deliveries_by_aggregate; Type: INDEX; Schema: events; Owner: -
+--
+
+CREATE INDEX consumer_deliveries_by_aggregate ON events.consumer_deliveries USING btree (consumer_id, organization_id, aggregate_type, aggregate_id, delivery_sequence);
+
+--
 -- Name: consumer_deliveries_by_event; Type: INDEX; Schema: events; Owner: -
 --
 
@@ -8029,12 +8039,6 @@ CREATE INDEX consumer_deliveries_dead_letters ON events.consumer_deliveries USIN
 --
 
 CREATE INDEX consumer_deliveries_live_age ON events.consumer_deliveries USING btree (consumer_id, created_at) WHERE ((state = ANY (ARRAY['waiting'::text, 'pending'::text, 'leased'::text])) AND (created_at IS NOT NULL));
-
---
--- Name: consumer_deliveries_live_by_aggregate; Type: INDEX; Schema: events; Owner: -
---
-
-CREATE INDEX consumer_deliveries_live_by_aggregate ON events.consumer_deliveries USING btree (consumer_id, organization_id, aggregate_type, aggregate_id, delivery_sequence) WHERE ((state = ANY (ARRAY['waiting'::text, 'pending'::text, 'leased'::text])) AND (aggregate_id IS NOT NULL));
 
 --
 -- Name: consumer_processing_attempts_by_delivery; Type: INDEX; Schema: events; Owner: -

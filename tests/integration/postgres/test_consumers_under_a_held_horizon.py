@@ -1,11 +1,13 @@
-"""A consumer's claim and record under a held xmin horizon read their own indexes (0055).
+"""A consumer's claim, record and fan-out under a held xmin horizon read their own indexes
+(0055, 0056).
 
 Under a held horizon every version of every delivery the consumer completed stays in each
 index, and an ANALYZE that samples no live delivery sets every partial index over live
 deliveries to no entries: each looked free to read whole, and the claim and the record's
 promotion walked the lag's index, every dead version of every delivery, several times over.
-What each index returned is read from the calling transaction's own counters, never from a
-clock.
+And the fan-out, asking whether an aggregate had a live delivery, read every version of
+every delivery the aggregate ever had to find none. What each index returned is read from
+the calling transaction's own counters, never from a clock.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ pytestmark = pytest.mark.integration
 ORG_A = uuid.UUID("0190aaaa-0000-7000-8000-0000000000d1")
 ORG_B = uuid.UUID("0190aaaa-0000-7000-8000-0000000000d2")
 COMPLETED = 400  # deliveries completed under the hold: two versions each in the claim indexes
-AGGREGATES = 20
+AGGREGATES = 4
 CLAIM = "SELECT * FROM events.claim_consumer_deliveries('shop.fulfilment', 'test', %s, 60)"
 RECORD = (
     "SELECT result FROM events.record_consumer_processing_attempts(%s::uuid[], %s::uuid[],"
@@ -30,7 +32,7 @@ RECORD = (
 INDEXES = (
     "events.consumer_deliveries_claim_order",
     "events.consumer_deliveries_claim_by_organization",
-    "events.consumer_deliveries_live_by_aggregate",
+    "events.consumer_deliveries_by_aggregate",
     "events.consumer_deliveries_live_age",
 )
 READ = "SELECT pg_stat_get_xact_tuples_returned(%s::regclass)"
@@ -118,6 +120,25 @@ async def test_a_claim_and_a_record_under_a_held_horizon_walk_no_other_index(sho
         claimed, claim_read = await _reading(connect_as, role, CLAIM, (50,))
         answers, record_read = await _reading(connect_as, role, RECORD, _completed(claimed))
         following, _ = await _reading(connect_as, role, CLAIM, (50,))
+        async with connect_as(autocommit=False) as conn:  # one of ORG_A's aggregates again
+            before = await _read(conn)
+            await publish(
+                conn,
+                organization_id=ORG_A,
+                event_type="sales.order_placed",
+                aggregate=("order", "0"),
+            )
+            fan_out_read = (await _read(conn))["events.consumer_deliveries_by_aggregate"] - before[
+                "events.consumer_deliveries_by_aggregate"
+            ]
+            await conn.commit()
+        [(state,)] = await (
+            await owner.execute(
+                "SELECT state FROM events.consumer_deliveries"
+                " WHERE organization_id = %s ORDER BY delivery_sequence DESC LIMIT 1",
+                (ORG_A,),
+            )
+        ).fetchall()
         await holder.rollback()
 
     assert 0 == live  # the statistics the trap needs
@@ -132,11 +153,15 @@ async def test_a_claim_and_a_record_under_a_held_horizon_walk_no_other_index(sho
     # due (its pending versions, below now; its leased ones expire in a minute and are
     # passed over in the index).
     assert 0 == claim_read["events.consumer_deliveries_live_age"], claim_read
-    assert 0 == claim_read["events.consumer_deliveries_live_by_aggregate"], claim_read
+    assert 0 == claim_read["events.consumer_deliveries_by_aggregate"], claim_read
     assert 0 == claim_read["events.consumer_deliveries_claim_order"], claim_read
     assert claim_read["events.consumer_deliveries_claim_by_organization"] <= COMPLETED + 10, (
         claim_read
     )
     # The promotion reads from the completed delivery's sequence on.
     assert 0 == record_read["events.consumer_deliveries_live_age"], record_read
-    assert record_read["events.consumer_deliveries_live_by_aggregate"] < 10, record_read
+    assert record_read["events.consumer_deliveries_by_aggregate"] < 10, record_read
+    # The fan-out reads the aggregate's newest delivery, not every version of every one
+    # (before 0056: three for each of its hundred completed deliveries).
+    assert "pending" == state  # its aggregate had no live delivery
+    assert fan_out_read < 10, fan_out_read
