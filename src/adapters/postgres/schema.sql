@@ -4499,9 +4499,7 @@ CREATE FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_sec
 DECLARE
     v_now timestamptz := pg_catalog.statement_timestamp();
     v_lease_expires_at timestamptz;
-    v_ids uuid[] := '{}';
-    -- One in ten, rounded up, goes to the oldest; none in a batch of one.
-    v_slots integer := CASE WHEN p_limit < 2 THEN 0 ELSE (p_limit + 9) / 10 END;
+    v_ids uuid[];
     v_floor timestamptz := outbox.current_claim_floor(v_now);
 BEGIN
     IF p_owner IS NULL OR p_owner = '' THEN
@@ -4515,9 +4513,22 @@ BEGIN
     END IF;
     v_lease_expires_at := v_now + pg_catalog.make_interval(secs => p_lease_seconds);
 
-    -- All but the fair slots by priority, highest first.
+    -- The fair slots: one in ten, rounded up, none in a batch of one.
+    SELECT COALESCE(pg_catalog.array_agg(f.id), '{}') INTO v_ids
+    FROM (
+        SELECT m.id
+        FROM outbox.messages AS m
+        WHERE m.state IN ('pending', 'leased') AND m.claimable_at <= v_now
+          AND m.claimable_at >= v_floor
+        ORDER BY m.claimable_at, m.created_at, m.id
+        LIMIT CASE WHEN p_limit < 2 THEN 0 ELSE (p_limit + 9) / 10 END
+        FOR UPDATE SKIP LOCKED
+    ) AS f;
+
+    -- The rest by priority. SKIP LOCKED does not skip this transaction's own locks, so the
+    -- fair slots already taken are left out by id.
     FOR v_level IN REVERSE 2..0 LOOP
-        EXIT WHEN pg_catalog.cardinality(v_ids) >= p_limit - v_slots;
+        EXIT WHEN pg_catalog.cardinality(v_ids) >= p_limit;
         SELECT v_ids || COALESCE(pg_catalog.array_agg(l.id), '{}') INTO v_ids
         FROM (
             SELECT m.id
@@ -4528,28 +4539,10 @@ BEGIN
               AND m.claimable_at >= v_floor
               AND m.id <> ALL (v_ids)
             ORDER BY m.claimable_at, m.created_at, m.id
-            LIMIT p_limit - v_slots - pg_catalog.cardinality(v_ids)
+            LIMIT p_limit - pg_catalog.cardinality(v_ids)
             FOR UPDATE SKIP LOCKED
         ) AS l;
     END LOOP;
-
-    -- The fair slots: the oldest due messages the priorities left. When the priorities found
-    -- fewer than they asked for, they took every due message nobody holds and there is none
-    -- to look for. SKIP LOCKED does not skip this transaction's own locks, so the messages
-    -- already taken are left out by id.
-    IF v_slots > 0 AND pg_catalog.cardinality(v_ids) >= p_limit - v_slots THEN
-        SELECT v_ids || COALESCE(pg_catalog.array_agg(f.id), '{}') INTO v_ids
-        FROM (
-            SELECT m.id
-            FROM outbox.messages AS m
-            WHERE m.state IN ('pending', 'leased') AND m.claimable_at <= v_now
-              AND m.claimable_at >= v_floor
-              AND m.id <> ALL (v_ids)
-            ORDER BY m.claimable_at, m.created_at, m.id
-            LIMIT v_slots
-            FOR UPDATE SKIP LOCKED
-        ) AS f;
-    END IF;
 
     -- Never more than p_limit rows, whatever the scans above returned.
     RETURN QUERY

@@ -1,8 +1,7 @@
 """How urgent a message is, and the claim's order: priority first, never starving.
 
 The claim serves higher priorities first, but one slot in ten of every batch (rounded up; a
-batch of one has none) goes to the oldest due messages the priorities left, whatever their
-priority. So a flood
+batch of one has none) goes to the oldest due messages whatever their priority. So a flood
 of notifications never delays a code by more than one batch, and a message of any priority
 is claimed once the messages that became due before it have been: each batch moves that
 oldest-first frontier by at least one row, however many higher ones keep arriving.
@@ -50,16 +49,12 @@ ClaimKey = tuple[datetime, datetime, UUID]
 def claim_order(
     due: Sequence[T], limit: int, *, key: Callable[[T], ClaimKey], priority: Callable[[T], int]
 ) -> list[T]:
-    """The candidates one claim of ``limit`` takes: all but the fair slots by priority, then
-    the fair slots to the oldest of the rest.
-
-    The fair slots are filled last so that a claim which finds fewer candidates than it
-    asked its priorities for need not look for the oldest at all (0057): it has taken every
-    one. The k oldest candidates are taken either way: those the priorities did not take
-    are the oldest of the rest.
-    """
-    slots = fair_slots(limit)
-    by_priority = sorted(due, key=lambda item: (-priority(item), key(item)))[: limit - slots]
-    chosen = {id(item) for item in by_priority}
-    oldest = sorted((item for item in due if id(item) not in chosen), key=key)
-    return by_priority + oldest[:slots]
+    """The candidates one claim of ``limit`` takes, fair slots first, then by priority."""
+    oldest = sorted(due, key=key)
+    taken = oldest[: fair_slots(limit)]
+    chosen = {id(item) for item in taken}
+    rest = sorted(
+        (item for item in oldest if id(item) not in chosen),
+        key=lambda item: (-priority(item), key(item)),
+    )
+    return taken + rest[: limit - len(taken)]

@@ -228,53 +228,6 @@ async def test_the_priority_scan_reads_its_index_in_claim_order_however_many_row
     assert scan.get("Rows Removed by Filter", 0) == 0
 
 
-CLAIM = "SELECT id FROM outbox.claim_messages('w', %s, 300)"
-FAIR_SCAN = "SELECT pg_stat_get_xact_tuples_returned('outbox.messages_claim_order'::regclass)"
-
-
-async def _fair_scan_entries(connect_as, limit: int) -> tuple[int, int]:
-    """Claim ``limit`` as the worker: how many it took, and the entries the fair slots' scan
-    (the only reader of the claim-order index) returned, from the transaction's counters.
-    The worker's sweep refreshes the claim floor first, as it does every second."""
-    async with connect_as("outbox_worker") as conn:
-        await conn.execute("SELECT outbox.refresh_claim_floor()")
-    async with connect_as(autocommit=False) as conn:
-        [(before,)] = await (await conn.execute(FAIR_SCAN)).fetchall()
-        await conn.execute("SET LOCAL ROLE outbox_worker")
-        taken = len(await (await conn.execute(CLAIM, (limit,))).fetchall())
-        await conn.execute("RESET ROLE")
-        [(after,)] = await (await conn.execute(FAIR_SCAN)).fetchall()
-        await conn.commit()
-    return taken, after - before
-
-
-async def test_the_fair_slots_are_looked_for_only_when_the_priorities_left_some(connect_as):
-    """0057: when the priorities take every due message, the fair slots' scan is skipped
-    (under a held horizon it walks every dead version between the claim floor and now); in a
-    backlog it runs and takes the oldest the priorities left."""
-    await _enqueue(connect_as, NOTIFICATIONS, (0, 2))  # low, the oldest
-    await _enqueue(connect_as, CODES, (ENVELOPE, 3))
-
-    few = await _fair_scan_entries(connect_as, 10)
-    await _enqueue(connect_as, NOTIFICATIONS, (0, 1))  # low, the oldest now
-    await _enqueue(connect_as, CODES, (ENVELOPE, 12))
-    backlog = await _fair_scan_entries(connect_as, 10)
-    priorities = await _claim_priorities_left(connect_as)
-
-    assert (5, 0) == few
-    assert 10 == backlog[0]
-    assert backlog[1] > 0  # the scan for the fair slot ran
-    assert [2, 2, 2] == priorities  # the low one went in the fair slot; three codes are left
-
-
-async def _claim_priorities_left(connect_as) -> list[int]:
-    async with connect_as() as conn:
-        cursor = await conn.execute(
-            "SELECT priority FROM outbox.messages WHERE state = 'pending' ORDER BY priority"
-        )
-        return [int(priority) for (priority,) in await cursor.fetchall()]
-
-
 def _only_scan(node: dict[str, object]) -> dict[str, object]:
     """The plan's one scan node, refusing a sort or a sequential scan on the way down."""
     assert node["Node Type"] not in {"Sort", "Seq Scan", "Bitmap Heap Scan"}, node["Node Type"]

@@ -55,40 +55,14 @@ def test_every_secret_purpose_is_high_and_a_notification_normal(
     assert priority == Priority.default_for(purpose)
 
 
-def test_the_rest_go_highest_first_and_the_fair_slot_to_the_oldest_they_left() -> None:
+def test_the_fair_slot_goes_to_the_oldest_and_the_rest_highest_first() -> None:
     rows = [Row(n, Priority.NORMAL) for n in range(20)] + [
         Row(20 + n, Priority.HIGH) for n in range(3)
     ]
 
     chosen = _order(rows, 10)
 
-    assert [20, 21, 22, 0, 1, 2, 3, 4, 5, 6] == [row.number for row in chosen]
-
-
-def test_the_fair_slot_goes_to_a_low_message_when_the_oldest_was_taken_by_priority() -> None:
-    """The oldest is high and the priorities take it: the slot goes to the oldest left."""
-    rows = [Row(0, Priority.HIGH), Row(1, Priority.LOW)] + [
-        Row(2 + n, Priority.HIGH) for n in range(20)
-    ]
-
-    chosen = _order(rows, 10)
-
-    assert [0, 2, 3, 4, 5, 6, 7, 8, 9, 1] == [row.number for row in chosen]
-
-
-@given(
-    limit=st.integers(min_value=1, max_value=30),
-    rows=st.lists(st.sampled_from(list(Priority)), max_size=60),
-)
-def test_the_oldest_fair_slots_candidates_are_always_taken(
-    limit: int, rows: list[Priority]
-) -> None:
-    candidates = [Row(n, priority) for n, priority in enumerate(rows)]
-
-    chosen = {row.number for row in _order(candidates, limit)}
-
-    assert len(chosen) == min(limit, len(candidates))
-    assert set(range(min(fair_slots(limit), len(candidates)))) <= chosen
+    assert [0, 20, 21, 22, 1, 2, 3, 4, 5, 6] == [row.number for row in chosen]
 
 
 def test_a_batch_of_one_is_strictly_by_priority() -> None:
