@@ -261,6 +261,20 @@ class ConsumerCeiling:
             completed += sum(done)
 
 
+def completions(claimed: list[tuple[Any, ...]]) -> tuple[list[Any], ...]:
+    """RECORD's arguments completing every delivery of ``claimed`` (rows of CLAIM)."""
+    n = len(claimed)
+    return (
+        [row[0] for row in claimed],
+        [row[5] for row in claimed],
+        [row[4] + 1 for row in claimed],
+        ["completed"] * n,
+        [None] * n,
+        [""] * n,
+        [None] * n,
+    )
+
+
 async def _complete(
     conn: psycopg.AsyncConnection[tuple[Any, ...]], group: list[tuple[Any, ...]]
 ) -> int:
@@ -271,22 +285,7 @@ async def _complete(
         for _, event, organization, payload, _, _ in group:
             async with conn.transaction():  # the savepoint
                 await conn.execute(EFFECT, (event, organization, payload["total"]), prepare=True)
-        n = len(group)
-        answers = await (
-            await conn.execute(
-                RECORD,
-                (
-                    [row[0] for row in group],
-                    [row[5] for row in group],
-                    [row[4] + 1 for row in group],
-                    ["completed"] * n,
-                    [None] * n,
-                    [""] * n,
-                    [None] * n,
-                ),
-                prepare=True,
-            )
-        ).fetchall()
-    if [answer[0] for answer in answers] != ["recorded"] * n:
+        answers = await (await conn.execute(RECORD, completions(group), prepare=True)).fetchall()
+    if [answer[0] for answer in answers] != ["recorded"] * len(group):
         raise RuntimeError("record_consumer_processing_attempts lost a lease")
-    return n
+    return len(group)

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import events_workload
-from bench.consumers import BATCH_SIZE
+from bench.consumers import BATCH_SIZE, completions
 from bench.consumers import CLAIM as CONSUMER_CLAIM
 from bench.consumers import RECORD as CONSUMER_RECORD
 from bench.databases import database_server
@@ -87,25 +87,11 @@ async def _publish_all(conn: Connection) -> None:
             return
 
 
-def completed(claimed: list[tuple[Any, ...]]) -> tuple[list[Any], ...]:
-    """The consumer record's arguments completing every claimed delivery."""
-    n = len(claimed)
-    return (
-        [row[0] for row in claimed],
-        [row[5] for row in claimed],
-        [row[4] + 1 for row in claimed],
-        ["completed"] * n,
-        [None] * n,
-        [""] * n,
-        [None] * n,
-    )
-
-
 async def _consume_all(conn: Connection) -> None:
     while claimed := await (
         await conn.execute(CONSUMER_CLAIM, (events_workload.CONSUMER, "walks", BATCH_SIZE, 60))
     ).fetchall():
-        await conn.execute(CONSUMER_RECORD, completed(claimed))
+        await conn.execute(CONSUMER_RECORD, completions(claimed))
         await conn.commit()
 
 
@@ -139,7 +125,7 @@ async def one(conninfo: str, *, held: bool, dead: int, shape: tuple[int, int]) -
             consumer, CONSUMER_CLAIM, (events_workload.CONSUMER, "walks", BATCH_SIZE, 60)
         )
         _, consumer_record_ms, consumer_record_read = await _read(
-            consumer, CONSUMER_RECORD, completed(delivered)
+            consumer, CONSUMER_RECORD, completions(delivered)
         )
         await holder.rollback()
     return {

@@ -34,9 +34,9 @@ def job_logins(
     names: Mapping[str, str] | None = None,
 ) -> Iterator[dict[str, str]]:
     """One throw-away login per job, a member of that job's role (``roles``; ``None``: of no
-    role) and nothing else;
-    their URLs by job. ``names`` gives a job's login name a prefix (a random suffix follows,
-    so two runs never share a login); dropped afterwards, with their privileges."""
+    role) and nothing else; their URLs by job. ``names`` gives a job's login name a prefix (a
+    random suffix follows, so two runs never share a login); dropped afterwards, with their
+    privileges."""
     logins = {
         job: f"{(names or {}).get(job, f'e2e_{job}')}_{uuid.uuid4().hex[:8]}" for job in roles
     }
