@@ -67,6 +67,29 @@ def job_logins(
                 conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
 
 
+# The roles the migrations create when absent, but outbox_owner (the migrator is its member).
+JOB_ROLES = (
+    "outbox_runtime",
+    "outbox_worker",
+    "outbox_producer",
+    "identity_service",
+    "events_consumer",
+    "inbox_consumer",
+    "notifications_producer",
+    "staff_service",
+)
+
+
+def may_grant_job_roles(conn: psycopg.Connection[tuple[object, ...]], login: str) -> None:
+    """What docs/sql-api.md#roles says a superuser runs, from PostgreSQL 16, for a migrator
+    login that did not create the outbox roles: the ADMIN option on each, no membership."""
+    conn.execute(
+        sql.SQL("GRANT {} TO {} WITH ADMIN TRUE, INHERIT FALSE, SET FALSE").format(
+            sql.SQL(", ").join(map(sql.Identifier, JOB_ROLES)), sql.Identifier(login)
+        )
+    )
+
+
 def seal_keys_file(directory: Path) -> Path:
     """The test seal key as a file only its owner reads, as a deployment hands it over."""
     keys = directory / "seal-keys"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import attrs
 import psycopg
+from psycopg import errors as pg_errors
 
 from outbox.adapters.postgres.error_translation import translated_errors
 
@@ -98,6 +99,23 @@ LEGACY_FOLDS: Mapping[int, tuple[str, tuple[int, ...]]] = {
 
 class MigrationError(Exception):
     """The migration files or the ledger are inconsistent; the message says which file."""
+
+
+class MigrationRefused(MigrationError):
+    """The migrating login may not do what a file does (42501); the message names the file,
+    what the server refused and the grants the login needs."""
+
+    HINT = (
+        "the migrating login needs CREATEROLE and membership in outbox_owner and, from"
+        " PostgreSQL 16, the ADMIN option on each outbox role another login created"
+        " (docs/sql-api.md#roles)"
+    )
+
+    @classmethod
+    def of(cls, migration: Migration, error: psycopg.Error) -> MigrationRefused:
+        """Only the primary message travels: it names a role or an object, never a value."""
+        refused = error.diag.message_primary or error.sqlstate or "permission denied"
+        return cls(f"{_file_name(migration)}: {refused} (SQLSTATE 42501); {cls.HINT}")
 
 
 @attrs.frozen(kw_only=True)
@@ -309,7 +327,10 @@ async def _apply_next(
             return None, rewrote
         migration = pending[0]
         applying(migration)
-        await conn.execute(migration.sql.encode("utf-8"))
+        try:
+            await conn.execute(migration.sql.encode("utf-8"))
+        except pg_errors.InsufficientPrivilege as error:
+            raise MigrationRefused.of(migration, error) from None
         await conn.execute("RESET ROLE")
         await conn.execute(RECORD, (migration.version, migration.name, migration.checksum))
     return migration, rewrote

@@ -11,7 +11,7 @@ import structlog
 import typer
 from psycopg import errors as pg_errors
 
-from outbox.adapters.postgres.migrator import MigrationError
+from outbox.adapters.postgres.migrator import MigrationError, MigrationRefused
 from outbox.application.delivery.errors import MessageNotFound
 from outbox.application.errors import (
     InvalidRequest,
@@ -94,6 +94,8 @@ def guarded() -> Iterator[None]:
         raise fail(
             f"database unavailable ({code}): {advice}", ExitCode.DATABASE_UNAVAILABLE
         ) from None
+    except MigrationRefused as error:
+        raise fail(str(error), ExitCode.REFUSED) from None
     except MigrationError as error:
         raise fail(str(error), ExitCode.FAILURE) from None
     except (pg_errors.UndefinedFunction, pg_errors.UndefinedTable) as error:

@@ -41,6 +41,7 @@ from tests.integration.production import (
     append_demo_event,
     job_logins,
     mailed_code,
+    may_grant_job_roles,
     production_environment,
     seal_keys_file,
 )
@@ -273,14 +274,15 @@ async def test_each_unit_starts_as_written_and_drains_codes_events_and_consumers
     filled = Filled(urls={}, smtp_port=smtp.port, ca_file=ca_file, broker=broker)
     # On a cluster that has never seen the outbox the migrator is a plain login with
     # CREATEROLE, which the first migration makes a member of outbox_owner (docs/sql-api.md);
-    # on one where another database made outbox_owner already, it is created a member.
+    # on one where another database made outbox_owner already, it is created a member and,
+    # from PostgreSQL 16, given the ADMIN option on the job roles (_may_migrate).
     with psycopg.connect(database_url, autocommit=True) as conn:
         owner_exists = conn.execute(
             "SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLES["outbox_migrator"],)
         ).fetchone()
     migrator = {"outbox_migrator": ROLES["outbox_migrator"] if owner_exists else None}
     with job_logins(database_url, migrator, names={n: n for n in migrator}) as urls:
-        _may_migrate(database_url, urls["outbox_migrator"])
+        _may_migrate(database_url, urls["outbox_migrator"], roles_exist=bool(owner_exists))
         migrated = run_once(
             attrs.evolve(filled, urls=urls).fill(_unit("outbox-migrate", credentials))
         )
@@ -318,14 +320,18 @@ async def test_each_unit_starts_as_written_and_drains_codes_events_and_consumers
     assert not [log for log in logs if "role_warning" in log]
 
 
-def _may_migrate(database_url: str, migrator_url: str) -> None:
+def _may_migrate(database_url: str, migrator_url: str, *, roles_exist: bool) -> None:
     """The migrator's login as docs/sql-api.md describes it: it creates the job roles
-    (CREATEROLE) and the schemas, in a database it may create schemas in."""
-    name = sql.Identifier(str(conninfo_to_dict(migrator_url)["user"]))
+    (CREATEROLE) and the schemas, in a database it may create schemas in; where another login
+    created the roles, from PostgreSQL 16, it holds their ADMIN option."""
+    login = str(conninfo_to_dict(migrator_url)["user"])
+    name = sql.Identifier(login)
     database = sql.Identifier(str(conninfo_to_dict(database_url)["dbname"]))
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(sql.SQL("ALTER ROLE {} CREATEROLE").format(name))
         conn.execute(sql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(database, name))
+        if roles_exist and conn.info.server_version >= 160000:
+            may_grant_job_roles(conn, login)
 
 
 async def _ready(running: Running, base_url: str) -> None:
