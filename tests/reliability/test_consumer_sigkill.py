@@ -35,10 +35,13 @@ KILLS = 12
 ROOT = Path(__file__).parents[2]
 ORGANIZATIONS = [uuid.UUID(int=n) for n in range(1, 5)]
 LIVE = "SELECT count(*) FROM events.consumer_deliveries WHERE state <> 'completed'"
+# SKIP LOCKED: a lease a runner is recording right now is passed over, never waited for (in
+# random order, two such waits could deadlock with the runner's record).
 CUT_LEASES = """
 UPDATE events.consumer_deliveries SET lease_expires_at = statement_timestamp()
 WHERE state = 'leased' AND id IN (
     SELECT id FROM events.consumer_deliveries WHERE state = 'leased' ORDER BY random() LIMIT 3
+    FOR UPDATE SKIP LOCKED
 )
 """
 

@@ -602,6 +602,12 @@ BEGIN
         ) AS x;
     END IF;
 
+    -- Nothing picked, nothing to lease (0057): an empty `= ANY` implies every partial
+    -- index's predicate, so the UPDATE could read any of them in full.
+    IF pg_catalog.cardinality(v_ids) = 0 THEN
+        RETURN;
+    END IF;
+
     RETURN QUERY
     WITH taken AS (
         UPDATE events.consumer_deliveries AS d
@@ -760,6 +766,12 @@ BEGIN
             LIMIT p_limit - pg_catalog.cardinality(v_ids)
             FOR UPDATE SKIP LOCKED
         ) AS f;
+    END IF;
+
+    -- Nothing picked, nothing to lease (0057): an empty `= ANY` implies every partial
+    -- index's predicate, so the UPDATE could read any of them in full.
+    IF pg_catalog.cardinality(v_ids) = 0 THEN
+        RETURN;
     END IF;
 
     RETURN QUERY
@@ -1907,9 +1919,14 @@ BEGIN
         ORDER BY u.record_id, u.ord
     ) AS i
     JOIN LATERAL (
+        -- By primary key, whatever the statistics say (0057): `state = 'leased'` implied the
+        -- live records' partial index, which an analyze under a hold makes look empty.
         SELECT r.id FROM events.outbox_records AS r
-        WHERE r.id = i.record_id AND r.state = 'leased' AND r.lease_token = i.lease_token
-          AND r.lease_expires_at > v_now AND i.attempt = r.attempt_count + 1
+        WHERE r.id = i.record_id
+          AND CASE WHEN r.state = 'leased'
+                   THEN r.lease_token = i.lease_token AND r.lease_expires_at > v_now
+                        AND i.attempt = r.attempt_count + 1
+                   ELSE false END
         FOR UPDATE
     ) AS locked ON true;
 
@@ -1986,30 +2003,32 @@ BEGIN
 
     -- Hand each published head on: now, when no producer holds the aggregate; else at the
     -- next claim. In lock-key order, though a try never waits.
-    FOR v_aggregate IN
-        SELECT d.organization_id, d.aggregate_type, d.aggregate_id,
-               events.aggregate_lock_key(d.organization_id, d.aggregate_type, d.aggregate_id)
-                   AS lock_key,
-               pg_catalog.max(d.append_sequence) AS published_through
-        FROM events.outbox_records AS d
-        WHERE d.id = ANY (v_published)
-        GROUP BY d.organization_id, d.aggregate_type, d.aggregate_id
-        ORDER BY lock_key
-    LOOP
-        v_reopened := true;
-        IF pg_catalog.pg_try_advisory_xact_lock(v_aggregate.lock_key) THEN
-            PERFORM events.promote_head_after(
-                v_aggregate.organization_id, v_aggregate.aggregate_type, v_aggregate.aggregate_id,
-                v_aggregate.published_through
-            );
-        ELSE
-            INSERT INTO events.head_vacancies (organization_id, aggregate_type, aggregate_id)
-            VALUES (
-                v_aggregate.organization_id, v_aggregate.aggregate_type, v_aggregate.aggregate_id
-            )
-            ON CONFLICT DO NOTHING;
-        END IF;
-    END LOOP;
+    IF pg_catalog.cardinality(v_published) > 0 THEN  -- an empty = ANY: see outbox.lease_picked
+        FOR v_aggregate IN
+            SELECT d.organization_id, d.aggregate_type, d.aggregate_id,
+                   events.aggregate_lock_key(d.organization_id, d.aggregate_type, d.aggregate_id)
+                       AS lock_key,
+                   pg_catalog.max(d.append_sequence) AS published_through
+            FROM events.outbox_records AS d
+            WHERE d.id = ANY (v_published)
+            GROUP BY d.organization_id, d.aggregate_type, d.aggregate_id
+            ORDER BY lock_key
+        LOOP
+            v_reopened := true;
+            IF pg_catalog.pg_try_advisory_xact_lock(v_aggregate.lock_key) THEN
+                PERFORM events.promote_head_after(
+                    v_aggregate.organization_id, v_aggregate.aggregate_type, v_aggregate.aggregate_id,
+                    v_aggregate.published_through
+                );
+            ELSE
+                INSERT INTO events.head_vacancies (organization_id, aggregate_type, aggregate_id)
+                VALUES (
+                    v_aggregate.organization_id, v_aggregate.aggregate_type, v_aggregate.aggregate_id
+                )
+                ON CONFLICT DO NOTHING;
+            END IF;
+        END LOOP;
+    END IF;
     IF v_reopened THEN
         PERFORM pg_catalog.pg_notify('events_work', '');
     END IF;
@@ -5076,6 +5095,12 @@ CREATE FUNCTION outbox.lease_picked(p_ids uuid[], p_owner text, p_now timestamp 
     AS $$
 #variable_conflict use_column
 BEGIN
+    -- Nothing picked, nothing to lease (0057): an empty `= ANY` implies every partial
+    -- index's predicate, so the UPDATE could read any of them in full.
+    IF COALESCE(pg_catalog.cardinality(p_ids), 0) = 0 THEN
+        RETURN;
+    END IF;
+
     RETURN QUERY
     WITH taken AS (
         UPDATE outbox.messages AS m

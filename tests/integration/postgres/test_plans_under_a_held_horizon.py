@@ -82,15 +82,19 @@ async def test_no_statement_walks_the_dead_versions_after_an_unlucky_analyze(con
         _, resend = await _reading(connect_as, "outbox_producer", CODES, (subject, 1))
         claimed, claim = await _reading(connect_as, "outbox_worker", CLAIM, (10,))
         results, record = await _reading(connect_as, "outbox_worker", RECORD, published(claimed))
+        # Most claims at a steady load find nothing due.
+        nothing, empty_claim = await _reading(connect_as, "outbox_worker", CLAIM, (10,))
         await holder.rollback()
 
     assert 1 == len(claimed)  # the resend withdrew the first code
     assert [("recorded",)] == results
+    assert [] == nothing
     for statement, read in {
         "enqueue": first,
         "resend": resend,
         "claim": claim,
         "record": record,
+        "claim finding nothing": empty_claim,
     }.items():
         # Before 0051 each of these read at least 3,000 entries of one of these indexes.
         assert all(entries < 100 for entries in read.values()), (statement, read)
