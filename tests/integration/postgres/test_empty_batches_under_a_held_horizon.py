@@ -5,15 +5,16 @@ lane. Such a claim ended in ``UPDATE … WHERE id = ANY ('{}')``. PostgreSQL pro
 empty ``= ANY`` implies any predicate (an empty OR is false), so every partial index of the
 table may serve the statement; after an analyze under a held horizon, which samples no live
 row, every partial index over live rows looks empty, and the planner read the one it liked
-in full, filtering by id: every version the hold kept. A held ten-minute run's `auto_explain`
-caught the codes' empty claim reading 109,098 buffers of `messages_live_expiry`, 59 ms, at
-the end of the hold. The same trap waits in a record whose batch published nothing (the
-broker down). Each statement now runs only when its array has something in it. The events
-record also locked its batch with `state = 'leased'` among its conditions, which implies the
-live records' partial index; it now goes by primary key. What the indexes returned is read
-from the calling transaction's own counters, over every index of the table. (The codes' empty
-claim is checked in test_plans_under_a_held_horizon.py. The consumer's empty claim kept the
-key here even before 0057, which guards it the same way; its test bounds what it reads.)
+in full, filtering by id: every version the hold kept. A held run's `auto_explain` (a six-
+minute hold) caught the codes' empty claim reading 109,098 buffers of
+`messages_live_expiry`, 59 ms, at the end of the hold. The same trap waits in a record whose
+batch published nothing (the broker down). Each statement now runs only when its array has
+something in it. The events record also locked its batch with `state = 'leased'` among its
+conditions, which implies the live records' partial index; it now goes by primary key. What
+the indexes returned is read from the calling transaction's own counters, over every index
+of the table. (The codes' empty claim is checked in test_plans_under_a_held_horizon.py. The
+consumer's empty claim kept the key here even before 0057, which guards it the same way; its
+test bounds what it reads.)
 """
 
 from __future__ import annotations
