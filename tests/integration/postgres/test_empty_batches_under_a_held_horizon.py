@@ -5,8 +5,8 @@ lane. Such a claim ended in ``UPDATE … WHERE id = ANY ('{}')``. PostgreSQL pro
 empty ``= ANY`` implies any predicate (an empty OR is false), so every partial index of the
 table may serve the statement; after an analyze under a held horizon, which samples no live
 row, every partial index over live rows looks empty, and the planner read the one it liked
-in full, filtering by id: every version the hold kept. A held run's `auto_explain` (a six-
-minute hold) caught the codes' empty claim reading 109,098 buffers of
+in full, filtering by id: every version the hold kept. A held run's `auto_explain` (a
+six-minute hold) caught the codes' empty claim reading 109,098 buffers of
 `messages_live_expiry`, 59 ms, at the end of the hold. The same trap waits in a record whose
 batch published nothing (the broker down). Each statement now runs only when its array has
 something in it. The events record also locked its batch with `state = 'leased'` among its
