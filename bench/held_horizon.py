@@ -26,15 +26,19 @@ end-to-end p50/p99 (``appended_at`` → the consumer delivery's ``completed_at``
 database once the load settled), lost events and per-aggregate order violations (a delivery
 completed before one of an earlier event of its aggregate); peak dead rows and size per
 table, WAL bytes per delivered code or event, and how long after the hold ended the dead
-rows were reclaimed; the load average before and after. A code or an event never delivered,
-or an event delivered before an earlier one of its aggregate, fails the run. Run it alone on
-the machine.
+rows were reclaimed; the load average before and after. Then the targets of SPEC §24, each
+computed from the two runs: held throughput of the codes and of the events at least 0.9x the
+clean run's, code claim p99 at most 2x, nothing lost, no order broken, the dead rows
+reclaimed within five minutes of the hold's end (also under ``checks`` in the JSON). A code
+or an event never delivered, or an event delivered before an earlier one of its aggregate,
+fails the run. Run it alone on the machine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import signal
 import statistics
@@ -44,7 +48,7 @@ import time
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import attrs
 import psycopg
@@ -56,7 +60,9 @@ from rich.table import Table
 from bench import events_workload, workload
 from bench.databases import Database, database_server
 from bench.events_append import EventShape
+from bench.harness import Check
 from bench.latency import SETTLE_TIMEOUT, SteadyLatency
+from bench.report import checks_table
 from bench.worker import WorkerConfig
 from bench.worker_process import CLAIMS_SUFFIX, CONSUMERS, EVENTS, KEYRING_VARIABLE, READY
 from outbox.adapters.crypto.keyring import generate_key, key_line
@@ -463,6 +469,86 @@ def _table(clean: HorizonRun, held: HorizonRun, hold: tuple[float, float]) -> Ta
     return table
 
 
+Direction = Literal["at_least", "at_most"]
+RECLAIM_TARGET = 300.0  # seconds after the hold: "reclaimed within minutes" (issue 31)
+
+
+def checks(clean: HorizonRun, held: HorizonRun) -> list[Check]:
+    """The held-horizon targets, each computed from the two runs of this invocation."""
+
+    def ratio(
+        key: str, label: str, runs: tuple[float, float], target: float, direction: Direction
+    ) -> Check:
+        a, b = runs
+        return Check(
+            key=key,
+            label=label,
+            value=b / a if a else math.inf,
+            target=target,
+            direction=direction,
+            unit="x",
+            numerator=f"held.{key}",
+            denominator=f"clean.{key}",
+        )
+
+    def limit(key: str, label: str, value: float, target: float, unit: str) -> Check:
+        return Check(
+            key=key,
+            label=label,
+            value=value,
+            target=target,
+            direction="at_most",
+            unit=unit,
+            numerator=f"held.{key}",
+        )
+
+    found = [
+        ratio(
+            "throughput",
+            "codes delivered / s, held / clean",
+            (clean.throughput, held.throughput),
+            0.9,
+            "at_least",
+        ),
+        ratio(
+            "claim_p99_ms",
+            "code claim p99, held / clean",
+            (clean.claim_p99_ms, held.claim_p99_ms),
+            2.0,
+            "at_most",
+        ),
+        limit("lost", "codes lost", held.committed - held.delivered, 0, "codes"),
+        limit(
+            "reclaimed_after",
+            "dead rows reclaimed after the hold",
+            math.inf if held.reclaimed_after is None else held.reclaimed_after,
+            RECLAIM_TARGET,
+            "s",
+        ),
+    ]
+    if clean.events is not None and held.events is not None:
+        found[1:1] = [
+            ratio(
+                "events.throughput",
+                "events delivered / s, held / clean",
+                (clean.events.throughput, held.events.throughput),
+                0.9,
+                "at_least",
+            )
+        ]
+        found[-1:-1] = [
+            limit("events.lost", "events lost", held.events.lost, 0, "events"),
+            limit(
+                "events.order_violations",
+                "events order violations",
+                held.events.order_violations,
+                0,
+                "events",
+            ),
+        ]
+    return found
+
+
 def chart(clean: HorizonRun, held: HorizonRun, hold: tuple[float, float], path: Path) -> None:
     """An SVG of outbox.messages' dead rows and the end-to-end p99 over time, both runs."""
     width, height, left, bottom, top = 760, 360, 70, 40, 30
@@ -558,6 +644,10 @@ def chart(clean: HorizonRun, held: HorizonRun, hold: tuple[float, float], path: 
     path.write_text("\n".join(parts) + "\n")
 
 
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
 def _json(run: HorizonRun) -> dict[str, Any]:
     return attrs.asdict(run, recurse=True)
 
@@ -617,6 +707,8 @@ def main(  # noqa: PLR0917 - one per option
     clean, held, version = asyncio.run(both())
     load_after = os.getloadavg()
     console.print(_table(clean, held, hold))
+    targets = checks(clean, held)
+    console.print(checks_table(targets, "Targets, from the two runs above"))
     console.print(
         f"PostgreSQL {version}; load average before {load_before[0]:.2f},"
         f" after {load_after[0]:.2f} (1 min)"
@@ -635,6 +727,11 @@ def main(  # noqa: PLR0917 - one per option
                 "hold": hold,
                 "clean": _json(clean),
                 "held": _json(held),
+                # A value never reached (not reclaimed within the wait) is null, not Infinity.
+                "checks": {
+                    check.key: {**check.as_json(), "value": _finite(check.value)}
+                    for check in targets
+                },
             },
             indent=1,
         )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from rich.console import Console
@@ -70,17 +71,17 @@ def print_tables(console: Console, results: Results, header: Mapping[str, object
             str(len(figure.samples)),
         )
     console.print(figures)
-    checks = Table(title="Targets, computed from the medians above")
+    console.print(checks_table(results.checks.values(), "Targets, computed from the medians above"))
+
+
+def checks_table(checks: Iterable[Check], title: str) -> Table:
+    """The checks, each with its value, its target and whether it is met."""
+    table = Table(title=title)
     for column in ("check", "value", "target", "met"):
-        checks.add_column(column, justify="left" if column == "check" else "right")
-    for check in results.checks.values():
-        checks.add_row(
-            check.label,
-            _value(check),
-            _target(check),
-            _met(check.met),
-        )
-    console.print(checks)
+        table.add_column(column, justify="left" if column == "check" else "right")
+    for check in checks:
+        table.add_row(check.label, _value(check), _target(check), _met(check.met))
+    return table
 
 
 def print_settings(console: Console, figures: Mapping[str, Figure]) -> None:
@@ -100,6 +101,8 @@ def _number(value: float) -> str:
 
 
 def _value(check: Check) -> str:
+    if not math.isfinite(check.value):
+        return "never"
     if check.unit == "x":
         return f"{check.value:.2f}x"
     return f"{_number(check.value)} {check.unit}"

@@ -16,7 +16,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from bench.held_horizon import p99_by_window
+from bench.held_horizon import HorizonRun, checks, p99_by_window
 from tests import postgres_server as servers
 
 pytestmark = pytest.mark.timeout(300)
@@ -56,6 +56,17 @@ def test_a_tiny_held_horizon_run_loses_nothing_and_shows_the_dead_rows(
         assert windows, run
         assert [10.0 * n for n in range(len(windows))] == [start for start, _ in windows]
     assert "claims / event" in completed.stdout
+    # The check table: each target computed from the two runs, in the output and the JSON.
+    assert "Targets, from the two runs above" in completed.stdout
+    checks = report["checks"]
+    assert {
+        "throughput", "events.throughput", "claim_p99_ms", "lost", "events.lost",
+        "events.order_violations", "reclaimed_after",
+    } == set(checks)  # fmt: skip
+    assert 0 == checks["lost"]["value"]
+    assert checks["lost"]["met"] is True
+    ratio = report["held"]["claim_p99_ms"] / report["clean"]["claim_p99_ms"]
+    assert ratio == pytest.approx(checks["claim_p99_ms"]["value"])
     assert report["held"]["peak_dead"]["outbox.messages"] > 0
     svg = ET.parse(chart).getroot()  # noqa: S314 - our own file
     assert svg.tag.endswith("svg")
@@ -73,3 +84,32 @@ def test_the_p99_of_each_window_is_its_own():
     assert [0.0, 10.0] == [start for start, _ in windows]
     assert 99.0 < windows[0][1] < 100.0
     assert 500.0 == windows[1][1]
+
+
+def _run(
+    *, held: bool, throughput: float, claim_p99_ms: float, reclaimed: float | None
+) -> HorizonRun:
+    return HorizonRun(
+        held=held, committed=100, delivered=100, seconds=10.0, throughput=throughput,
+        p50_ms=1.0, p99_ms=2.0, claim_p99_ms=claim_p99_ms, wal_bytes_per_message=1.0,
+        peak_dead={}, peak_size={}, reclaimed_after=reclaimed, samples=(), p99_by_window=(),
+        events=None, claims_per_code=1.0, claims_per_event=None,
+    )  # fmt: skip
+
+
+def test_each_check_holds_the_held_run_to_its_target_against_the_clean_one():
+    clean = _run(held=False, throughput=300.0, claim_p99_ms=5.0, reclaimed=None)
+    within = _run(held=True, throughput=270.0, claim_p99_ms=10.0, reclaimed=60.0)
+    beyond = _run(held=True, throughput=269.0, claim_p99_ms=10.5, reclaimed=None)
+
+    met = {check.key: check.met for check in checks(clean, within)}
+    missed = {check.key: (check.value, check.met) for check in checks(beyond, beyond)}
+    against_clean = {
+        check.key: (round(check.value, 3), check.met) for check in checks(clean, beyond)
+    }
+
+    # Without tenant events there is no events check.
+    assert {"throughput": True, "claim_p99_ms": True, "lost": True, "reclaimed_after": True} == met
+    assert (0.897, False) == against_clean["throughput"]
+    assert (2.1, False) == against_clean["claim_p99_ms"]
+    assert (float("inf"), False) == missed["reclaimed_after"]  # never reclaimed within the wait
