@@ -31,28 +31,33 @@ from bench.consumers import running_consumers_lane
 from bench.events_drain import running_events_lane
 from bench.worker import NO_RESERVED_SLOT, WorkerConfig, running_worker
 from outbox.application.delivery.batch import BatchTally
+from outbox.application.events.publish_due_events import PublishDueEvents
 from outbox.entrypoints.bootstrap.worker import CLAIM_FLOOR_EVERY
 from outbox.entrypoints.worker.loop import WorkerLoop
 from outbox.entrypoints.worker.schedule import Every
 
 KEYRING_VARIABLE = "BENCH_KEYRING"
 READY = "ready"
-CLAIMS_SUFFIX = ".claims.json"  # serve also writes every claim's duration (s) beside OUT
+CLAIMS_SUFFIX = ".claims.json"  # serve also writes every claim's duration (s), by lane
 EVENTS = "events"  # serve: the events lane too
 CONSUMERS = "consumers"  # serve: the consumers lane too, with the bench consumer
 
 
+# The claim timings the worker observes, by the lane they are kept under.
+CLAIM_TIMINGS = {"outbox_claim_seconds": "codes", "outbox_event_claim_seconds": "events"}
+
+
 @attrs.define
 class ClaimTimes:
-    """The worker's telemetry, also keeping every ``outbox_claim_seconds`` it observes."""
+    """A lane's telemetry, also keeping every claim's duration it observes, by lane."""
 
     inner: Any
-    seconds: list[float] = attrs.field(factory=list)
+    seconds: dict[str, list[float]] = attrs.field(factory=dict)
 
     def observe(self, name: str, /, value: float, **labels: str) -> None:
         """Keep a claim's duration; pass everything on."""
-        if name == "outbox_claim_seconds":
-            self.seconds.append(value)
+        if name in CLAIM_TIMINGS:
+            self.seconds.setdefault(CLAIM_TIMINGS[name], []).append(value)
         self.inner.observe(name, value, **labels)
 
     def __getattr__(self, name: str) -> Any:
@@ -73,10 +78,11 @@ async def serve(
     *,
     events: bool,
     consumers: bool = False,
-    claims: list[float] | None = None,
+    claims: dict[str, list[float]] | None = None,
 ) -> dict[str, float]:
     """Run the worker loop until SIGTERM; return when each message reached the provider
-    (and, into ``claims``, how long each of the security lane's claims took)."""
+    (and, into ``claims``, how long each claim of the security lane, "codes", and of the
+    events lane, "events", took)."""
     received: dict[UUID, float] = {}
     async with contextlib.AsyncExitStack() as stack:
         worker = await stack.enter_async_context(
@@ -86,13 +92,20 @@ async def serve(
         if worker.wait_for_urgent_work is not None:
             await worker.wait_for_urgent_work(0)
         loops: list[WorkerLoop[Any]] = []
+        timed = ClaimTimes(worker.dispatch.telemetry)
         if events:
             lane = await stack.enter_async_context(running_events_lane(conninfo))
-            loops.append(attrs.evolve(lane.loop, drain=False, totals=BatchTally()))
+            assert isinstance(lane.loop.dispatch, PublishDueEvents)
+            publish = attrs.evolve(
+                lane.loop.dispatch,
+                telemetry=ClaimTimes(lane.loop.dispatch.telemetry, timed.seconds),
+            )
+            loops.append(
+                attrs.evolve(lane.loop, dispatch=publish, drain=False, totals=BatchTally())
+            )
         if consumers:
             consuming = await stack.enter_async_context(running_consumers_lane(conninfo))
             loops.append(consuming.loop)
-        timed = ClaimTimes(worker.dispatch.telemetry)
         dispatch = attrs.evolve(worker.dispatch, telemetry=timed)
         loop = WorkerLoop(
             totals=BatchTally(),
@@ -127,7 +140,7 @@ async def serve(
             refreshing.cancel()
             await asyncio.gather(refreshing, return_exceptions=True)
     if claims is not None:
-        claims.extend(timed.seconds)
+        claims.update(timed.seconds)
     return {str(key): value for key, value in received.items()}
 
 
@@ -156,7 +169,7 @@ def main(argv: list[str]) -> None:
         reserved_slot=NO_RESERVED_SLOT not in flags,
     )
     if mode == "serve":
-        claims: list[float] = []
+        claims: dict[str, list[float]] = {}
         done = asyncio.run(
             serve(
                 conninfo,

@@ -47,6 +47,7 @@ def test_a_tiny_held_horizon_run_loses_nothing_and_shows_the_dead_rows(
         assert 40 * 12 == report[run]["committed"], run
         assert report[run]["committed"] == report[run]["delivered"], run  # lost = 0
         assert report[run]["claim_p99_ms"] > 0
+        assert report[run]["event_claim_p99_ms"] > 0  # the events lane's claims, timed too
         assert report[run]["wal_bytes_per_message"] > 0
         # Each lane's claims, counted by the server: at least one per batch delivered.
         assert 0 < report[run]["claims_per_code"], run
@@ -56,12 +57,13 @@ def test_a_tiny_held_horizon_run_loses_nothing_and_shows_the_dead_rows(
         assert windows, run
         assert [10.0 * n for n in range(len(windows))] == [start for start, _ in windows]
     assert "claims / event" in completed.stdout
+    assert "events claim p99 (ms)" in completed.stdout
     # The check table: each target computed from the two runs, in the output and the JSON.
     assert "Targets, from the two runs above" in completed.stdout
     checks = report["checks"]
     assert {
-        "throughput", "events.throughput", "claim_p99_ms", "lost", "events.lost",
-        "events.order_violations", "reclaimed_after",
+        "throughput", "events.throughput", "claim_p99_ms", "event_claim_p99_ms", "lost",
+        "events.lost", "events.order_violations", "reclaimed_after",
     } == set(checks)  # fmt: skip
     assert 0 == checks["lost"]["value"]
     assert checks["lost"]["met"] is True
@@ -91,7 +93,8 @@ def _run(
 ) -> HorizonRun:
     return HorizonRun(
         held=held, committed=100, delivered=100, seconds=10.0, throughput=throughput,
-        p50_ms=1.0, p99_ms=2.0, claim_p99_ms=claim_p99_ms, wal_bytes_per_message=1.0,
+        p50_ms=1.0, p99_ms=2.0, claim_p99_ms=claim_p99_ms, event_claim_p99_ms=None,
+        wal_bytes_per_message=1.0,
         peak_dead={}, peak_size={}, reclaimed_after=reclaimed, samples=(), p99_by_window=(),
         events=None, claims_per_code=1.0, claims_per_event=None,
     )  # fmt: skip

@@ -227,6 +227,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         " for it without spending attempts; 0 once it answers again.",
         ("target",),
     ),
+    MetricSpec("outbox_event_claim_seconds", Kind.HISTOGRAM, "Time one events claim took."),
     MetricSpec(
         "outbox_event_claim_batch_size",
         Kind.HISTOGRAM,

@@ -335,6 +335,10 @@ async def test_an_empty_claim_does_nothing_and_reports_nothing(
 
     assert BatchTally() == await _publish(outbox, telemetry=telemetry)()
     assert [] == telemetry.events
+    # Its time is still observed: under a held horizon an empty claim can be a slow one.
+    [(name, seconds, labels)] = telemetry.observations
+    assert ("outbox_event_claim_seconds", {}) == (name, labels)
+    assert seconds >= 0
 
 
 async def test_a_target_that_is_down_spends_no_attempt_and_pauses_the_lane_until_a_probe(
