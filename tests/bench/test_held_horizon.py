@@ -16,7 +16,8 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from bench.held_horizon import HorizonRun, checks, p99_by_window
+from bench.databases import Database
+from bench.held_horizon import HeldHorizon, HorizonRun, Sample, checks, p99_by_window
 from tests import postgres_server as servers
 
 pytestmark = pytest.mark.timeout(300)
@@ -70,6 +71,9 @@ def test_a_tiny_held_horizon_run_loses_nothing_and_shows_the_dead_rows(
     ratio = report["held"]["claim_p99_ms"] / report["clean"]["claim_p99_ms"]
     assert ratio == pytest.approx(checks["claim_p99_ms"]["value"])
     assert report["held"]["peak_dead"]["outbox.messages"] > 0
+    # Each table whose dead rows rose in the hold is watched for its reclaim; none when clean.
+    assert "outbox.messages" in report["held"]["reclaimed_by_table"]
+    assert {} == report["clean"]["reclaimed_by_table"]
     svg = ET.parse(chart).getroot()  # noqa: S314 - our own file
     assert svg.tag.endswith("svg")
     assert 4 == sum(1 for node in svg.iter() if node.tag.endswith("path"))
@@ -95,7 +99,9 @@ def _run(
         held=held, committed=100, delivered=100, seconds=10.0, throughput=throughput,
         p50_ms=1.0, p99_ms=2.0, claim_p99_ms=claim_p99_ms, event_claim_p99_ms=None,
         wal_bytes_per_message=1.0,
-        peak_dead={}, peak_size={}, reclaimed_after=reclaimed, samples=(), p99_by_window=(),
+        peak_dead={}, peak_size={}, reclaimed_after=reclaimed,
+        reclaimed_by_table={} if reclaimed is None else {"outbox.messages": reclaimed},
+        samples=(), p99_by_window=(),
         events=None, claims_per_code=1.0, claims_per_event=None,
     )  # fmt: skip
 
@@ -116,3 +122,29 @@ def test_each_check_holds_the_held_run_to_its_target_against_the_clean_one():
     assert (0.897, False) == against_clean["throughput"]
     assert (2.1, False) == against_clean["claim_p99_ms"]
     assert (float("inf"), False) == missed["reclaimed_after"]  # never reclaimed within the wait
+
+
+async def test_the_reclaim_is_watched_on_every_table_whose_dead_rows_rose_in_the_hold():
+    hold = HeldHorizon(
+        database=Database(name="unused", conninfo="dbname=unused"),
+        keyring="unused",
+        rate=1,
+        seconds=10,
+        hold=(10.0, 20.0),
+        sample_every=0.01,
+        reclaim_wait=0.05,
+    )
+
+    def at(second: float, messages: int, records: int) -> Sample:
+        dead = {"outbox.messages": messages, "events.outbox_records": records,
+                "outbox.attempts": 0}  # fmt: skip
+        return Sample(at=second, dead=dead, size={}, wal=0)
+
+    # Before the hold the load keeps 100 dead messages; they rise to 1,100 in it. 190 is back
+    # within a tenth of that rise (at 30 s); the records rise too and are never reclaimed.
+    samples = [at(5, 100, 0), at(10, 100, 0), at(20, 1_100, 500), at(25, 300, 500),
+               at(30, 190, 480)]  # fmt: skip
+
+    reclaimed = await hold._reclaimed(samples, hold_end=20.0)
+
+    assert {"outbox.messages": 10.0, "events.outbox_records": None} == reclaimed
