@@ -51,6 +51,9 @@ class Figure:
         }
 
 
+Direction = Literal["at_least", "at_most"]  # which side of its target a check must be on
+
+
 @attrs.frozen(kw_only=True)
 class Check:
     """A target: a ratio of two figures' medians, or one figure's median against a limit."""
@@ -59,7 +62,7 @@ class Check:
     label: str
     value: float
     target: float | None  # None: reported for information, no target
-    direction: Literal["at_least", "at_most"]
+    direction: Direction
     unit: str  # "x" for a ratio, else the figure's unit
     numerator: str
     denominator: str | None = None

@@ -49,7 +49,7 @@ import time
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import attrs
 import psycopg
@@ -61,7 +61,7 @@ from rich.table import Table
 from bench import events_workload, workload
 from bench.databases import Database, database_server
 from bench.events_append import EventShape
-from bench.harness import Check
+from bench.harness import Check, Direction
 from bench.latency import SETTLE_TIMEOUT, SteadyLatency
 from bench.report import checks_table
 from bench.worker import WorkerConfig
@@ -499,7 +499,6 @@ def _table(clean: HorizonRun, held: HorizonRun, hold: tuple[float, float]) -> Ta
     return table
 
 
-Direction = Literal["at_least", "at_most"]
 RECLAIM_TARGET = 300.0  # seconds after the hold: "reclaimed within minutes" (issue 31)
 
 
@@ -532,7 +531,6 @@ def checks(clean: HorizonRun, held: HorizonRun) -> list[Check]:
             numerator=f"held.{key}",
         )
 
-    events = (clean.events, held.events)
     found = [
         ratio(
             "throughput",
@@ -542,12 +540,12 @@ def checks(clean: HorizonRun, held: HorizonRun) -> list[Check]:
             "at_least",
         )
     ]
-    if events[0] is not None and events[1] is not None:
+    if clean.events is not None and held.events is not None:
         found.append(
             ratio(
                 "events.throughput",
                 "events delivered / s, held / clean",
-                (events[0].throughput, events[1].throughput),
+                (clean.events.throughput, held.events.throughput),
                 0.9,
                 "at_least",
             )
@@ -572,13 +570,13 @@ def checks(clean: HorizonRun, held: HorizonRun) -> list[Check]:
             )
         )
     found.append(limit("lost", "codes lost", held.committed - held.delivered, 0, "codes"))
-    if events[1] is not None:
+    if held.events is not None:
         found += [
-            limit("events.lost", "events lost", events[1].lost, 0, "events"),
+            limit("events.lost", "events lost", held.events.lost, 0, "events"),
             limit(
                 "events.order_violations",
                 "events order violations",
-                events[1].order_violations,
+                held.events.order_violations,
                 0,
                 "events",
             ),
