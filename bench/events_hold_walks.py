@@ -6,7 +6,9 @@ Twice, each in a fresh database with one consumer subscribed: append ``--dead`` 
 the organizations and aggregates, publish them all (claim and record, batches of 100) and
 deliver them to the consumer (claim and complete, batches of 50) — the second time while
 another session holds the xmin horizon, so every version they leave stays — then append 200
-more, claim and record one batch, and claim and complete one batch of the consumer's.
+more, claim and record one batch, and claim and complete one batch of the consumer's; then
+publish the rest and make one full claim and, once its window has passed, one recent claim
+(0058), both finding nothing.
 Printed: the entries each index returned to those four statements and the buffers each table
 and index gave them (PostgreSQL's own counters for
 the calling transaction, so no clock is involved), and how long each took. It shows which
@@ -30,6 +32,7 @@ from bench.consumers import CLAIM as CONSUMER_CLAIM
 from bench.consumers import RECORD as CONSUMER_RECORD
 from bench.databases import database_server
 from bench.events_ceiling import CLAIM, RECORD, published
+from outbox.adapters.postgres.event_outbox_store import CLAIM_WINDOW
 from outbox.adapters.postgres.migrator import apply_migrations
 
 # Per table and index of the events schema, what the calling transaction has done with it so
@@ -44,7 +47,10 @@ JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
 WHERE n.nspname = 'events' AND c.relkind IN ('r', 'i')
 """
 LIVE = "SELECT count(*) FROM events.outbox_records WHERE state IN ('pending', 'leased')"
-STATEMENTS = ("claim", "record", "consumer claim", "consumer record")
+STATEMENTS = (
+    "claim", "record", "consumer claim", "consumer record", "empty claim", "empty recent claim"
+)  # fmt: skip
+RECENT_CLAIM = "SELECT record_id FROM events.claim_outbox_batch(%s, %s, %s, %s)"
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
 
 
@@ -127,6 +133,13 @@ async def one(conninfo: str, *, held: bool, dead: int, shape: tuple[int, int]) -
         _, consumer_record_ms, consumer_record_read = await _read(
             consumer, CONSUMER_RECORD, completions(delivered)
         )
+        await _publish_all(conn)
+        _, empty_ms, empty_read = await _read(conn, CLAIM, ("walks", 100, 60))
+        # The worker's recent claim (0058), once the heads' last versions lie below its window.
+        await asyncio.sleep(CLAIM_WINDOW.total_seconds() + 0.5)
+        _, recent_ms, recent_read = await _read(
+            conn, RECENT_CLAIM, ("walks", 100, 60, CLAIM_WINDOW.total_seconds())
+        )
         await holder.rollback()
     return {
         "claim_ms": claim_ms,
@@ -137,6 +150,10 @@ async def one(conninfo: str, *, held: bool, dead: int, shape: tuple[int, int]) -
         "consumer claim": consumer_claim_read,
         "consumer record_ms": consumer_record_ms,
         "consumer record": consumer_record_read,
+        "empty claim_ms": empty_ms,
+        "empty claim": empty_read,
+        "empty recent claim_ms": recent_ms,
+        "empty recent claim": recent_read,
     }
 
 

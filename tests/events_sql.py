@@ -24,7 +24,7 @@ ORDER_PLACED = "sales.order_placed"
 INVOICE_SENT = "billing.invoice_sent"
 
 APPEND = "SELECT events.append_domain_event(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-CLAIM = "SELECT * FROM events.claim_outbox_batch(%s, %s, %s)"
+CLAIM = "SELECT * FROM events.claim_outbox_batch(%s, %s, %s, %s)"
 RECORD = (
     "SELECT result FROM events.record_publication_attempt("
     "%s::uuid[], %s::uuid[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::text[],"
@@ -98,10 +98,16 @@ async def append(
 
 
 async def claim(
-    conn: psycopg.AsyncConnection, limit: int = 10, *, owner: str = "w1", lease: float = 30.0
+    conn: psycopg.AsyncConnection,
+    limit: int = 10,
+    *,
+    owner: str = "w1",
+    lease: float = 30.0,
+    window: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Claim on ``conn`` (acting as outbox_worker): one dict per claimed record."""
-    cursor = await conn.execute(CLAIM, (owner, limit, lease))
+    """Claim on ``conn`` (acting as outbox_worker): one dict per claimed record. A full claim,
+    or with ``window`` (seconds) a recent one."""
+    cursor = await conn.execute(CLAIM, (owner, limit, lease, window))
     assert cursor.description is not None
     names = [column.name for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in await cursor.fetchall()]

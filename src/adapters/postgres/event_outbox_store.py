@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,8 +20,19 @@ CLAIM = """
 SELECT record_id, event_id, organization_id, event_type, contract_version, aggregate_type,
        aggregate_id, append_sequence, payload, occurred_at, appended_at, attempts,
        lease_token, lease_expires_at, trace_context
-FROM events.claim_outbox_batch(%b::text, %b::integer, %b::double precision)
+FROM events.claim_outbox_batch(
+    %b::text, %b::integer, %b::double precision, %b::double precision
+)
 """
+# A recent claim reads only the heads that became claimable within CLAIM_WINDOW, so under a held
+# xmin horizon it never walks the dead versions of earlier heads, which lie below it (0058). A
+# full claim reads everything due: at least every FULL_CLAIM_EVERY, and after any claim that
+# came back full (the lane may be behind, with due heads older than the window). The window
+# is longer than the interval, so a recent claim misses only what became claimable before
+# the last full claim started and was not visible to it: a producer's late commit, or a head
+# released unspent; the next full claim takes those.
+CLAIM_WINDOW = timedelta(seconds=5)
+FULL_CLAIM_EVERY = timedelta(seconds=2)
 RECORD = """
 SELECT result
 FROM events.record_publication_attempt(
@@ -93,18 +105,35 @@ class PostgresEventOutboxStore:
     error (StoreUnavailable, PermissionDenied, InvalidRequest…).
     """
 
-    def __init__(self, pool: AsyncConnectionPool[AsyncConnection], listener: WorkListener) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[AsyncConnection],
+        listener: WorkListener,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._pool = pool
         self._listener = listener
+        self._clock = clock
+        self._full_claim_at = float("-inf")  # when the next claim must be full (now: the first)
 
     async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedEvent]:
-        """Lease up to ``limit`` due heads of their aggregates, organizations served fairly."""
+        """Lease up to ``limit`` due heads of their aggregates, organizations served fairly.
+
+        A full claim or a recent one (``CLAIM_WINDOW``), as the module's note says."""
+        started = self._clock()
+        full = started >= self._full_claim_at
+        window = None if full else CLAIM_WINDOW.total_seconds()
+        if full:
+            self._full_claim_at = started + FULL_CLAIM_EVERY.total_seconds()
         with translated_errors():
             async with self._pool.connection() as conn:
                 cursor = await conn.execute(
-                    CLAIM, (owner, limit, lease.total_seconds()), binary=True
+                    CLAIM, (owner, limit, lease.total_seconds(), window), binary=True
                 )
                 rows = await cursor.fetchall()
+        if len(rows) >= limit:
+            self._full_claim_at = started  # perhaps behind: the next claim reads everything due
         return [_claimed(row) for row in rows]
 
     async def record(self, records: Sequence[PublicationRecord]) -> Sequence[RecordResult]:

@@ -633,12 +633,13 @@ END
 $$;
 
 --
--- Name: claim_outbox_batch(text, integer, double precision); Type: FUNCTION; Schema: events; Owner: -
+-- Name: claim_outbox_batch(text, integer, double precision, double precision); Type: FUNCTION; Schema: events; Owner: -
 --
 
-CREATE FUNCTION events.claim_outbox_batch(p_owner text, p_limit integer, p_lease_seconds double precision) RETURNS TABLE(record_id uuid, event_id uuid, organization_id uuid, event_type text, contract_version integer, aggregate_type text, aggregate_id text, append_sequence bigint, payload jsonb, occurred_at timestamp with time zone, appended_at timestamp with time zone, attempts integer, lease_token uuid, lease_expires_at timestamp with time zone, trace_context text)
+CREATE FUNCTION events.claim_outbox_batch(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision DEFAULT NULL::double precision) RETURNS TABLE(record_id uuid, event_id uuid, organization_id uuid, event_type text, contract_version integer, aggregate_type text, aggregate_id text, append_sequence bigint, payload jsonb, occurred_at timestamp with time zone, appended_at timestamp with time zone, attempts integer, lease_token uuid, lease_expires_at timestamp with time zone, trace_context text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET enable_sort TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -660,6 +661,8 @@ DECLARE
     v_after timestamptz := 'infinity';
     v_all_seen boolean := false;  -- the loop below visited every organization with a head
     v_share_filled boolean;  -- an organization gave its whole share: it may have more
+    -- A recent claim's lower bound (p_window_seconds): only what became claimable since.
+    v_since timestamptz := '-infinity';
 BEGIN
     IF p_owner IS NULL OR p_owner = '' THEN
         RAISE EXCEPTION 'p_owner: a claim names its worker' USING ERRCODE = 'invalid_parameter_value';
@@ -668,14 +671,23 @@ BEGIN
         RAISE EXCEPTION 'p_limit: must be between 1 and 1000'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_lease_seconds IS NULL OR NOT p_lease_seconds > 0 THEN
+    IF p_lease_seconds IS NULL OR NOT p_lease_seconds > 0
+       OR p_lease_seconds IN ('NaN', 'Infinity') THEN
         RAISE EXCEPTION 'p_lease_seconds: must be positive' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF p_window_seconds IS NOT NULL AND NOT (p_window_seconds > 0 AND p_window_seconds <= 3600) THEN
+        RAISE EXCEPTION 'p_window_seconds: from 0 to 3600 seconds, or NULL for a full claim'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     v_lease_expires_at := v_now + pg_catalog.make_interval(secs => p_lease_seconds);
+    IF p_window_seconds IS NOT NULL THEN
+        v_since := v_now - pg_catalog.make_interval(secs => p_window_seconds);
+    END IF;
 
     FOR v_vacancy IN
         SELECT v.organization_id, v.aggregate_type, v.aggregate_id
         FROM events.head_vacancies AS v
+        WHERE v.noted_at >= v_since
         ORDER BY v.noted_at
         LIMIT 4 * p_limit
         FOR UPDATE SKIP LOCKED
@@ -693,79 +705,118 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- The organizations with a due head, from a random one on, wrapping around once.
-    v_org := v_start;
-    LOOP
-        EXIT WHEN pg_catalog.cardinality(v_orgs) >= p_limit OR v_examined >= 4 * p_limit;
-        -- The next organization and its soonest head, in one probe of the index.
-        SELECT r.organization_id, r.claimable_at INTO v_next, v_soonest
-        FROM events.outbox_records AS r
-        WHERE r.head AND (r.organization_id, r.claimable_at) > (v_org, v_after)
-        ORDER BY r.organization_id, r.claimable_at
-        LIMIT 1;
-        IF v_next IS NULL THEN
-            v_all_seen := v_wrapped;
-            EXIT WHEN v_wrapped;
-            v_wrapped := true;
-            v_org := '00000000-0000-0000-0000-000000000000';  -- the lowest id, itself included
-            v_after := '-infinity';
-            CONTINUE;
-        END IF;
-        v_all_seen := v_wrapped AND v_next > v_start;
-        EXIT WHEN v_all_seen;
-        v_examined := v_examined + 1;
-        IF v_soonest <= v_now THEN
-            v_orgs := v_orgs || v_next;
-        END IF;
-        v_org := v_next;
-        v_after := 'infinity';
-    END LOOP;
-
-    -- No due organization among those visited: the fill below still finds any due head
-    -- (when the loop stopped before it had seen every organization).
-    v_share := (p_limit + pg_catalog.cardinality(v_orgs) - 1)
-        / GREATEST(pg_catalog.cardinality(v_orgs), 1);
-
-    -- An equal share per organization, by rank: every organization's oldest first.
-    SELECT COALESCE(pg_catalog.array_agg(s.id), '{}'),
-           COALESCE(pg_catalog.bool_or(s.filled), false)
-    INTO v_ids, v_share_filled
-    FROM (
-        SELECT t.id, t.rank >= v_share AS filled
+    -- A recent claim: the oldest heads that became claimable within the window, in claim
+    -- order off `heads_due` (a range whose dead versions below the window it never reads;
+    -- the order keeps the planner on it whatever the statistics say, as the fill), then an
+    -- equal share per organization by rank among them, locked by primary key. More due
+    -- heads than it reads come back as a full batch, and the worker's next claim is full.
+    IF p_window_seconds IS NOT NULL THEN
+        SELECT COALESCE(pg_catalog.array_agg(l.id ORDER BY l.ord), '{}') INTO v_ids
         FROM (
-            SELECT c.id, c.claimable_at, c.append_sequence,
-                   pg_catalog.row_number() OVER (
-                       PARTITION BY c.organization_id ORDER BY c.claimable_at, c.append_sequence
-                   ) AS rank
-            FROM pg_catalog.unnest(v_orgs) AS o (id)
-            CROSS JOIN LATERAL (
-                SELECT r.id, r.organization_id, r.claimable_at, r.append_sequence
-                FROM events.outbox_records AS r
-                WHERE r.head AND r.organization_id = o.id AND r.claimable_at <= v_now
-                ORDER BY r.claimable_at, r.append_sequence
-                LIMIT v_share
-                FOR UPDATE SKIP LOCKED
+            SELECT r.id, c.ord
+            FROM (
+                SELECT t.id, pg_catalog.row_number() OVER (
+                           ORDER BY t.rank, t.claimable_at, t.append_sequence
+                       ) AS ord
+                FROM (
+                    SELECT w.id, w.claimable_at, w.append_sequence,
+                           pg_catalog.row_number() OVER (
+                               PARTITION BY w.organization_id
+                               ORDER BY w.claimable_at, w.append_sequence
+                           ) AS rank
+                    FROM (
+                        SELECT d.id, d.organization_id, d.claimable_at, d.append_sequence
+                        FROM events.outbox_records AS d
+                        WHERE d.head AND d.state IN ('pending', 'leased')
+                          AND d.claimable_at >= v_since AND d.claimable_at <= v_now
+                        ORDER BY d.claimable_at, d.append_sequence
+                        LIMIT 8 * p_limit
+                    ) AS w
+                ) AS t
             ) AS c
-        ) AS t
-        ORDER BY t.rank, t.claimable_at, t.append_sequence
-        LIMIT p_limit
-    ) AS s;
+            JOIN events.outbox_records AS r ON r.id = c.id
+            -- Still a due head once locked; a CASE, which implies no partial index's predicate.
+            WHERE CASE WHEN r.head THEN r.claimable_at <= v_now ELSE false END
+            ORDER BY c.ord
+            LIMIT p_limit
+            FOR UPDATE OF r SKIP LOCKED
+        ) AS l;
+    ELSE
 
-    -- The rest oldest first. SKIP LOCKED does not skip this transaction's own locks, so the
-    -- shares already taken are left out by id. Only when it can find something: not when
-    -- every organization was seen and none gave its whole share (the shares took every due
-    -- head). `state` names the index this scan alone may read (0054).
-    IF pg_catalog.cardinality(v_ids) < p_limit AND (v_share_filled OR NOT v_all_seen) THEN
-        SELECT v_ids || COALESCE(pg_catalog.array_agg(f.id), '{}') INTO v_ids
-        FROM (
-            SELECT r.id
+        -- The organizations with a due head, from a random one on, wrapping around once.
+        v_org := v_start;
+        LOOP
+            EXIT WHEN pg_catalog.cardinality(v_orgs) >= p_limit OR v_examined >= 4 * p_limit;
+            -- The next organization and its soonest head, in one probe of the index.
+            SELECT r.organization_id, r.claimable_at INTO v_next, v_soonest
             FROM events.outbox_records AS r
-            WHERE r.head AND r.state IN ('pending', 'leased') AND r.claimable_at <= v_now
-              AND r.id <> ALL (v_ids)
-            ORDER BY r.claimable_at, r.append_sequence
-            LIMIT p_limit - pg_catalog.cardinality(v_ids)
-            FOR UPDATE SKIP LOCKED
-        ) AS f;
+            WHERE r.head AND (r.organization_id, r.claimable_at) > (v_org, v_after)
+            ORDER BY r.organization_id, r.claimable_at
+            LIMIT 1;
+            IF v_next IS NULL THEN
+                v_all_seen := v_wrapped;
+                EXIT WHEN v_wrapped;
+                v_wrapped := true;
+                v_org := '00000000-0000-0000-0000-000000000000';  -- the lowest id, itself included
+                v_after := '-infinity';
+                CONTINUE;
+            END IF;
+            v_all_seen := v_wrapped AND v_next > v_start;
+            EXIT WHEN v_all_seen;
+            v_examined := v_examined + 1;
+            IF v_soonest <= v_now THEN
+                v_orgs := v_orgs || v_next;
+            END IF;
+            v_org := v_next;
+            v_after := 'infinity';
+        END LOOP;
+
+        -- No due organization among those visited: the fill below still finds any due head
+        -- (when the loop stopped before it had seen every organization).
+        v_share := (p_limit + pg_catalog.cardinality(v_orgs) - 1)
+            / GREATEST(pg_catalog.cardinality(v_orgs), 1);
+
+        -- An equal share per organization, by rank: every organization's oldest first.
+        SELECT COALESCE(pg_catalog.array_agg(s.id), '{}'),
+               COALESCE(pg_catalog.bool_or(s.filled), false)
+        INTO v_ids, v_share_filled
+        FROM (
+            SELECT t.id, t.rank >= v_share AS filled
+            FROM (
+                SELECT c.id, c.claimable_at, c.append_sequence,
+                       pg_catalog.row_number() OVER (
+                           PARTITION BY c.organization_id ORDER BY c.claimable_at, c.append_sequence
+                       ) AS rank
+                FROM pg_catalog.unnest(v_orgs) AS o (id)
+                CROSS JOIN LATERAL (
+                    SELECT r.id, r.organization_id, r.claimable_at, r.append_sequence
+                    FROM events.outbox_records AS r
+                    WHERE r.head AND r.organization_id = o.id AND r.claimable_at <= v_now
+                    ORDER BY r.claimable_at, r.append_sequence
+                    LIMIT v_share
+                    FOR UPDATE SKIP LOCKED
+                ) AS c
+            ) AS t
+            ORDER BY t.rank, t.claimable_at, t.append_sequence
+            LIMIT p_limit
+        ) AS s;
+
+        -- The rest oldest first. SKIP LOCKED does not skip this transaction's own locks, so the
+        -- shares already taken are left out by id. Only when it can find something: not when
+        -- every organization was seen and none gave its whole share (the shares took every due
+        -- head). `state` names the index this scan alone may read (0054).
+        IF pg_catalog.cardinality(v_ids) < p_limit AND (v_share_filled OR NOT v_all_seen) THEN
+            SELECT v_ids || COALESCE(pg_catalog.array_agg(f.id), '{}') INTO v_ids
+            FROM (
+                SELECT r.id
+                FROM events.outbox_records AS r
+                WHERE r.head AND r.state IN ('pending', 'leased') AND r.claimable_at <= v_now
+                  AND r.id <> ALL (v_ids)
+                ORDER BY r.claimable_at, r.append_sequence
+                LIMIT p_limit - pg_catalog.cardinality(v_ids)
+                FOR UPDATE SKIP LOCKED
+            ) AS f;
+        END IF;
     END IF;
 
     -- Nothing picked, nothing to lease (0057): an empty `= ANY` implies every partial
@@ -1465,8 +1516,11 @@ BEGIN
     ) THEN
         RETURN false;
     END IF;
+    -- Claimable from now on: a recent claim's window starts at most a few seconds ago, and
+    -- a head promoted behind a backlog would lie below it until the next full claim.
     UPDATE events.outbox_records AS r
-    SET head = true
+    SET head = true,
+        available_at = GREATEST(r.available_at, pg_catalog.statement_timestamp())
     WHERE r.id = (
         SELECT n.id FROM events.outbox_records AS n
         WHERE n.state IN ('pending', 'leased') AND n.organization_id = p_organization_id
@@ -8881,11 +8935,11 @@ REVOKE ALL ON FUNCTION events.claim_consumer_deliveries(p_consumer text, p_owner
 GRANT ALL ON FUNCTION events.claim_consumer_deliveries(p_consumer text, p_owner text, p_limit integer, p_lease_seconds double precision) TO events_consumer;
 
 --
--- Name: FUNCTION claim_outbox_batch(p_owner text, p_limit integer, p_lease_seconds double precision); Type: ACL; Schema: events; Owner: -
+-- Name: FUNCTION claim_outbox_batch(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision); Type: ACL; Schema: events; Owner: -
 --
 
-REVOKE ALL ON FUNCTION events.claim_outbox_batch(p_owner text, p_limit integer, p_lease_seconds double precision) FROM PUBLIC;
-GRANT ALL ON FUNCTION events.claim_outbox_batch(p_owner text, p_limit integer, p_lease_seconds double precision) TO outbox_worker;
+REVOKE ALL ON FUNCTION events.claim_outbox_batch(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION events.claim_outbox_batch(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision) TO outbox_worker;
 
 --
 -- Name: FUNCTION consumer_aggregate_lock_key(p_consumer_id uuid, p_organization_id uuid, p_aggregate_type text, p_aggregate_id text); Type: ACL; Schema: events; Owner: -

@@ -206,7 +206,9 @@ FUNCTION_GRANTS.update(
 # (0022_identity_events.sql).
 FUNCTION_GRANTS.update(
     {
-        "events.claim_outbox_batch(text,integer,double precision)": EXECUTE_BY_WORKER,
+        (
+            "events.claim_outbox_batch(text,integer,double precision,double precision)"
+        ): EXECUTE_BY_WORKER,
         (
             "events.record_publication_attempt(uuid[],uuid[],integer[],text[],text[],text[],"
             "text[],timestamp with time zone[])"
