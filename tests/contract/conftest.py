@@ -15,6 +15,7 @@ def outbox(request: pytest.FixtureRequest) -> Harness:
     return PostgresHarness(
         store=request.getfixturevalue("dispatch_store"),
         connect_as=request.getfixturevalue("connect_as"),
+        clock=request.getfixturevalue("store_clock"),
     )
 
 
@@ -26,4 +27,5 @@ def lifecycle(request: pytest.FixtureRequest) -> Harness:
     return PostgresHarness(
         store=request.getfixturevalue("dispatch_store"),
         connect_as=request.getfixturevalue("connect_as"),
+        clock=request.getfixturevalue("store_clock"),
     )

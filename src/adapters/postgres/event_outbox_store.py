@@ -10,6 +10,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from outbox.adapters.postgres.claim_window import ClaimWindow
 from outbox.adapters.postgres.error_translation import translated_errors
 from outbox.adapters.postgres.work_listener import WorkListener
 from outbox.application.events.ports import ClaimedEvent, PublicationRecord
@@ -24,13 +25,7 @@ FROM events.claim_outbox_batch(
     %b::text, %b::integer, %b::double precision, %b::double precision
 )
 """
-# A recent claim reads only the heads that became claimable within CLAIM_WINDOW, so under a held
-# xmin horizon it never walks the dead versions of earlier heads, which lie below it (0058). A
-# full claim reads everything due: at least every FULL_CLAIM_EVERY, and after any claim that
-# came back full (the lane may be behind, with due heads older than the window). The window
-# is longer than the interval, so a recent claim misses only what became claimable before
-# the last full claim started and was not visible to it: a producer's late commit, or a head
-# released unspent; the next full claim takes those.
+# Recent claims of five seconds, a full claim at least every two (claim_window.py, 0058).
 CLAIM_WINDOW = timedelta(seconds=5)
 FULL_CLAIM_EVERY = timedelta(seconds=2)
 RECORD = """
@@ -114,26 +109,20 @@ class PostgresEventOutboxStore:
     ) -> None:
         self._pool = pool
         self._listener = listener
-        self._clock = clock
-        self._full_claim_at = float("-inf")  # when the next claim must be full (now: the first)
+        self._schedule = ClaimWindow(full_every=FULL_CLAIM_EVERY, window=CLAIM_WINDOW, clock=clock)
 
     async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedEvent]:
         """Lease up to ``limit`` due heads of their aggregates, organizations served fairly.
 
-        A full claim or a recent one (``CLAIM_WINDOW``), as the module's note says."""
-        started = self._clock()
-        full = started >= self._full_claim_at
-        window = None if full else CLAIM_WINDOW.total_seconds()
-        if full:
-            self._full_claim_at = started + FULL_CLAIM_EVERY.total_seconds()
+        A full claim or a recent one, as ``ClaimWindow`` schedules them."""
+        started, window = self._schedule.next()
         with translated_errors():
             async with self._pool.connection() as conn:
                 cursor = await conn.execute(
                     CLAIM, (owner, limit, lease.total_seconds(), window), binary=True
                 )
                 rows = await cursor.fetchall()
-        if len(rows) >= limit:
-            self._full_claim_at = started  # perhaps behind: the next claim reads everything due
+        self._schedule.came_back(started, full=len(rows) >= limit)
         return [_claimed(row) for row in rows]
 
     async def record(self, records: Sequence[PublicationRecord]) -> Sequence[RecordResult]:
