@@ -23,7 +23,6 @@ from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
 from outbox.adapters.postgres.migrator import apply_migrations
 from outbox.adapters.postgres.pool import open_pool
 from outbox.adapters.postgres.work_listener import WorkListener
-from tests.contract.harness import AdvancedMonotonic
 from tests.postgres_server import Reusable, TestServer
 
 ConnectAs = Callable[..., AbstractAsyncContextManager[psycopg.AsyncConnection]]
@@ -100,17 +99,11 @@ async def worker_pool(database_url: str) -> AsyncIterator[AsyncConnectionPool]:
 
 
 @pytest.fixture
-def store_clock() -> AdvancedMonotonic:
-    """The clock of ``dispatch_store``'s claim schedule; a harness's ``advance`` moves it on."""
-    return AdvancedMonotonic()
-
-
-@pytest.fixture
 async def dispatch_store(
-    database_url: str, worker_pool: AsyncConnectionPool, store_clock: AdvancedMonotonic
+    database_url: str, worker_pool: AsyncConnectionPool
 ) -> AsyncIterator[PostgresDispatchStore]:
     """The real DispatchStore acting as ``outbox_worker`` on the test database."""
-    store = PostgresDispatchStore(worker_pool, WorkListener(database_url), clock=store_clock)
+    store = PostgresDispatchStore(worker_pool, WorkListener(database_url))
     try:
         yield store
     finally:

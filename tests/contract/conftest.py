@@ -15,7 +15,6 @@ def outbox(request: pytest.FixtureRequest) -> Harness:
     return PostgresHarness(
         store=request.getfixturevalue("dispatch_store"),
         connect_as=request.getfixturevalue("connect_as"),
-        clock=request.getfixturevalue("store_clock"),
     )
 
 
@@ -27,5 +26,4 @@ def lifecycle(request: pytest.FixtureRequest) -> Harness:
     return PostgresHarness(
         store=request.getfixturevalue("dispatch_store"),
         connect_as=request.getfixturevalue("connect_as"),
-        clock=request.getfixturevalue("store_clock"),
     )

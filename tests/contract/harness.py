@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -163,27 +162,12 @@ EMPTY = "TRUNCATE outbox.messages, outbox.envelopes, outbox.attempts, outbox.cla
 
 
 @attrs.define
-class AdvancedMonotonic:
-    """The clock of the worker store's claim schedule (``ClaimWindow``): ``time.monotonic``,
-    plus every second a harness let pass at once, so that a claim after an ``advance`` is a
-    full one, as it would be after that much real time. It never goes back, not even when a
-    harness resets its rows' clock."""
-
-    advanced: float = 0.0
-
-    def __call__(self) -> float:
-        return time.monotonic() + self.advanced
-
-
-@attrs.define
 class PostgresHarness:
     """The real adapter as outbox_worker; producers write as outbox_producer; time is real,
-    plus what ``advance`` added (the rows' times are moved back by as much, and ``clock``,
-    the store's schedule's, forward)."""
+    plus what ``advance`` added (the rows' times are moved back by as much)."""
 
     dispatch: DispatchStore = attrs.field(alias="store")
     connect_as: Callable[..., AbstractAsyncContextManager[psycopg.AsyncConnection]]
-    clock: AdvancedMonotonic
     shift: timedelta = timedelta(0)
 
     @property
@@ -218,7 +202,6 @@ class PostgresHarness:
             await conn.execute(SHIFT, {"by": by})
             await conn.execute(SHIFT_FLOOR, {"by": by})
         self.shift += by
-        self.clock.advanced += seconds
 
     async def reset(self) -> None:
         """No message at all, and the clock back to the real one."""

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, LiteralString
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from outbox.adapters.postgres.claim_window import ClaimWindow
 from outbox.adapters.postgres.error_translation import translated_errors
 from outbox.adapters.postgres.work_listener import WorkListener
 from outbox.application.delivery.ports import AttemptRecord, ClaimedMessage
@@ -24,14 +22,10 @@ CLAIM = """
 SELECT id, purpose, channel, destination, subject_id, template, params, locale,
        sealed_secret, attempt_count, expires_at, lease_token, lease_expires_at, priority,
        trace_context
-FROM outbox.claim_messages(%b::text, %b::integer, %b::double precision, %b::double precision)
+FROM outbox.claim_messages(%b::text, %b::integer, %b::double precision)
 """
 # The reserved slot's (0049_reserved_slot.sql): high-priority messages only.
 CLAIM_URGENT = CLAIM.replace("claim_messages", "claim_urgent_messages")
-# Recent claims of a second, a full claim (from the claim floor) at least every second, for
-# each of the two (claim_window.py, 0059).
-CLAIM_WINDOW = timedelta(seconds=1)
-FULL_CLAIM_EVERY = timedelta(seconds=1)
 RECORD = """
 SELECT result
 FROM outbox.record_outcomes_detailed(
@@ -109,39 +103,24 @@ class PostgresDispatchStore:
     driver error is raised as an application error (StoreUnavailable, PermissionDenied…).
     """
 
-    def __init__(
-        self,
-        pool: AsyncConnectionPool[AsyncConnection],
-        listener: WorkListener,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, pool: AsyncConnectionPool[AsyncConnection], listener: WorkListener) -> None:
         self._pool = pool
         self._listener = listener
-        # The batches' claims and the reserved slot's, each on its own schedule.
-        self._schedules = {
-            urgent: ClaimWindow(full_every=FULL_CLAIM_EVERY, window=CLAIM_WINDOW, clock=clock)
-            for urgent in (False, True)
-        }
 
     async def claim(
         self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
     ) -> Sequence[ClaimedMessage]:
         """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead.
 
-        ``urgent``: high-priority messages only (the worker's reserved slot). A full claim
-        or a recent one, as ``ClaimWindow`` schedules them.
+        ``urgent``: high-priority messages only (the worker's reserved slot).
         """
         query = CLAIM_URGENT if urgent else CLAIM
-        schedule = self._schedules[urgent]
-        started, window = schedule.next()
         with translated_errors():
             async with self._pool.connection() as conn:
                 cursor = await conn.execute(
-                    query, (owner, limit, lease.total_seconds(), window), binary=True
+                    query, (owner, limit, lease.total_seconds()), binary=True
                 )
                 rows = await cursor.fetchall()
-        schedule.came_back(started, full=len(rows) >= limit)
         return [_claimed(row) for row in rows]
 
     async def record(self, records: Sequence[AttemptRecord]) -> Sequence[RecordResult]:

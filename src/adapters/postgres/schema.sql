@@ -4561,10 +4561,10 @@ END
 $$;
 
 --
--- Name: claim_messages(text, integer, double precision, double precision); Type: FUNCTION; Schema: outbox; Owner: -
+-- Name: claim_messages(text, integer, double precision); Type: FUNCTION; Schema: outbox; Owner: -
 --
 
-CREATE FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision DEFAULT NULL::double precision) RETURNS TABLE(id uuid, purpose text, channel text, destination text, subject_id uuid, template text, params jsonb, locale text, sealed_secret text, attempt_count integer, expires_at timestamp with time zone, lease_token uuid, lease_expires_at timestamp with time zone, priority smallint, trace_context text)
+CREATE FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision) RETURNS TABLE(id uuid, purpose text, channel text, destination text, subject_id uuid, template text, params jsonb, locale text, sealed_secret text, attempt_count integer, expires_at timestamp with time zone, lease_token uuid, lease_expires_at timestamp with time zone, priority smallint, trace_context text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4581,17 +4581,8 @@ BEGIN
     IF p_limit IS NULL OR p_limit < 1 THEN
         RAISE EXCEPTION 'p_limit: must be at least 1' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_lease_seconds IS NULL OR NOT p_lease_seconds > 0
-       OR p_lease_seconds IN ('NaN', 'Infinity') THEN
+    IF p_lease_seconds IS NULL OR NOT p_lease_seconds > 0 THEN
         RAISE EXCEPTION 'p_lease_seconds: must be positive' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF p_window_seconds IS NOT NULL AND NOT (p_window_seconds > 0 AND p_window_seconds <= 3600) THEN
-        RAISE EXCEPTION 'p_window_seconds: from 0 to 3600 seconds, or NULL for a full claim'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    -- A recent claim reads from the window's start, when that is above the floor.
-    IF p_window_seconds IS NOT NULL THEN
-        v_floor := GREATEST(v_floor, v_now - pg_catalog.make_interval(secs => p_window_seconds));
     END IF;
     v_lease_expires_at := v_now + pg_catalog.make_interval(secs => p_lease_seconds);
 
@@ -4633,10 +4624,10 @@ END
 $$;
 
 --
--- Name: claim_urgent_messages(text, integer, double precision, double precision); Type: FUNCTION; Schema: outbox; Owner: -
+-- Name: claim_urgent_messages(text, integer, double precision); Type: FUNCTION; Schema: outbox; Owner: -
 --
 
-CREATE FUNCTION outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision DEFAULT NULL::double precision) RETURNS TABLE(id uuid, purpose text, channel text, destination text, subject_id uuid, template text, params jsonb, locale text, sealed_secret text, attempt_count integer, expires_at timestamp with time zone, lease_token uuid, lease_expires_at timestamp with time zone, priority smallint, trace_context text)
+CREATE FUNCTION outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision) RETURNS TABLE(id uuid, purpose text, channel text, destination text, subject_id uuid, template text, params jsonb, locale text, sealed_secret text, attempt_count integer, expires_at timestamp with time zone, lease_token uuid, lease_expires_at timestamp with time zone, priority smallint, trace_context text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4651,17 +4642,8 @@ BEGIN
     IF p_limit IS NULL OR p_limit < 1 THEN
         RAISE EXCEPTION 'p_limit: must be at least 1' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_lease_seconds IS NULL OR NOT p_lease_seconds > 0
-       OR p_lease_seconds IN ('NaN', 'Infinity') THEN
+    IF p_lease_seconds IS NULL OR NOT p_lease_seconds > 0 THEN
         RAISE EXCEPTION 'p_lease_seconds: must be positive' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF p_window_seconds IS NOT NULL AND NOT (p_window_seconds > 0 AND p_window_seconds <= 3600) THEN
-        RAISE EXCEPTION 'p_window_seconds: from 0 to 3600 seconds, or NULL for a full claim'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    -- A recent claim reads from the window's start, when that is above the floor.
-    IF p_window_seconds IS NOT NULL THEN
-        v_floor := GREATEST(v_floor, v_now - pg_catalog.make_interval(secs => p_window_seconds));
     END IF;
 
     SELECT COALESCE(pg_catalog.array_agg(u.id), '{}') INTO v_ids
@@ -9769,18 +9751,18 @@ REVOKE ALL ON FUNCTION outbox.change_provider_pause(p_pause boolean, p_actor uui
 REVOKE ALL ON FUNCTION outbox.check_attempt_sequence() FROM PUBLIC;
 
 --
--- Name: FUNCTION claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision); Type: ACL; Schema: outbox; Owner: -
+-- Name: FUNCTION claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision); Type: ACL; Schema: outbox; Owner: -
 --
 
-REVOKE ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision) FROM PUBLIC;
-GRANT ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision) TO outbox_worker;
+REVOKE ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision) TO outbox_worker;
 
 --
--- Name: FUNCTION claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision); Type: ACL; Schema: outbox; Owner: -
+-- Name: FUNCTION claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision); Type: ACL; Schema: outbox; Owner: -
 --
 
-REVOKE ALL ON FUNCTION outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision) FROM PUBLIC;
-GRANT ALL ON FUNCTION outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_window_seconds double precision) TO outbox_worker;
+REVOKE ALL ON FUNCTION outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision) TO outbox_worker;
 
 --
 -- Name: FUNCTION count_backlog(); Type: ACL; Schema: outbox; Owner: -

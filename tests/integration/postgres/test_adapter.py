@@ -21,9 +21,9 @@ UNREACHABLE = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
 
 
 async def test_an_enqueue_rolled_back_with_the_callers_transaction_leaves_nothing(
-    connect_as, dispatch_store, store_clock
+    connect_as, dispatch_store
 ):
-    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as, clock=store_clock)
+    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
     message = make_message(outbox)
     async with connect_as("outbox_producer") as conn:
         await conn.execute("BEGIN")
@@ -34,9 +34,9 @@ async def test_an_enqueue_rolled_back_with_the_callers_transaction_leaves_nothin
 
 
 async def test_a_transaction_of_several_enqueues_sends_one_empty_notification(
-    connect_as, dispatch_store, store_clock
+    connect_as, dispatch_store
 ):
-    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as, clock=store_clock)
+    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
     async with connect_as() as listener:
         await listener.execute("LISTEN outbox_work")
         async with connect_as("outbox_producer") as conn, conn.transaction():
@@ -70,9 +70,9 @@ async def test_prepared_statements_are_on_by_default_and_can_be_turned_off(
 
 
 async def test_wait_for_work_survives_a_killed_listener_and_listens_again(
-    connect_as, dispatch_store, store_clock
+    connect_as, dispatch_store
 ):
-    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as, clock=store_clock)
+    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
     await dispatch_store.wait_for_work(0.05)
     async with connect_as() as admin:
         cursor = await admin.execute(

@@ -44,9 +44,9 @@ async def _state(connect_as, message_id):
 
 
 async def test_a_resend_that_commits_first_fences_the_workers_later_record(
-    connect_as, dispatch_store, store_clock
+    connect_as, dispatch_store
 ):
-    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as, clock=store_clock)
+    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
     subject = uuid.uuid4()
     await outbox.enqueue(make_message(outbox, subject_id=subject))
     [held] = await dispatch_store.claim(owner="worker-1", limit=1, lease=LEASE)
@@ -65,9 +65,9 @@ async def test_a_resend_that_commits_first_fences_the_workers_later_record(
 
 
 async def test_a_record_that_commits_first_makes_the_resend_supersede_nothing(
-    connect_as, dispatch_store, store_clock
+    connect_as, dispatch_store
 ):
-    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as, clock=store_clock)
+    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
     subject = uuid.uuid4()
     await outbox.enqueue(make_message(outbox, subject_id=subject))
     [held] = await dispatch_store.claim(owner="worker-1", limit=1, lease=LEASE)
@@ -86,9 +86,9 @@ async def test_a_record_that_commits_first_makes_the_resend_supersede_nothing(
 
 
 async def test_the_expiry_sweep_leaves_a_row_a_worker_is_recording_to_the_worker(
-    connect_as, dispatch_store, store_clock
+    connect_as, dispatch_store
 ):
-    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as, clock=store_clock)
+    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
     message = make_message(outbox, expires_in=timedelta(seconds=1))
     await outbox.enqueue(message)
     [held] = await dispatch_store.claim(owner="worker-1", limit=1, lease=timedelta(seconds=2.5))
@@ -106,8 +106,8 @@ async def test_the_expiry_sweep_leaves_a_row_a_worker_is_recording_to_the_worker
     assert 0 == await dispatch_store.expire(limit=10)
 
 
-async def test_two_sweeps_at_once_let_one_do_the_work(connect_as, dispatch_store, store_clock):
-    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as, clock=store_clock)
+async def test_two_sweeps_at_once_let_one_do_the_work(connect_as, dispatch_store):
+    outbox = PostgresHarness(store=dispatch_store, connect_as=connect_as)
     for _ in range(3):
         await outbox.enqueue(make_message(outbox, expires_in=timedelta(seconds=1)))
     await asyncio.sleep(1.2)
