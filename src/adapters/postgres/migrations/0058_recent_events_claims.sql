@@ -61,12 +61,6 @@ CREATE OR REPLACE FUNCTION events.claim_outbox_batch(
 )
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
--- Every scan of the claim reads an index in the order it wants (the organizations', the
--- window's, the fill's); after an analyze under a held horizon, which samples no live head,
--- every partial index over heads looks empty and the planner would as soon read another one
--- whole and sort (`one_head_per_aggregate`, filtered: every dead head). A sort it can avoid,
--- it now avoids.
-SET enable_sort = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -90,6 +84,9 @@ DECLARE
     v_share_filled boolean;  -- an organization gave its whole share: it may have more
     -- A recent claim's lower bound (p_window_seconds): only what became claimable since.
     v_since timestamptz := '-infinity';
+    v_sort text;  -- the caller's enable_sort, while the recent claim's scan runs without it
+    v_window_ids uuid[];
+    v_window_orgs uuid[];
 BEGIN
     IF p_owner IS NULL OR p_owner = '' THEN
         RAISE EXCEPTION 'p_owner: a claim names its worker' USING ERRCODE = 'invalid_parameter_value';
@@ -138,27 +135,40 @@ BEGIN
     -- equal share per organization by rank among them, locked by primary key. More due
     -- heads than it reads come back as a full batch, and the worker's next claim is full.
     IF p_window_seconds IS NOT NULL THEN
+        -- The oldest heads that became claimable within the window, in claim order off
+        -- `heads_due`. After an analyze under a held horizon, which samples no live head,
+        -- every partial index over heads looks empty, and the planner would as soon read
+        -- another one whole and sort (`one_head_per_aggregate`, filtered: every dead head);
+        -- so this statement alone runs without sorts, which it never needs: the index is in
+        -- the order it asks for.
+        v_sort := pg_catalog.current_setting('enable_sort');
+        PERFORM pg_catalog.set_config('enable_sort', 'off', true);
+        SELECT COALESCE(pg_catalog.array_agg(d.id), '{}'),
+               COALESCE(pg_catalog.array_agg(d.organization_id), '{}')
+        INTO v_window_ids, v_window_orgs
+        FROM (
+            SELECT w.id, w.organization_id
+            FROM events.outbox_records AS w
+            WHERE w.head AND w.state IN ('pending', 'leased')
+              AND w.claimable_at >= v_since AND w.claimable_at <= v_now
+            ORDER BY w.claimable_at, w.append_sequence
+            LIMIT 8 * p_limit
+        ) AS d;
+        PERFORM pg_catalog.set_config('enable_sort', v_sort, true);
+
+        -- Among them an equal share per organization, by rank, locked by primary key.
         SELECT COALESCE(pg_catalog.array_agg(l.id ORDER BY l.ord), '{}') INTO v_ids
         FROM (
             SELECT r.id, c.ord
             FROM (
-                SELECT t.id, pg_catalog.row_number() OVER (
-                           ORDER BY t.rank, t.claimable_at, t.append_sequence
-                       ) AS ord
+                SELECT t.id, pg_catalog.row_number() OVER (ORDER BY t.rank, t.pos) AS ord
                 FROM (
-                    SELECT w.id, w.claimable_at, w.append_sequence,
-                           pg_catalog.row_number() OVER (
-                               PARTITION BY w.organization_id
-                               ORDER BY w.claimable_at, w.append_sequence
+                    SELECT u.id, u.pos, pg_catalog.row_number() OVER (
+                               PARTITION BY u.organization_id ORDER BY u.pos
                            ) AS rank
-                    FROM (
-                        SELECT d.id, d.organization_id, d.claimable_at, d.append_sequence
-                        FROM events.outbox_records AS d
-                        WHERE d.head AND d.state IN ('pending', 'leased')
-                          AND d.claimable_at >= v_since AND d.claimable_at <= v_now
-                        ORDER BY d.claimable_at, d.append_sequence
-                        LIMIT 8 * p_limit
-                    ) AS w
+                    FROM ROWS FROM (
+                        pg_catalog.unnest(v_window_ids), pg_catalog.unnest(v_window_orgs)
+                    ) WITH ORDINALITY AS u (id, organization_id, pos)
                 ) AS t
             ) AS c
             JOIN events.outbox_records AS r ON r.id = c.id
