@@ -9,7 +9,7 @@ another session holds the xmin horizon, so every version they leave stays — th
 more, claim and record one batch, and claim and complete one batch of the consumer's; then
 publish the rest and make one full claim and, once its window has passed, one recent claim
 (0058), both finding nothing.
-Printed: the entries each index returned to those four statements and the buffers each table
+Printed: the entries each index returned to those statements and the buffers each table
 and index gave them (PostgreSQL's own counters for
 the calling transaction, so no clock is involved), and how long each took. It shows which
 statements walk the dead versions a hold keeps.

@@ -53,9 +53,12 @@ async def _backdate(connect_as, *events: uuid.UUID) -> None:
         await conn.execute(BACKDATE, (list(events),))
 
 
-async def _claimed_events(connect_as, **kwargs: object) -> set[uuid.UUID]:
+async def _claimed_events(
+    connect_as, limit: int = 10, window: float | None = None
+) -> set[uuid.UUID]:
+    """The events one claim as the worker leased: a full one, or with ``window`` recent."""
     async with connect_as("outbox_worker") as conn:
-        return {c["event_id"] for c in await claim(conn, 10, **kwargs)}  # type: ignore[arg-type]
+        return {c["event_id"] for c in await claim(conn, limit, window=window)}
 
 
 async def test_a_recent_claim_leaves_what_lies_below_its_window_to_a_full_claim(
@@ -77,14 +80,7 @@ async def test_a_recent_claim_serves_organizations_by_rank(onboarded, connect_as
         busy = [await append(conn, ORG, f"order-{n}") for n in range(10)]
         quiet = await append(conn, OTHER, "order-quiet")
 
-    assert {busy[0], quiet} == {
-        c["event_id"] for c in await _claim_as_worker(connect_as, 2, window=5.0)
-    }
-
-
-async def _claim_as_worker(connect_as, limit: int, **kwargs: object) -> list[dict[str, object]]:
-    async with connect_as("outbox_worker") as conn:
-        return await claim(conn, limit, **kwargs)  # type: ignore[arg-type]
+    assert {busy[0], quiet} == await _claimed_events(connect_as, 2, window=5.0)
 
 
 async def test_a_promoted_head_is_claimable_by_a_recent_claim(onboarded, connect_as):
