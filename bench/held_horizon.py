@@ -20,8 +20,9 @@ reclaimed them) or ``--reclaim-wait`` passes.
 
 Printed side by side: the codes' throughput, end-to-end p50/p99 (commit → provider), claim
 p99 (the worker's own ``outbox_claim_seconds``, and the events lane's
-``outbox_event_claim_seconds``), the claims each lane made per delivered code or event
-(counted by the server: the run's database sets ``track_functions``); the events' deliveries
+``outbox_event_claim_seconds``), the claims each lane made per delivered code or event and
+the consumer's per delivered event, with the server's milliseconds per claim of each (counted
+by the server: the run's database sets ``track_functions``); the events' deliveries
 per second, end-to-end p50/p99 (``appended_at`` → the consumer delivery's ``completed_at``,
 read from the database once the load settled), lost events and per-aggregate order
 violations (a delivery completed before one of an earlier event of its aggregate); peak dead
@@ -86,9 +87,11 @@ WAL = "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"
 CLAIM_FUNCTIONS = {
     "codes": ("outbox.claim_messages", "outbox.claim_urgent_messages"),
     "events": ("events.claim_outbox_batch",),
+    "consumers": ("events.claim_consumer_deliveries",),
 }
+# And the server's time in them (ms, including any wait for a core), for the time per call.
 CLAIM_CALLS = """
-SELECT s.schemaname || '.' || s.funcname, s.calls FROM pg_stat_user_functions AS s
+SELECT s.schemaname || '.' || s.funcname, s.calls, s.total_time FROM pg_stat_user_functions AS s
 WHERE s.schemaname || '.' || s.funcname = ANY(%s)
 """
 EVENT_SHAPE = EventShape(organizations=8, aggregates=64)
@@ -207,6 +210,9 @@ class HorizonRun:
     events: EventFigures | None  # None: no tenant events (--event-rate 0)
     claims_per_code: float  # the security lane's claims (both slots) per delivered code
     claims_per_event: float | None  # the events lane's claims per delivered event
+    consumer_claims_per_event: float | None  # the consumer's claims per delivered event
+    # By lane (codes, events, consumers): the server's milliseconds per claim, waits included.
+    server_ms_per_claim: dict[str, float]
 
 
 @attrs.frozen(kw_only=True)
@@ -264,16 +270,20 @@ class HeldHorizon:
             committed, received, claims, calls, samples, load_end, reclaimed, events
         )
 
-    async def _claim_calls(self) -> dict[str, int]:
-        """How many claims each lane made, once the worker has exited (its counts flushed)."""
+    async def _claim_calls(self) -> dict[str, tuple[int, float]]:
+        """How many claims each lane made and the server's milliseconds in them, once the
+        worker has exited (its counts flushed)."""
         async with await psycopg.AsyncConnection.connect(
             self.database.conninfo, autocommit=True
         ) as conn:
             names = [name for names in CLAIM_FUNCTIONS.values() for name in names]
             rows = await (await conn.execute(CLAIM_CALLS, (names,))).fetchall()
-        calls = {name: int(count) for name, count in rows}
+        calls = {name: (int(count), float(ms)) for name, count, ms in rows}
         return {
-            lane: sum(calls.get(name, 0) for name in names)
+            lane: (
+                sum(calls.get(name, (0, 0.0))[0] for name in names),
+                sum(calls.get(name, (0, 0.0))[1] for name in names),
+            )
             for lane, names in CLAIM_FUNCTIONS.items()
         }
 
@@ -402,7 +412,7 @@ class HeldHorizon:
         committed: dict[str, float],
         received: dict[str, float],
         claims: dict[str, list[float]],
-        calls: dict[str, int],
+        calls: dict[str, tuple[int, float]],
         samples: list[Sample],
         load_end: float,
         reclaimed: dict[str, float | None],
@@ -450,8 +460,12 @@ class HeldHorizon:
             samples=tuple(samples),
             p99_by_window=p99s,
             events=events,
-            claims_per_code=calls["codes"] / max(1, delivered),
-            claims_per_event=calls["events"] / max(1, events.delivered) if events else None,
+            claims_per_code=calls["codes"][0] / max(1, delivered),
+            claims_per_event=calls["events"][0] / max(1, events.delivered) if events else None,
+            consumer_claims_per_event=(
+                calls["consumers"][0] / max(1, events.delivered) if events else None
+            ),
+            server_ms_per_claim={lane: ms / count for lane, (count, ms) in calls.items() if count},
         )
 
 
@@ -469,6 +483,14 @@ def _table(clean: HorizonRun, held: HorizonRun, hold: tuple[float, float]) -> Ta
     row("end-to-end p99 (ms)", clean.p99_ms, held.p99_ms)
     row("claim p99 (ms)", clean.claim_p99_ms, held.claim_p99_ms, 2)
     row("claims / code", clean.claims_per_code, held.claims_per_code, 2)
+    for lane, label in (("codes", "codes"), ("events", "events"), ("consumers", "consumer")):
+        if lane in clean.server_ms_per_claim and lane in held.server_ms_per_claim:
+            row(
+                f"{label} claim, server ms / call",
+                clean.server_ms_per_claim[lane],
+                held.server_ms_per_claim[lane],
+                2,
+            )
     if clean.events is not None and held.events is not None:
         row("events delivered / s", clean.events.throughput, held.events.throughput)
         row("events end-to-end p50 (ms)", clean.events.p50_ms, held.events.p50_ms)
@@ -477,6 +499,16 @@ def _table(clean: HorizonRun, held: HorizonRun, hold: tuple[float, float]) -> Ta
             row("events claim p99 (ms)", clean.event_claim_p99_ms, held.event_claim_p99_ms, 2)
         if clean.claims_per_event is not None and held.claims_per_event is not None:
             row("claims / event", clean.claims_per_event, held.claims_per_event, 2)
+        if (
+            clean.consumer_claims_per_event is not None
+            and held.consumer_claims_per_event is not None
+        ):
+            row(
+                "consumer claims / event",
+                clean.consumer_claims_per_event,
+                held.consumer_claims_per_event,
+                2,
+            )
         row("events lost", clean.events.lost, held.events.lost, 0)
         row(
             "events order violations",

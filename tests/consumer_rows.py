@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -181,3 +181,24 @@ async def publish_many(
     async with conn.transaction():
         for statement in (BULK_EVENTS, BULK_RECORDS, BULK_PUBLICATIONS):
             await conn.execute(statement, params)
+
+
+RECORD_BATCH = (
+    "SELECT result FROM events.record_consumer_processing_attempts(%s::uuid[], %s::uuid[],"
+    " %s::integer[], %s::text[], %s::text[], %s::text[], %s::timestamptz[])"
+)
+
+
+def completed_batch(batch: Sequence[Mapping[str, Any]]) -> tuple[list[Any], ...]:
+    """The arguments of ``RECORD_BATCH`` completing every claimed row of ``batch`` (rows of
+    ``events.claim_consumer_deliveries`` as dicts)."""
+    n = len(batch)
+    return (
+        [row["delivery_id"] for row in batch],
+        [row["lease_token"] for row in batch],
+        [row["attempt_count"] + 1 for row in batch],
+        ["completed"] * n,
+        [None] * n,
+        [""] * n,
+        [None] * n,
+    )

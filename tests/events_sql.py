@@ -25,6 +25,12 @@ INVOICE_SENT = "billing.invoice_sent"
 
 APPEND = "SELECT events.append_domain_event(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
 CLAIM = "SELECT * FROM events.claim_outbox_batch(%s, %s, %s, %s)"
+# Every index entry the events tables' indexes returned to this transaction so far.
+INDEX_ENTRIES = """
+SELECT COALESCE(sum(pg_stat_get_xact_tuples_returned(c.oid)), 0)::bigint
+FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = 'events' AND c.relkind = 'i'
+"""
 RECORD = (
     "SELECT result FROM events.record_publication_attempt("
     "%s::uuid[], %s::uuid[], %s::integer[], %s::text[], %s::text[], %s::text[], %s::text[],"

@@ -53,6 +53,8 @@ def test_a_tiny_held_horizon_run_loses_nothing_and_shows_the_dead_rows(
         # Each lane's claims, counted by the server: at least one per batch delivered.
         assert 0 < report[run]["claims_per_code"], run
         assert 0 < report[run]["claims_per_event"], run
+        assert 0 < report[run]["consumer_claims_per_event"], run
+        assert set(report[run]["server_ms_per_claim"]) == {"codes", "events", "consumers"}, run
         # The events' p99 by 10-s window of their appends: when their lane fell behind.
         windows = report[run]["events"]["p99_by_window"]
         assert windows, run
@@ -103,6 +105,7 @@ def _run(
         reclaimed_by_table={} if reclaimed is None else {"outbox.messages": reclaimed},
         samples=(), p99_by_window=(),
         events=None, claims_per_code=1.0, claims_per_event=None,
+        consumer_claims_per_event=None, server_ms_per_claim={"codes": 1.0},
     )  # fmt: skip
 
 

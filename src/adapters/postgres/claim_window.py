@@ -3,7 +3,8 @@
 Under a held xmin horizon the dead versions of every row a lane claimed and recorded stay in
 its claim indexes, below the live ones, and a scan that must prove there is nothing more
 walks them all. A recent claim is bounded below by a window (``p_window_seconds`` of
-``events.claim_outbox_batch``, 0058), so it never reads what lies below it; a full claim
+``events.claim_outbox_batch``, 0058, and of ``events.claim_consumer_deliveries``, 0059), so
+it never reads what lies below it; a full claim
 reads everything due. A lane claims in full first, at least every ``full_every``, and after
 any claim that came back full (it may be behind, with due rows older than the window); a
 window at least as long as that interval then misses only what became claimable before the
@@ -29,8 +30,8 @@ def _covers_the_interval(
 
 @attrs.define
 class ClaimWindow:
-    """One kind of claim's schedule (a worker process's events claims): ``next()`` before
-    each claim, ``came_back()`` after it."""
+    """One kind of claim's schedule (a worker process's events claims, or one consumer's):
+    ``next()`` before each claim, ``came_back()`` after it."""
 
     full_every: timedelta
     window: timedelta = attrs.field(validator=_covers_the_interval)

@@ -7,7 +7,8 @@ it; the batch's attempts are recorded on it in one call, and the block's end com
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any, LiteralString
@@ -15,6 +16,7 @@ from typing import Any, LiteralString
 from psycopg import AsyncConnection, sql
 from psycopg_pool import AsyncConnectionPool
 
+from outbox.adapters.postgres.claim_window import ClaimWindow
 from outbox.adapters.postgres.error_translation import translated_errors
 from outbox.adapters.postgres.operator_store import operator_errors
 from outbox.application.events.consumer_ports import (
@@ -32,8 +34,13 @@ SELECT delivery_id, domain_event_id, organization_id, event_type, contract_versi
        aggregate_type, aggregate_id, append_sequence, publication_sequence, replay_round,
        payload, occurred_at, trace_context, attempt_count, max_attempts, lease_token,
        lease_expires_at
-FROM events.claim_consumer_deliveries(%s::text, %s::text, %s::integer, %s::double precision)
+FROM events.claim_consumer_deliveries(
+    %s::text, %s::text, %s::integer, %s::double precision, %s::double precision
+)
 """
+# Recent claims of five seconds, a full claim at least every two (claim_window.py, 0059).
+CLAIM_WINDOW = timedelta(seconds=5)
+FULL_CLAIM_EVERY = timedelta(seconds=2)
 RECORD = """
 SELECT result
 FROM events.record_consumer_processing_attempts(
@@ -140,12 +147,18 @@ class PostgresConsumerStore:
     """
 
     def __init__(
-        self, pool: AsyncConnectionPool[AsyncConnection], *, act_as: str | None = None
+        self,
+        pool: AsyncConnectionPool[AsyncConnection],
+        *,
+        act_as: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._pool = pool
         self._act_as = (
             sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(act_as)) if act_as else None
         )
+        self._clock = clock
+        self._schedules: dict[str, ClaimWindow] = {}
 
     async def _acting(self, conn: AsyncConnection) -> None:
         if self._act_as is not None:
@@ -165,11 +178,23 @@ class PostgresConsumerStore:
     async def claim(
         self, *, consumer: str, owner: str, limit: int, lease: timedelta
     ) -> Sequence[ClaimedDelivery]:
-        """Lease up to ``limit`` of ``consumer``'s claimable deliveries."""
+        """Lease up to ``limit`` of ``consumer``'s claimable deliveries.
+
+        A full claim or a recent one, as each consumer's ``ClaimWindow`` schedules them."""
+        schedule = self._schedules.get(consumer)
+        if schedule is None:
+            schedule = ClaimWindow(
+                full_every=FULL_CLAIM_EVERY, window=CLAIM_WINDOW, clock=self._clock
+            )
+            self._schedules[consumer] = schedule
+        started, window = schedule.next()
         with translated_errors():
             async with self._connection() as conn:
-                cursor = await conn.execute(CLAIM, (consumer, owner, limit, lease.total_seconds()))
+                cursor = await conn.execute(
+                    CLAIM, (consumer, owner, limit, lease.total_seconds(), window)
+                )
                 rows = await cursor.fetchall()
+        schedule.came_back(started, full=len(rows) >= limit)
         return [_claimed(row) for row in rows]
 
     @asynccontextmanager

@@ -13,11 +13,17 @@ the calling transaction's own counters, never from a clock.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 
-from tests.consumer_rows import consumer_role, define_type, publish, publish_many
+from tests.consumer_rows import (
+    RECORD_BATCH,
+    completed_batch,
+    consumer_role,
+    define_type,
+    publish,
+    publish_many,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -26,10 +32,6 @@ ORG_B = uuid.UUID("0190aaaa-0000-7000-8000-0000000000d2")
 COMPLETED = 400  # deliveries completed under the hold: two versions each in the claim indexes
 AGGREGATES = 4
 CLAIM = "SELECT * FROM events.claim_consumer_deliveries('shop.fulfilment', 'test', %s, 60)"
-RECORD = (
-    "SELECT result FROM events.record_consumer_processing_attempts(%s::uuid[], %s::uuid[],"
-    " %s::integer[], %s::text[], %s::text[], %s::text[], %s::timestamptz[])"
-)
 INDEXES = (
     "events.consumer_deliveries_claim_order",
     "events.consumer_deliveries_claim_by_organization",
@@ -75,19 +77,6 @@ async def _reading(connect_as, role: str, query: str, params: tuple[object, ...]
     return rows, {index: after[index] - before[index] for index in INDEXES}
 
 
-def _completed(batch: list[dict[str, Any]]) -> tuple[list[Any], ...]:
-    n = len(batch)
-    return (
-        [row["delivery_id"] for row in batch],
-        [row["lease_token"] for row in batch],
-        [row["attempt_count"] + 1 for row in batch],
-        ["completed"] * n,
-        [None] * n,
-        [""] * n,
-        [None] * n,
-    )
-
-
 async def test_a_claim_and_a_record_under_a_held_horizon_walk_no_other_index(shop, connect_as):
     owner, role = shop
     async with connect_as(autocommit=False) as holder:
@@ -101,7 +90,7 @@ async def test_a_claim_and_a_record_under_a_held_horizon_walk_no_other_index(sho
             aggregates=AGGREGATES,
         )
         while batch := (await _reading(connect_as, role, CLAIM, (100,)))[0]:
-            answers, _ = await _reading(connect_as, role, RECORD, _completed(batch))
+            answers, _ = await _reading(connect_as, role, RECORD_BATCH, completed_batch(batch))
             assert {"recorded"} == {answer["result"] for answer in answers}
         await owner.execute("ANALYZE events.consumer_deliveries")  # no live delivery sampled
         [(live,)] = await (
@@ -119,7 +108,9 @@ async def test_a_claim_and_a_record_under_a_held_horizon_walk_no_other_index(sho
             )
 
         claimed, claim_read = await _reading(connect_as, role, CLAIM, (50,))
-        answers, record_read = await _reading(connect_as, role, RECORD, _completed(claimed))
+        answers, record_read = await _reading(
+            connect_as, role, RECORD_BATCH, completed_batch(claimed)
+        )
         following, _ = await _reading(connect_as, role, CLAIM, (50,))
         async with connect_as(autocommit=False) as conn:  # one of ORG_A's aggregates again
             before = await _read(conn)

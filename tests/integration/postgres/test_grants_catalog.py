@@ -283,9 +283,9 @@ FUNCTION_GRANTS.update(
         "events.consumer_dead_letters(text,bigint,integer)": set(),
         # The admin listener's gauges read it too (0046_health_for_metrics.sql).
         "events.consumer_lag()": EXECUTE_BY_WORKER | EXECUTE_BY_STAFF,
-        "events.claim_consumer_deliveries(text,text,integer,double precision)": (
-            EXECUTE_BY_CONSUMER
-        ),
+        (
+            "events.claim_consumer_deliveries(text,text,integer,double precision,double precision)"
+        ): EXECUTE_BY_CONSUMER,
         (
             "events.record_consumer_processing_attempt(uuid,uuid,integer,text,text,text,"
             "timestamp with time zone)"

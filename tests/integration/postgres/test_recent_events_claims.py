@@ -21,7 +21,7 @@ from outbox.adapters.postgres.event_outbox_store import (
     PostgresEventOutboxStore,
 )
 from outbox.adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
-from tests.events_sql import SALES, append, claim, onboard, record, rows
+from tests.events_sql import INDEX_ENTRIES, SALES, append, claim, onboard, record, rows
 
 pytestmark = pytest.mark.integration
 
@@ -32,12 +32,6 @@ BACKDATE = (
     "UPDATE events.outbox_records SET available_at = available_at - interval '1 minute'"
     " WHERE domain_event_id = ANY (%s)"
 )
-# Every index entry the events tables' indexes returned to this transaction so far.
-ENTRIES = """
-SELECT COALESCE(sum(pg_stat_get_xact_tuples_returned(c.oid)), 0)::bigint
-FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
-WHERE n.nspname = 'events' AND c.relkind = 'i'
-"""
 
 
 @pytest.fixture
@@ -115,11 +109,11 @@ async def test_a_lease_that_is_not_finite_is_refused(onboarded, connect_as, leas
 async def _empty_claim_entries(connect_as, window: float | None) -> int:
     """The index entries one claim that finds nothing reads, from its own counters."""
     async with connect_as(autocommit=False) as conn:
-        [(before,)] = await rows(conn, ENTRIES)
+        [(before,)] = await rows(conn, INDEX_ENTRIES)
         await conn.execute("SET LOCAL ROLE outbox_worker")
         assert [] == await claim(conn, 10, window=window)
         await conn.execute("RESET ROLE")
-        [(after,)] = await rows(conn, ENTRIES)
+        [(after,)] = await rows(conn, INDEX_ENTRIES)
         await conn.commit()
     return int(after - before)
 
