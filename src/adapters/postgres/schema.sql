@@ -4652,6 +4652,8 @@ DECLARE
     v_lease_expires_at timestamptz;
     v_ids uuid[];
     v_floor timestamptz := outbox.current_claim_floor(v_now);
+    v_fair integer := CASE WHEN p_limit < 2 THEN 0 ELSE (p_limit + 9) / 10 END;
+    v_all_seen boolean;  -- the fair slots' scan found fewer than it asked for: every due row
 BEGIN
     IF p_owner IS NULL OR p_owner = '' THEN
         RAISE EXCEPTION 'p_owner: a claim names its worker' USING ERRCODE = 'invalid_parameter_value';
@@ -4672,14 +4674,18 @@ BEGIN
         WHERE m.state IN ('pending', 'leased') AND m.claimable_at <= v_now
           AND m.claimable_at >= v_floor
         ORDER BY m.claimable_at, m.created_at, m.id
-        LIMIT CASE WHEN p_limit < 2 THEN 0 ELSE (p_limit + 9) / 10 END
+        LIMIT v_fair
         FOR UPDATE SKIP LOCKED
     ) AS f;
+    -- Its scan reads every level between the floor and now, so when it came back short it
+    -- took every row the scans by priority below could lock: they would only walk the same
+    -- entries again (under a held horizon, every dead version between the floor and now).
+    v_all_seen := pg_catalog.cardinality(v_ids) < v_fair;
 
     -- The rest by priority. SKIP LOCKED does not skip this transaction's own locks, so the
     -- fair slots already taken are left out by id.
     FOR v_level IN REVERSE 2..0 LOOP
-        EXIT WHEN pg_catalog.cardinality(v_ids) >= p_limit;
+        EXIT WHEN v_all_seen OR pg_catalog.cardinality(v_ids) >= p_limit;
         SELECT v_ids || COALESCE(pg_catalog.array_agg(l.id), '{}') INTO v_ids
         FROM (
             SELECT m.id

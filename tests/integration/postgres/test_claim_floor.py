@@ -200,3 +200,23 @@ async def test_a_whole_walk_schedules_the_next_within_a_minute(connect_as):
     # A cheap walk (a clean index) leaves the next refresh whole too; a costly one schedules
     # the next whole walk fifty times its cost later, at most a minute.
     assert due is None or computed_at < due <= computed_at + timedelta(minutes=1)
+
+
+async def test_a_claim_whose_fair_slots_come_back_short_walks_no_level_again(connect_as):
+    """Under a hold, codes claimed since the floor leave a dead version each in both claim
+    indexes. An empty claim's fair scan walks them once; its scans by priority, which could
+    find nothing the fair scan did not, no longer walk them again (0060)."""
+    async with connect_as(autocommit=False) as holder:
+        await holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        await holder.execute("SELECT count(*) FROM pg_catalog.pg_class")  # holds the horizon
+        async with connect_as("outbox_producer") as conn:
+            await conn.execute(NOTIFICATIONS, (300,))
+        assert 300 == len(await _claim(connect_as, 300))  # computes the floor below them
+
+        claimed, read = await _claim_reading(connect_as, 10)
+
+        await holder.rollback()
+
+    assert [] == claimed
+    assert read["outbox.messages_claim_order"] >= 300, read  # the fair scan: one walk
+    assert read["outbox.messages_claim_by_priority"] < 10, read  # before 0060: 300 again
