@@ -32,7 +32,7 @@ from bench.consumers import CLAIM as CONSUMER_CLAIM
 from bench.consumers import RECORD as CONSUMER_RECORD
 from bench.databases import database_server
 from bench.events_ceiling import CLAIM, RECORD, published
-from outbox.adapters.postgres.event_outbox_store import CLAIM_WINDOW
+from outbox.adapters.postgres.claim_window import CLAIM_WINDOW
 from outbox.adapters.postgres.migrator import apply_migrations
 
 # Per table and index of the events schema, what the calling transaction has done with it so

@@ -20,6 +20,11 @@ from datetime import timedelta
 
 import attrs
 
+# The workers' schedule, for the events lane and each consumer alike: recent claims of five
+# seconds, a full claim at least every two.
+CLAIM_WINDOW = timedelta(seconds=5)
+FULL_CLAIM_EVERY = timedelta(seconds=2)
+
 
 def _covers_the_interval(
     instance: ClaimWindow, _: attrs.Attribute[timedelta], value: timedelta
@@ -33,8 +38,8 @@ class ClaimWindow:
     """One kind of claim's schedule (a worker process's events claims, or one consumer's):
     ``next()`` before each claim, ``came_back()`` after it."""
 
-    full_every: timedelta
-    window: timedelta = attrs.field(validator=_covers_the_interval)
+    full_every: timedelta = FULL_CLAIM_EVERY
+    window: timedelta = attrs.field(default=CLAIM_WINDOW, validator=_covers_the_interval)
     clock: Callable[[], float] = time.monotonic
     _full_at: float = attrs.field(default=float("-inf"), init=False)
 

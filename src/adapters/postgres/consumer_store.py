@@ -38,9 +38,6 @@ FROM events.claim_consumer_deliveries(
     %s::text, %s::text, %s::integer, %s::double precision, %s::double precision
 )
 """
-# Recent claims of five seconds, a full claim at least every two (claim_window.py, 0059).
-CLAIM_WINDOW = timedelta(seconds=5)
-FULL_CLAIM_EVERY = timedelta(seconds=2)
 RECORD = """
 SELECT result
 FROM events.record_consumer_processing_attempts(
@@ -183,9 +180,7 @@ class PostgresConsumerStore:
         A full claim or a recent one, as each consumer's ``ClaimWindow`` schedules them."""
         schedule = self._schedules.get(consumer)
         if schedule is None:
-            schedule = ClaimWindow(
-                full_every=FULL_CLAIM_EVERY, window=CLAIM_WINDOW, clock=self._clock
-            )
+            schedule = ClaimWindow(clock=self._clock)  # recent claims between full ones (0059)
             self._schedules[consumer] = schedule
         started, window = schedule.next()
         with translated_errors():

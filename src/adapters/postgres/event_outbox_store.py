@@ -25,9 +25,6 @@ FROM events.claim_outbox_batch(
     %b::text, %b::integer, %b::double precision, %b::double precision
 )
 """
-# Recent claims of five seconds, a full claim at least every two (claim_window.py, 0058).
-CLAIM_WINDOW = timedelta(seconds=5)
-FULL_CLAIM_EVERY = timedelta(seconds=2)
 RECORD = """
 SELECT result
 FROM events.record_publication_attempt(
@@ -109,7 +106,7 @@ class PostgresEventOutboxStore:
     ) -> None:
         self._pool = pool
         self._listener = listener
-        self._schedule = ClaimWindow(full_every=FULL_CLAIM_EVERY, window=CLAIM_WINDOW, clock=clock)
+        self._schedule = ClaimWindow(clock=clock)  # recent claims between full ones (0058)
 
     async def claim(self, *, owner: str, limit: int, lease: timedelta) -> Sequence[ClaimedEvent]:
         """Lease up to ``limit`` due heads of their aggregates, organizations served fairly.

@@ -18,7 +18,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from outbox.adapters.postgres.consumer_store import FULL_CLAIM_EVERY, PostgresConsumerStore
+from outbox.adapters.postgres.claim_window import FULL_CLAIM_EVERY
+from outbox.adapters.postgres.consumer_store import PostgresConsumerStore
 from outbox.adapters.postgres.pool import open_pool
 from tests.consumer_rows import (
     RECORD_BATCH,

@@ -16,10 +16,8 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from outbox.adapters.postgres.event_outbox_store import (
-    FULL_CLAIM_EVERY,
-    PostgresEventOutboxStore,
-)
+from outbox.adapters.postgres.claim_window import FULL_CLAIM_EVERY
+from outbox.adapters.postgres.event_outbox_store import PostgresEventOutboxStore
 from outbox.adapters.postgres.work_listener import EVENTS_CHANNEL, WorkListener
 from tests.events_sql import INDEX_ENTRIES, SALES, append, claim, onboard, record, rows
 
