@@ -1994,8 +1994,7 @@ DECLARE
     v_count integer := pg_catalog.cardinality(p_record_ids);
     v_ok bigint[];
     v_published uuid[];
-    v_aggregate record;
-    v_reopened boolean := false;
+    v_woken boolean := false;
 BEGIN
     IF v_count IS NULL
         OR pg_catalog.cardinality(p_lease_tokens) IS DISTINCT FROM v_count
@@ -2133,10 +2132,11 @@ BEGIN
     INTO v_published
     FROM recorded AS d;
 
-    -- Hand each published head on: now, when no producer holds the aggregate; else at the
-    -- next claim. In lock-key order, though a try never waits.
+    -- Hand each published head on: now, when no producer holds the aggregate (its lock
+    -- tried in lock-key order, though a try never waits); else a vacancy the next claim
+    -- fills. One statement for the batch.
     IF pg_catalog.cardinality(v_published) > 0 THEN  -- an empty = ANY: see outbox.lease_picked
-        FOR v_aggregate IN
+        WITH aggregates AS (
             SELECT d.organization_id, d.aggregate_type, d.aggregate_id,
                    events.aggregate_lock_key(d.organization_id, d.aggregate_type, d.aggregate_id)
                        AS lock_key,
@@ -2144,24 +2144,50 @@ BEGIN
             FROM events.outbox_records AS d
             WHERE d.id = ANY (v_published)
             GROUP BY d.organization_id, d.aggregate_type, d.aggregate_id
-            ORDER BY lock_key
-        LOOP
-            v_reopened := true;
-            IF pg_catalog.pg_try_advisory_xact_lock(v_aggregate.lock_key) THEN
-                PERFORM events.promote_head_after(
-                    v_aggregate.organization_id, v_aggregate.aggregate_type, v_aggregate.aggregate_id,
-                    v_aggregate.published_through
-                );
-            ELSE
-                INSERT INTO events.head_vacancies (organization_id, aggregate_type, aggregate_id)
-                VALUES (
-                    v_aggregate.organization_id, v_aggregate.aggregate_type, v_aggregate.aggregate_id
-                )
-                ON CONFLICT DO NOTHING;
-            END IF;
-        END LOOP;
+        ), tried AS MATERIALIZED (
+            SELECT a.*, pg_catalog.pg_try_advisory_xact_lock(a.lock_key) AS locked
+            FROM (SELECT * FROM aggregates ORDER BY lock_key OFFSET 0) AS a
+        ), vacancies AS (
+            INSERT INTO events.head_vacancies (organization_id, aggregate_type, aggregate_id)
+            SELECT t.organization_id, t.aggregate_type, t.aggregate_id
+            FROM tried AS t
+            WHERE NOT t.locked
+            ON CONFLICT DO NOTHING
+        ), promoted AS (
+            -- Claimable from now on: a recent claim's window starts at most a few seconds
+            -- ago, and a head promoted behind a backlog would lie below it until the next
+            -- full claim (0058).
+            UPDATE events.outbox_records AS r
+            SET head = true,
+                available_at = GREATEST(r.available_at, pg_catalog.statement_timestamp())
+            -- By primary key, as the claims lease (see outbox.lease_picked).
+            WHERE r.id = ANY (ARRAY(
+                SELECT next.id
+                FROM tried AS t
+                CROSS JOIN LATERAL (
+                    SELECT n.id FROM events.outbox_records AS n
+                    WHERE n.state IN ('pending', 'leased')
+                      AND n.organization_id = t.organization_id
+                      AND n.aggregate_type = t.aggregate_type
+                      AND n.aggregate_id = t.aggregate_id
+                      AND n.append_sequence > t.published_through
+                    ORDER BY n.append_sequence
+                    LIMIT 1
+                ) AS next
+                WHERE t.locked
+                  AND NOT EXISTS (
+                      SELECT 1 FROM events.dead_letters AS d
+                      WHERE d.resolution IS NULL AND d.organization_id = t.organization_id
+                        AND d.aggregate_type = t.aggregate_type
+                        AND d.aggregate_id = t.aggregate_id
+                  )
+            ))
+            RETURNING r.id
+        )
+        SELECT EXISTS (SELECT 1 FROM promoted) OR EXISTS (SELECT 1 FROM tried WHERE NOT locked)
+        INTO v_woken;
     END IF;
-    IF v_reopened THEN
+    IF v_woken THEN
         PERFORM pg_catalog.pg_notify('events_work', '');
     END IF;
 
