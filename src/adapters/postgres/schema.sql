@@ -469,22 +469,26 @@ CREATE FUNCTION events.check_processing_attempt() RETURNS trigger
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET enable_seqscan TO 'off'
     AS $$
-DECLARE
-    v_delivery events.consumer_deliveries%ROWTYPE;
 BEGIN
-    SELECT * INTO v_delivery FROM events.consumer_deliveries AS d WHERE d.id = NEW.delivery_id;
-    IF NOT FOUND
-        OR v_delivery.state <> 'leased'
-        OR v_delivery.lease_token IS DISTINCT FROM NEW.lease_token
-        OR v_delivery.lease_expires_at <= pg_catalog.statement_timestamp()
-        OR NEW.attempt <> v_delivery.attempt_count + 1
-    THEN
+    IF EXISTS (
+        SELECT 1
+        FROM inserted AS n
+        LEFT JOIN LATERAL (
+            SELECT d.state, d.lease_token, d.lease_expires_at, d.attempt_count
+            FROM events.consumer_deliveries AS d
+            WHERE d.id = n.delivery_id
+            OFFSET 0
+        ) AS d ON true
+        WHERE d.state IS DISTINCT FROM 'leased' OR d.lease_token IS DISTINCT FROM n.lease_token
+           OR d.lease_expires_at <= pg_catalog.statement_timestamp()
+           OR n.attempt <> d.attempt_count + 1
+    ) THEN
         RAISE EXCEPTION 'a processing attempt must be its delivery''s next one, under its live lease'
             USING ERRCODE = 'integrity_constraint_violation',
                   SCHEMA = 'events', TABLE = 'consumer_processing_attempts',
                   CONSTRAINT = 'consumer_processing_attempts_in_sequence';
     END IF;
-    RETURN NEW;
+    RETURN NULL;
 END
 $$;
 
@@ -3020,22 +3024,34 @@ CREATE FUNCTION events.validate_publication_attempt_insert() RETURNS trigger
     SET enable_seqscan TO 'off'
     AS $$
 DECLARE
-    v_record events.outbox_records%ROWTYPE;
+    v_bad record;
 BEGIN
-    SELECT * INTO v_record FROM events.outbox_records AS r WHERE r.id = NEW.outbox_record_id;
-    IF NOT FOUND OR v_record.state <> 'leased'
-        OR v_record.lease_token IS DISTINCT FROM NEW.lease_token
-        OR v_record.lease_expires_at <= pg_catalog.statement_timestamp()
-    THEN
+    SELECT n.attempt, r.attempt_count,
+           r.state IS DISTINCT FROM 'leased' OR r.lease_token IS DISTINCT FROM n.lease_token
+           OR r.lease_expires_at <= pg_catalog.statement_timestamp() AS lease_lost
+    INTO v_bad
+    FROM inserted AS n
+    LEFT JOIN LATERAL (
+        SELECT r.state, r.lease_token, r.lease_expires_at, r.attempt_count
+        FROM events.outbox_records AS r
+        WHERE r.id = n.outbox_record_id
+        OFFSET 0
+    ) AS r ON true
+    WHERE r.state IS DISTINCT FROM 'leased' OR r.lease_token IS DISTINCT FROM n.lease_token
+       OR r.lease_expires_at <= pg_catalog.statement_timestamp()
+       OR n.attempt <> r.attempt_count + 1
+    ORDER BY 3 DESC
+    LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF v_bad.lease_lost THEN
         RAISE EXCEPTION 'an attempt is recorded under the record''s live lease'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
-    IF NEW.attempt <> v_record.attempt_count + 1 THEN
-        RAISE EXCEPTION 'attempt % of a record with % attempts: expected %',
-            NEW.attempt, v_record.attempt_count, v_record.attempt_count + 1
-            USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    RETURN NEW;
+    RAISE EXCEPTION 'attempt % of a record with % attempts: expected %',
+        v_bad.attempt, v_bad.attempt_count, v_bad.attempt_count + 1
+        USING ERRCODE = 'integrity_constraint_violation';
 END
 $$;
 
@@ -8539,7 +8555,7 @@ CREATE TRIGGER consumer_deliveries_final_is_immutable BEFORE UPDATE ON events.co
 -- Name: consumer_processing_attempts consumer_processing_attempts_in_sequence; Type: TRIGGER; Schema: events; Owner: -
 --
 
-CREATE TRIGGER consumer_processing_attempts_in_sequence BEFORE INSERT ON events.consumer_processing_attempts FOR EACH ROW EXECUTE FUNCTION events.check_processing_attempt();
+CREATE TRIGGER consumer_processing_attempts_in_sequence AFTER INSERT ON events.consumer_processing_attempts REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION events.check_processing_attempt();
 
 --
 -- Name: domain_event_publications domain_event_publications_fan_out; Type: TRIGGER; Schema: events; Owner: -
@@ -8575,7 +8591,7 @@ CREATE TRIGGER outbox_records_retry_in_future BEFORE UPDATE ON events.outbox_rec
 -- Name: publication_attempts publication_attempts_in_sequence; Type: TRIGGER; Schema: events; Owner: -
 --
 
-CREATE TRIGGER publication_attempts_in_sequence BEFORE INSERT ON events.publication_attempts FOR EACH ROW EXECUTE FUNCTION events.validate_publication_attempt_insert();
+CREATE TRIGGER publication_attempts_in_sequence AFTER INSERT ON events.publication_attempts REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION events.validate_publication_attempt_insert();
 
 --
 -- Name: challenges challenges_code_changes_are_sent; Type: TRIGGER; Schema: identity; Owner: -
