@@ -78,6 +78,7 @@ DECLARE
     v_now timestamptz := pg_catalog.statement_timestamp();
     v_id uuid;
     v_same boolean;
+    v_head boolean;  -- the appended record is its aggregate's head
 BEGIN
     -- The role's module, the type and its version, in one look.
     SELECT p.module_code, t.owner_module_code, t.retired_at, EXISTS (
@@ -174,16 +175,23 @@ BEGIN
                          AND d.aggregate_id = p_aggregate_id
                    )
             FROM event
+            RETURNING domain_event_id, head
         )
-        SELECT event.id INTO v_id FROM event;
+        SELECT event.id, record.head INTO v_id, v_head
+        FROM event LEFT JOIN record ON record.domain_event_id = event.id;
 
         IF v_id IS NOT NULL THEN
             IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
                 INSERT INTO events.head_vacancies (organization_id, aggregate_type, aggregate_id)
                 VALUES (p_organization_id, p_aggregate_type, p_aggregate_id)
                 ON CONFLICT DO NOTHING;
+                v_head := true;  -- the next claim decides the head: wake the lane
             END IF;
-            PERFORM pg_catalog.pg_notify('events_work', '');
+            -- Behind a live record the event waits for that record's publication, whose
+            -- record hands the head on and notifies then (0061).
+            IF v_head THEN
+                PERFORM pg_catalog.pg_notify('events_work', '');
+            END IF;
             RETURN v_id;
         END IF;
     END IF;
