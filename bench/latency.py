@@ -89,6 +89,9 @@ class SteadyLatency:
         factory=lambda: EventShape(organizations=10, aggregates=5_000)
     )
     event_rate: float = 0  # events/s over the appenders; 0: as fast as they can
+    # The events lane in a worker process of its own (``outboxctl worker --lane-processes``)
+    # instead of beside the security lane on one event loop.
+    events_apart: bool = False
 
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
@@ -101,7 +104,8 @@ class SteadyLatency:
             ),
             "worker": (
                 "separate process, WorkerLoop with LISTEN wake-up, and the events lane "
-                "(outbox.entrypoints.bootstrap.lanes.events_lane) in the same process"
+                "(outbox.entrypoints.bootstrap.lanes.events_lane) "
+                + ("in a process of its own" if self.events_apart else "in the same process")
             ),
             "events_flood": (
                 f"{self.events_flood} tenant events queued before the worker starts, then "
@@ -143,6 +147,7 @@ class SteadyLatency:
             )
         with tempfile.TemporaryDirectory(prefix="outbox-bench-") as scratch:
             out = Path(scratch) / "received.json"
+            apart = await self._start_events_process() if self.events_apart else None
             worker = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
@@ -153,24 +158,24 @@ class SteadyLatency:
                 str(self.config.batch_size),
                 str(self.config.concurrency),
                 str(self.config.lanes),
-                "events",
+                *(() if self.events_apart else ("events",)),
                 *self.config.process_flags(),
                 stdout=asyncio.subprocess.PIPE,
                 env={**os.environ, KEYRING_VARIABLE: self.keyring},
             )
             try:
-                assert worker.stdout is not None
-                line = await asyncio.wait_for(worker.stdout.readline(), 60)
-                if line.decode().strip() != READY:
-                    raise RuntimeError("the worker process did not start")
+                await _ready(worker, "the worker process")
                 committed, offered, appended = await self._produce()
                 flood_left = await self._count(FLOOD_LEFT)
                 events_left = await self._count(EVENTS_LEFT)
                 await self._settle()
             finally:
-                if worker.returncode is None:
-                    worker.send_signal(signal.SIGTERM)
+                for process in (worker, apart):
+                    if process is not None and process.returncode is None:
+                        process.send_signal(signal.SIGTERM)
                 await worker.wait()
+                if apart is not None:
+                    await apart.wait()
             received = json.loads(out.read_text())
         latencies = sorted(
             (received[key] - at) * 1000 for key, at in committed.items() if key in received
@@ -242,6 +247,19 @@ class SteadyLatency:
                 await idle.get_nowait().close()
         return committed, count / elapsed, appended
 
+    async def _start_events_process(self) -> asyncio.subprocess.Process:
+        """The events lane in a worker process of its own, listening."""
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.worker_process",
+            "events",
+            self.database.conninfo,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        await _ready(process, "the events lane's process")
+        return process
+
     async def _start_event_flood(self) -> asyncio.subprocess.Process | None:
         """The appenders' own process, ready to append (None without appenders)."""
         if not self.event_appenders:
@@ -288,3 +306,11 @@ class SteadyLatency:
                 return
             await asyncio.sleep(0.05)
         raise RuntimeError("the worker did not publish every message in time")
+
+
+async def _ready(process: asyncio.subprocess.Process, what: str) -> None:
+    """Wait for ``process`` to print that it is ready."""
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), 60)
+    if line.decode().strip() != READY:
+        raise RuntimeError(f"{what} did not start")

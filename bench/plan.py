@@ -397,7 +397,10 @@ class Plan:
                 event_appenders=sizes.producers,
                 event_shape=self._event_shape(),
             )
+            # ``outboxctl worker --lane-processes``: the events lane in a process of its own.
+            events_apart = attrs.evolve(events_flooded, events_apart=True)
             runs: list[Percentiles] = []
+            apart_runs: list[Percentiles] = []
             flood_runs: list[Percentiles] = []
             in_line_runs: list[Percentiles] = []
             unreserved_runs: list[Percentiles] = []
@@ -421,6 +424,11 @@ class Plan:
                     f"latency under a tenant events flood, repetition {repetition + 1}"
                 )
                 events_runs.append(await events_flooded.once())
+                self.console.log(
+                    "latency under a tenant events flood, lanes in processes of their own,"
+                    f" repetition {repetition + 1}"
+                )
+                apart_runs.append(await events_apart.once())
         settings = {
             **latency.settings(),
             "messages_per_repetition": runs[0].messages,
@@ -439,6 +447,12 @@ class Plan:
             "offered_rate_median": round(statistics.median(r.offered_rate for r in events_runs), 1),
             # Above 0, the events lane still had work when the last code arrived: saturated.
             "events_left_at_last_code_min": min(r.events_left for r in events_runs),
+        }
+        apart_settings = {
+            **events_apart.settings(),
+            "messages_per_repetition": apart_runs[0].messages,
+            "offered_rate_median": round(statistics.median(r.offered_rate for r in apart_runs), 1),
+            "events_left_at_last_code_min": min(r.events_left for r in apart_runs),
         }
         results.add(
             Figure(
@@ -481,6 +495,33 @@ class Plan:
                     unit="ms",
                     samples=tuple(getattr(r, name) for r in events_runs),
                     settings=events_settings,
+                )
+            )
+            results.add(
+                Figure(
+                    key=f"latency.events_apart_{name}",
+                    label=(
+                        f"Code latency {name} at {sizes.latency_rate}/s, events lane saturated,"
+                        " each lane in a process of its own (--lane-processes)"
+                    ),
+                    unit="ms",
+                    samples=tuple(getattr(r, name) for r in apart_runs),
+                    settings=apart_settings,
+                )
+            )
+        for key, label, samples, settings in (
+            ("events_flood", "events lane saturated", events_runs, events_settings),
+            ("events_apart", "events lane saturated, lanes apart", apart_runs, apart_settings),
+        ):
+            results.add(
+                Figure(
+                    key=f"latency.{key}_offered_rate",
+                    label=(
+                        f"Rate the paced producer achieved, {label} (target {sizes.latency_rate}/s)"
+                    ),
+                    unit="msg/s",
+                    samples=tuple(r.offered_rate for r in samples),
+                    settings=settings,
                 )
             )
         results.add(
@@ -799,19 +840,21 @@ class Plan:
                     runner.settings(),
                 ),
             }
-            cpu = {name: samples.cpu() for name, samples in figures.items()}
+            meters = Meters(
+                figures=figures,
+                admin_conninfo=self.server.admin_conninfo,
+                prefix="consumers.",
+                path_prefix="consumers_",
+            )
             runs: dict[str, Callable[[], Awaitable[Drained]]] = {
                 "ceiling": ceiling.once,
                 "runner": runner.once,
             }
             for repetition in range(sizes.repetitions):
                 self.console.log(f"consumers, repetition {repetition + 1}/{sizes.repetitions}")
-                for name, samples in figures.items():
-                    drained = await runs[name]()
-                    samples.values.append(drained.rate)
-                    cpu[name].values.append(drained.cpu_us)
-            for samples in [*figures.values(), *cpu.values()]:
-                results.add(samples.figure())
+                for name in figures:
+                    await meters.metered(name, runs[name])
+            meters.add_to(results)
 
     async def _relay(self, results: Results) -> None:
         sizes = self.sizes
@@ -926,6 +969,8 @@ def _wal_checks(results: Results) -> None:
         ("sql_ceiling", "pgqueuer"),
         ("events_lane", "events_pgqueuer"),
         ("events_sql_ceiling", "events_pgqueuer"),
+        ("consumers_runner", "pgqueuer"),
+        ("consumers_sql_ceiling", "pgqueuer"),
     ):
         for kind, what in (("wal", "WAL"), ("xacts", "Write transactions")):
             if {f"{kind}.{path}", f"{kind}.{peer}"} <= have:
@@ -1023,37 +1068,7 @@ def _checks(results: Results) -> None:
             "enqueue.sealed_no_notify",
             at_least=None,
         )
-    if "latency.p99" in have:
-        results.limit("latency_p99", "Enqueue-to-provider p99", "latency.p99", at_most=25.0)
-    if "latency.flood_p99" in have:
-        # The bound for codes while other traffic floods the same worker.
-        results.limit(
-            "latency_flood_p99",
-            "Code p99 under a notification flood",
-            "latency.flood_p99",
-            at_most=50.0,
-        )
-        results.ratio(
-            "latency_flood_reserved_vs_not",
-            "Code p99 under a notification flood, reserved slot / without it",
-            "latency.flood_p99",
-            "latency.flood_unreserved_p99",
-            at_least=None,
-        )
-    if "latency.events_flood_p99" in have:
-        results.limit(
-            "latency_events_flood_p99",
-            "Code p99 with the events lane saturated",
-            "latency.events_flood_p99",
-            at_most=50.0,
-        )
-        results.ratio(
-            "latency_events_flood_vs_idle",
-            "Code p99, events lane saturated / idle",
-            "latency.events_flood_p99",
-            "latency.p99",
-            at_least=None,
-        )
+    _latency_checks(results, have)
     if "backlog.large" in have:
         results.ratio(
             "backlog_large_vs_small",
@@ -1102,6 +1117,56 @@ def _checks(results: Results) -> None:
         )
     if "consumers.runner" in have:
         _consumer_checks(results, have)
+
+
+def _latency_checks(results: Results, have: Collection[str]) -> None:
+    """The codes' latency bounds: idle, under a flood, beside a saturated events lane."""
+    if "latency.p99" in have:
+        results.limit("latency_p99", "Enqueue-to-provider p99", "latency.p99", at_most=25.0)
+    if "latency.flood_p99" in have:
+        # The bound for codes while other traffic floods the same worker.
+        results.limit(
+            "latency_flood_p99",
+            "Code p99 under a notification flood",
+            "latency.flood_p99",
+            at_most=50.0,
+        )
+        results.ratio(
+            "latency_flood_reserved_vs_not",
+            "Code p99 under a notification flood, reserved slot / without it",
+            "latency.flood_p99",
+            "latency.flood_unreserved_p99",
+            at_least=None,
+        )
+    if "latency.events_flood_p99" in have:
+        results.limit(
+            "latency_events_flood_p99",
+            "Code p99 with the events lane saturated",
+            "latency.events_flood_p99",
+            at_most=50.0,
+        )
+    if "latency.events_apart_p99" in have:
+        results.limit(
+            "latency_events_apart_p99",
+            "Code p99 with the events lane saturated, lanes in processes of their own",
+            "latency.events_apart_p99",
+            at_most=50.0,
+        )
+        results.ratio(
+            "latency_events_apart_vs_together",
+            "Code p99, events lane saturated: lanes apart / on one loop",
+            "latency.events_apart_p99",
+            "latency.events_flood_p99",
+            at_least=None,
+        )
+    if "latency.events_flood_p99" in have:
+        results.ratio(
+            "latency_events_flood_vs_idle",
+            "Code p99, events lane saturated / idle",
+            "latency.events_flood_p99",
+            "latency.p99",
+            at_least=None,
+        )
 
 
 def _consumer_checks(results: Results, have: Collection[str]) -> None:

@@ -9,6 +9,8 @@ does by default; with ``consumers`` its consumers lane too, running the bench co
 (``bench.effects``) with a no-op handler as the bench module's role; with
 ``no-reserved-slot`` the security lane runs without its reserved slot.
 ``drain`` runs until nothing is due and writes its count, duration and peak resident memory.
+``events`` (as the mode: ``python -m bench.worker_process events CONNINFO``) runs the events
+lane alone, as a worker process of its own, until SIGTERM.
 """
 
 from __future__ import annotations
@@ -158,8 +160,21 @@ async def drain(conninfo: str, config: WorkerConfig) -> dict[str, float]:
     }
 
 
+async def serve_events(conninfo: str) -> None:
+    """The events lane alone, listening, until SIGTERM."""
+    async with running_events_lane(conninfo) as lane:
+        loop = attrs.evolve(lane.loop, drain=False, totals=BatchTally())
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, loop.stop)
+        print(READY, flush=True)
+        await loop.run()
+
+
 def main(argv: list[str]) -> None:
-    """Entry point: ``serve|drain CONNINFO OUT_JSON BATCH_SIZE CONCURRENCY LANES [flags]``."""
+    """Entry point: ``serve|drain CONNINFO OUT_JSON BATCH_SIZE CONCURRENCY LANES [flags]``,
+    or ``events CONNINFO``."""
+    if argv[0] == EVENTS:
+        asyncio.run(serve_events(argv[1]))
+        return
     mode, conninfo, out = argv[0], argv[1], Path(argv[2])
     flags = argv[6:]
     config = WorkerConfig(

@@ -45,6 +45,7 @@ def _settings(*, providers: bool) -> Settings:
 
 
 def worker(
+    *,
     drain: Annotated[
         bool, typer.Option("--drain", help="Exit once nothing is due (tests, cron, benchmarks).")
     ] = False,
@@ -70,6 +71,14 @@ def worker(
             help="Worker processes to run under one supervisor (one per core; default 1).",
         ),
     ] = 1,
+    lane_processes: Annotated[
+        bool,
+        typer.Option(
+            "--lane-processes",
+            help="Each lane in worker processes of its own (--processes of each), so that"
+            " one lane's load never takes the event loop from another's.",
+        ),
+    ] = False,
 ) -> None:
     """Claim due work lane by lane, publish or send it, and record the outcomes.
 
@@ -88,6 +97,10 @@ def worker(
     are stopped and its exit code returned). With --drain the JSON sums the lanes over the
     processes and lists each one's under "processes" (its pid and lanes). With
     OUTBOX_WORKER_METRICS_PORT=P, process i listens on P + i.
+
+    --lane-processes runs each lane in worker processes of its own under the supervisor
+    (--processes of each), instead of all lanes on one event loop: a code then never waits
+    for the loop while the events lane publishes a backlog (docs/benchmarks.md).
     """
     chosen: tuple[str, ...] | None = None
     if lanes is not None:
@@ -102,14 +115,19 @@ def worker(
     )
     if chosen is not None:
         settings = attrs.evolve(settings, worker=attrs.evolve(settings.worker, lanes=chosen))
-    if processes > 1:
+    apart = settings.worker.lanes if lane_processes and len(settings.worker.lanes) > 1 else None
+    if processes > 1 or apart is not None:
         _supervise(
             settings,
             processes=processes,
             drain=drain,
             options=_child_options(
-                drain=drain, concurrency=concurrency, batch_size=batch_size, lanes=lanes
+                drain=drain,
+                concurrency=concurrency,
+                batch_size=batch_size,
+                lanes=None if apart is not None else lanes,
             ),
+            lanes_apart=apart,
         )
         return
     # The worker's composition root (lanes, providers, templates, NATS) loads only when a
@@ -143,14 +161,22 @@ def _child_options(
     return options
 
 
-def _supervise(settings: Settings, *, processes: int, drain: bool, options: list[str]) -> None:
-    """Run ``processes`` workers under a supervisor; exit with its code, print drain totals."""
+def _supervise(
+    settings: Settings,
+    *,
+    processes: int,
+    drain: bool,
+    options: list[str],
+    lanes_apart: Sequence[str] | None,
+) -> None:
+    """Run ``processes`` workers (of each lane in ``lanes_apart``) under a supervisor; exit
+    with its code, print drain totals."""
     from outbox.entrypoints.bootstrap.worker_processes import (  # noqa: PLC0415 - as above
         supervise_workers,
     )
 
     returncode, totals = supervise_workers(
-        settings, processes=processes, drain=drain, options=options
+        settings, processes=processes, drain=drain, options=options, lanes_apart=lanes_apart
     )
     if returncode != 0:
         raise typer.Exit(returncode)
