@@ -44,7 +44,6 @@ import math
 import os
 import signal
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -66,7 +65,7 @@ from bench.harness import Check, Direction
 from bench.latency import SETTLE_TIMEOUT, SteadyLatency
 from bench.report import checks_table
 from bench.worker import WorkerConfig
-from bench.worker_process import CLAIMS_SUFFIX, CONSUMERS, EVENTS, KEYRING_VARIABLE, READY
+from bench.worker_process import CLAIMS_SUFFIX, CONSUMERS, EVENTS, start_serving
 from outbox.adapters.crypto.keyring import generate_key, key_line
 from outbox.adapters.postgres.migrator import apply_migrations
 
@@ -321,27 +320,15 @@ class HeldHorizon:
         return event_figures(rows)
 
     async def _worker(self, out: Path) -> asyncio.subprocess.Process:
-        worker = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.worker_process",
-            "serve",
+        return await start_serving(
             self.database.conninfo,
-            str(out),
-            str(self.config.batch_size),
-            str(self.config.concurrency),
-            str(self.config.lanes),
+            out,
+            self.config,
+            self.keyring,
             EVENTS,
             *([CONSUMERS] if self.event_rate else []),
             *self.config.process_flags(),
-            stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, KEYRING_VARIABLE: self.keyring},
         )
-        assert worker.stdout is not None
-        line = await asyncio.wait_for(worker.stdout.readline(), 60)
-        if line.decode().strip() != READY:
-            raise RuntimeError("the worker process did not start")
-        return worker
 
     async def _sample(self, samples: list[Sample], started: float) -> None:
         async with await psycopg.AsyncConnection.connect(

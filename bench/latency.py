@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import statistics
 import sys
@@ -22,8 +21,8 @@ from bench.enqueue import sealed_message
 from bench.event_flood import READY as FLOOD_READY
 from bench.events_append import EventShape
 from bench.harness import Setting
-from bench.worker import WorkerConfig
-from bench.worker_process import KEYRING_VARIABLE, READY
+from bench.worker import NO_RESERVED_SLOT, WorkerConfig
+from bench.worker_process import EVENTS, READY, URGENT_ONLY, start_serving
 from outbox.adapters.crypto.envelope import EnvelopeSealer
 from outbox.adapters.crypto.keyring import parse_keyring
 from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
@@ -60,7 +59,9 @@ class SteadyLatency:
     """One producer paced at ``rate`` messages/s for ``seconds``; the worker runs meanwhile.
 
     Latency = when the no-op provider got the message (worker process clock) minus when the
-    producer's COMMIT returned (this process); both read the same system clock.
+    producer sent its COMMIT (this process); both read the same system clock. (Until
+    2026-12-06 it ran from the COMMIT's return, which a worker with a process to itself can
+    beat.)
 
     With ``flood``, that many notifications are queued (due, normal priority) before the
     worker starts, so it drains them all the while the codes arrive: the codes' latency
@@ -89,9 +90,10 @@ class SteadyLatency:
         factory=lambda: EventShape(organizations=10, aggregates=5_000)
     )
     event_rate: float = 0  # events/s over the appenders; 0: as fast as they can
-    # The events lane in a worker process of its own (``outboxctl worker --lane-processes``)
-    # instead of beside the security lane on one event loop.
-    events_apart: bool = False
+    # As ``outboxctl worker --lane-processes`` runs them: the events lane, the security lane's
+    # batches and its reserved slot each in a worker process of its own, instead of all three
+    # on one event loop.
+    lanes_apart: bool = False
 
     def settings(self) -> dict[str, Setting]:
         """What this figure was measured with."""
@@ -103,9 +105,12 @@ class SteadyLatency:
                 "one sealed sign_up code per transaction"
             ),
             "worker": (
-                "separate process, WorkerLoop with LISTEN wake-up, and the events lane "
-                "(outbox.entrypoints.bootstrap.lanes.events_lane) "
-                + ("in a process of its own" if self.events_apart else "in the same process")
+                "three processes (--lane-processes): the security lane's batches, its reserved"
+                " slot alone, the events lane (outbox.entrypoints.bootstrap.lanes.events_lane)"
+                if self.lanes_apart
+                else "separate process, WorkerLoop with LISTEN wake-up and the reserved slot,"
+                " and the events lane (outbox.entrypoints.bootstrap.lanes.events_lane) in the"
+                " same process"
             ),
             "events_flood": (
                 f"{self.events_flood} tenant events queued before the worker starts, then "
@@ -146,37 +151,33 @@ class SteadyLatency:
                 aggregates=self.event_shape.aggregates,
             )
         with tempfile.TemporaryDirectory(prefix="outbox-bench-") as scratch:
-            out = Path(scratch) / "received.json"
-            apart = await self._start_events_process() if self.events_apart else None
-            worker = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "bench.worker_process",
-                "serve",
-                self.database.conninfo,
-                str(out),
-                str(self.config.batch_size),
-                str(self.config.concurrency),
-                str(self.config.lanes),
-                *(() if self.events_apart else ("events",)),
+            outs = [Path(scratch) / "received.json"]
+            helpers: list[asyncio.subprocess.Process] = []
+            if self.lanes_apart:
+                outs.append(Path(scratch) / "received-by-the-slot.json")
+                helpers = [
+                    await self._start_events_process(),
+                    await self._start_worker(outs[1], URGENT_ONLY),
+                ]
+            worker = await self._start_worker(
+                outs[0],
+                *((NO_RESERVED_SLOT,) if self.lanes_apart else (EVENTS,)),
                 *self.config.process_flags(),
-                stdout=asyncio.subprocess.PIPE,
-                env={**os.environ, KEYRING_VARIABLE: self.keyring},
             )
             try:
-                await _ready(worker, "the worker process")
                 committed, offered, appended = await self._produce()
                 flood_left = await self._count(FLOOD_LEFT)
                 events_left = await self._count(EVENTS_LEFT)
                 await self._settle()
             finally:
-                for process in (worker, apart):
-                    if process is not None and process.returncode is None:
+                for process in (worker, *helpers):
+                    if process.returncode is None:
                         process.send_signal(signal.SIGTERM)
-                await worker.wait()
-                if apart is not None:
-                    await apart.wait()
-            received = json.loads(out.read_text())
+                for process in (worker, *helpers):
+                    await process.wait()
+            received: dict[str, float] = {}
+            for out in outs:
+                received.update(json.loads(out.read_text()))
         latencies = sorted(
             (received[key] - at) * 1000 for key, at in committed.items() if key in received
         )
@@ -197,8 +198,9 @@ class SteadyLatency:
         )
 
     async def _produce(self) -> tuple[dict[str, float], float, int]:
-        """Start message n at ``n / rate`` seconds on a free connection; return commit times,
-        the rate achieved and how many tenant events the appenders added meanwhile.
+        """Start message n at ``n / rate`` seconds on a free connection; return when each one's
+        COMMIT was sent, the rate achieved and how many tenant events the appenders added
+        meanwhile.
 
         One message per transaction: a single connection cannot commit 500 times a second
         when each commit waits for its WAL flush, so ``PRODUCER_CONNECTIONS`` connections
@@ -221,9 +223,17 @@ class SteadyLatency:
                 message = sealed_message(n, sealer, ids, clock)
                 if self.code_priority is not None:
                     message = attrs.evolve(message, priority=self.code_priority)
-                async with conn.transaction():
+                await conn.execute("BEGIN")
+                try:
                     await PostgresOutboxWriter(conn).enqueue(message)
+                except BaseException:
+                    await conn.execute("ROLLBACK")
+                    raise
+                # From the moment COMMIT is sent: the row is visible to the worker from then
+                # on, and a worker with a process to itself may send it before the producer
+                # hears that its COMMIT returned.
                 committed[str(message.id)] = time.time()
+                await conn.execute("COMMIT")
             finally:
                 idle.put_nowait(conn)
 
@@ -246,6 +256,10 @@ class SteadyLatency:
             while not idle.empty():
                 await idle.get_nowait().close()
         return committed, count / elapsed, appended
+
+    async def _start_worker(self, out: Path, *flags: str) -> asyncio.subprocess.Process:
+        """``bench.worker_process serve`` with ``flags``, ready; it writes ``out`` at the end."""
+        return await start_serving(self.database.conninfo, out, self.config, self.keyring, *flags)
 
     async def _start_events_process(self) -> asyncio.subprocess.Process:
         """The events lane in a worker process of its own, listening."""

@@ -397,10 +397,12 @@ class Plan:
                 event_appenders=sizes.producers,
                 event_shape=self._event_shape(),
             )
-            # ``outboxctl worker --lane-processes``: the events lane in a process of its own.
-            events_apart = attrs.evolve(events_flooded, events_apart=True)
+            # ``outboxctl worker --lane-processes``: each lane, and the reserved slot, apart.
+            events_apart = attrs.evolve(events_flooded, lanes_apart=True)
+            flood_apart = attrs.evolve(flooded, lanes_apart=True)
             runs: list[Percentiles] = []
             apart_runs: list[Percentiles] = []
+            flood_apart_runs: list[Percentiles] = []
             flood_runs: list[Percentiles] = []
             in_line_runs: list[Percentiles] = []
             unreserved_runs: list[Percentiles] = []
@@ -420,6 +422,8 @@ class Plan:
                     f"latency under a flood, no reserved slot, repetition {repetition + 1}"
                 )
                 unreserved_runs.append(await unreserved.once())
+                self.console.log(f"latency under a flood, lanes apart, repetition {repetition + 1}")
+                flood_apart_runs.append(await flood_apart.once())
                 self.console.log(
                     f"latency under a tenant events flood, repetition {repetition + 1}"
                 )
@@ -499,10 +503,23 @@ class Plan:
             )
             results.add(
                 Figure(
+                    key=f"latency.flood_apart_{name}",
+                    label=(
+                        f"Code latency {name} at {sizes.latency_rate}/s under the same flood,"
+                        " the reserved slot in a process of its own (--lane-processes)"
+                    ),
+                    unit="ms",
+                    samples=tuple(getattr(r, name) for r in flood_apart_runs),
+                    settings={**flood_settings, **flood_apart.settings()},
+                )
+            )
+            results.add(
+                Figure(
                     key=f"latency.events_apart_{name}",
                     label=(
                         f"Code latency {name} at {sizes.latency_rate}/s, events lane saturated,"
-                        " each lane in a process of its own (--lane-processes)"
+                        " each lane and the reserved slot in a process of its own"
+                        " (--lane-processes)"
                     ),
                     unit="ms",
                     samples=tuple(getattr(r, name) for r in apart_runs),
@@ -1144,6 +1161,20 @@ def _latency_checks(results: Results, have: Collection[str]) -> None:
             "Code p99 with the events lane saturated",
             "latency.events_flood_p99",
             at_most=50.0,
+        )
+    if "latency.flood_apart_p99" in have:
+        results.limit(
+            "latency_flood_apart_p99",
+            "Code p99 under a notification flood, reserved slot in a process of its own",
+            "latency.flood_apart_p99",
+            at_most=50.0,
+        )
+        results.ratio(
+            "latency_flood_apart_vs_together",
+            "Code p99 under a notification flood: slot apart / beside the batches",
+            "latency.flood_apart_p99",
+            "latency.flood_p99",
+            at_least=None,
         )
     if "latency.events_apart_p99" in have:
         results.limit(

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -27,7 +25,7 @@ from bench.databases import Database
 from bench.dispatch_drain import DispatchDrain
 from bench.harness import Setting, rate
 from bench.worker import WorkerConfig
-from bench.worker_process import KEYRING_VARIABLE, READY
+from bench.worker_process import start_serving
 
 PUBLISHED = """
 SELECT count(*), extract(epoch FROM max(published_at))
@@ -92,25 +90,9 @@ class ProcessesDrain:
         return rate(self.messages, await self._until_published() - started)
 
     async def _start(self, out: Path) -> asyncio.subprocess.Process:
-        config = self.config
-        worker = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.worker_process",
-            "serve",
-            self.database.conninfo,
-            str(out),
-            str(config.batch_size),
-            str(config.concurrency),
-            str(config.lanes),
-            env={**os.environ, KEYRING_VARIABLE: self.keyring},
-            stdout=asyncio.subprocess.PIPE,
+        return await start_serving(
+            self.database.conninfo, out, self.config, self.keyring, within=120
         )
-        assert worker.stdout is not None
-        line = await asyncio.wait_for(worker.stdout.readline(), 120)
-        if line.decode().strip() != READY:
-            raise RuntimeError(f"a worker process did not start: {line!r}")
-        return worker
 
     async def _fill(self, rows: list[dict[str, object]]) -> float:
         """Enqueue every row in one transaction; the moment its commit returned."""

@@ -7,7 +7,8 @@ writes when each message reached the provider; with ``events`` it runs the worke
 lane beside the security lane, in the same process and event loop, as ``outboxctl worker``
 does by default; with ``consumers`` its consumers lane too, running the bench consumer
 (``bench.effects``) with a no-op handler as the bench module's role; with
-``no-reserved-slot`` the security lane runs without its reserved slot.
+``no-reserved-slot`` the security lane runs without its reserved slot; with ``urgent-only``
+the reserved slot runs alone (as ``OUTBOX_WORKER_RESERVED_SLOT=only`` does).
 ``drain`` runs until nothing is due and writes its count, duration and peak resident memory.
 ``events`` (as the mode: ``python -m bench.worker_process events CONNINFO``) runs the events
 lane alone, as a worker process of its own, until SIGTERM.
@@ -43,6 +44,7 @@ READY = "ready"
 CLAIMS_SUFFIX = ".claims.json"  # serve also writes every claim's duration (s), by lane
 EVENTS = "events"  # serve: the events lane too
 CONSUMERS = "consumers"  # serve: the consumers lane too, with the bench consumer
+URGENT_ONLY = "urgent-only"  # serve: the reserved slot alone, no batches of all priorities
 
 
 # The claim timings the worker observes, by the lane they are kept under.
@@ -81,6 +83,7 @@ async def serve(
     events: bool,
     consumers: bool = False,
     claims: dict[str, list[float]] | None = None,
+    urgent_only: bool = False,
 ) -> dict[str, float]:
     """Run the worker loop until SIGTERM; return when each message reached the provider
     (and, into ``claims``, how long each claim of the security lane, "codes", and of the
@@ -109,6 +112,17 @@ async def serve(
             consuming = await stack.enter_async_context(running_consumers_lane(conninfo))
             loops.append(consuming.loop)
         dispatch = attrs.evolve(worker.dispatch, telemetry=timed)
+        if urgent_only:  # the reserved slot alone: high priority, woken by outbox_urgent
+            assert worker.wait_for_urgent_work is not None
+            loops.append(
+                WorkerLoop(
+                    totals=BatchTally(),
+                    dispatch=dispatch.reserved_slot(),
+                    wait_for_work=worker.wait_for_urgent_work,
+                    telemetry=worker.dispatch.telemetry,
+                    poll_interval=config.poll_interval,
+                )
+            )
         loop = WorkerLoop(
             totals=BatchTally(),
             dispatch=dispatch,
@@ -120,7 +134,8 @@ async def serve(
             reserved=dispatch.reserved_slot() if config.reserved_slot else None,
             wait_for_reserved=worker.wait_for_urgent_work,
         )
-        loops.append(loop)
+        if not urgent_only:
+            loops.append(loop)
 
         def stop() -> None:
             for each in loops:
@@ -160,6 +175,37 @@ async def drain(conninfo: str, config: WorkerConfig) -> dict[str, float]:
     }
 
 
+async def start_serving(
+    conninfo: str,
+    out: Path,
+    config: WorkerConfig,
+    keyring: str,
+    *flags: str,
+    within: float = 60,
+) -> asyncio.subprocess.Process:
+    """``python -m bench.worker_process serve`` with ``flags`` in a process of its own, once
+    it printed that it is ready; it writes ``out`` when it stops."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.worker_process",
+        "serve",
+        conninfo,
+        str(out),
+        str(config.batch_size),
+        str(config.concurrency),
+        str(config.lanes),
+        *flags,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, KEYRING_VARIABLE: keyring},
+    )
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), within)
+    if line.decode().strip() != READY:
+        raise RuntimeError("the worker process did not start")
+    return process
+
+
 async def serve_events(conninfo: str) -> None:
     """The events lane alone, listening, until SIGTERM."""
     async with running_events_lane(conninfo) as lane:
@@ -192,6 +238,7 @@ def main(argv: list[str]) -> None:
                 events=EVENTS in flags,
                 consumers=CONSUMERS in flags,
                 claims=claims,
+                urgent_only=URGENT_ONLY in flags,
             )
         )
         out.with_suffix(CLAIMS_SUFFIX).write_text(json.dumps(claims))

@@ -52,7 +52,13 @@ from outbox.entrypoints.bootstrap.worker import (
     sweep_schedule,
     worker_services,
 )
-from outbox.entrypoints.settings.lanes import CONSUMERS, EVENTS, SECURITY, LaneSettings
+from outbox.entrypoints.settings.lanes import (
+    CONSUMERS,
+    EVENTS,
+    SECURITY,
+    LaneSettings,
+    ReservedSlot,
+)
 from outbox.entrypoints.settings.tree import Settings
 from outbox.entrypoints.worker.loop import WorkerLoop
 from outbox.entrypoints.worker.schedule import Every
@@ -125,28 +131,52 @@ async def security_lane(request: LaneRequest) -> AsyncIterator[Lane]:
         yield Lane(
             name=SECURITY,
             sizing=sizing,
-            loop=WorkerLoop(
-                dispatch=dispatch,
-                wait_for_work=services.store.wait_for_work,
-                telemetry=services.telemetry,
-                poll_interval=settings.worker.poll_interval,
-                drain=request.drain,
-                parallel_batches=sizing.parallel_batches,
-                totals=BatchTally(),
-                # A code never waits behind a batch of notifications in flight.
-                reserved=dispatch.reserved_slot(),
-                wait_for_reserved=services.wait_for_urgent_work,
-            ),
+            loop=_security_loop(request, services),
             sweeps=[
                 *sweep_schedule(services, settings),
                 *heartbeats(services.heartbeat, lane=SECURITY, request=request),
             ],
             probe=services.probe,
-            listening=services.listening,
-            start_listening=lambda: _listen(services),
+            # Only the channels this process's loop waits on: a LISTEN nobody reads holds
+            # PostgreSQL's notification queue back for every session.
+            listening=(
+                services.urgent_listening
+                if settings.worker.reserved_slot is ReservedSlot.ONLY
+                else services.listening
+            ),
+            start_listening=lambda: _listen(services, settings.worker.reserved_slot),
             providers=lambda: frozenset(p.name for p in dispatch.providers.values()),
             suspended=lambda: frozenset(dispatch.breaker.paused()),
         )
+
+
+def _security_loop(request: LaneRequest, services: WorkerServices) -> WorkerLoop[Any]:
+    """The lane's batches with its reserved slot beside them (a code never waits behind a
+    batch of notifications in flight), or only one of the two (``OUTBOX_WORKER_RESERVED_SLOT``:
+    ``--lane-processes`` gives the slot a process of its own)."""
+    settings = request.settings
+    dispatch = services.dispatch
+    common: dict[str, Any] = {
+        "telemetry": services.telemetry,
+        "poll_interval": settings.worker.poll_interval,
+        "drain": request.drain,
+        "totals": BatchTally(),
+    }
+    slot = settings.worker.reserved_slot
+    if slot is ReservedSlot.ONLY and services.wait_for_urgent_work is not None:
+        return WorkerLoop(
+            dispatch=dispatch.reserved_slot(),
+            wait_for_work=services.wait_for_urgent_work,
+            **common,
+        )
+    return WorkerLoop(
+        dispatch=dispatch,
+        wait_for_work=services.store.wait_for_work,
+        parallel_batches=settings.worker.security.parallel_batches,
+        reserved=dispatch.reserved_slot() if slot is ReservedSlot.BESIDE else None,
+        wait_for_reserved=services.wait_for_urgent_work,
+        **common,
+    )
 
 
 @contextlib.asynccontextmanager
@@ -304,10 +334,12 @@ class _AlwaysReady:
         return ReadinessReport(database_reachable=True)
 
 
-async def _listen(services: WorkerServices) -> None:
-    """LISTEN on the lane's channel and the reserved slot's before the first claim."""
-    await services.store.wait_for_work(0)
-    if services.wait_for_urgent_work is not None:
+async def _listen(services: WorkerServices, slot: ReservedSlot) -> None:
+    """LISTEN on the lane's channel and the reserved slot's before the first claim (only on
+    the one of them this process waits on, when the slot runs apart)."""
+    if slot is not ReservedSlot.ONLY:
+        await services.store.wait_for_work(0)
+    if services.wait_for_urgent_work is not None and slot is not ReservedSlot.ELSEWHERE:
         await services.wait_for_urgent_work(0)
 
 

@@ -65,6 +65,7 @@ class WorkerServices:
     refresh_claim_floor: Callable[[], Awaitable[int]] | None = None
     # The reserved slot's wake-up: high-priority enqueues only (0049); None: the lane's own.
     wait_for_urgent_work: Callable[[float], Awaitable[None]] | None = None
+    urgent_listening: Callable[[], bool] = bool  # whether the reserved slot's LISTEN is up
 
 
 @contextlib.asynccontextmanager
@@ -162,6 +163,7 @@ async def worker_services(
             heartbeat=PostgresWorkerHeartbeat(pool),
             refresh_claim_floor=postgres.refresh_claim_floor,
             wait_for_urgent_work=urgent.wait,
+            urgent_listening=lambda: urgent.listening,
         )
 
 

@@ -75,8 +75,9 @@ def worker(
         bool,
         typer.Option(
             "--lane-processes",
-            help="Each lane in worker processes of its own (--processes of each), so that"
-            " one lane's load never takes the event loop from another's.",
+            help="Each lane in worker processes of its own (--processes of each), and the"
+            " security lane's reserved slot in one more, so that no load takes the event loop"
+            " from a code.",
         ),
     ] = False,
 ) -> None:
@@ -99,8 +100,10 @@ def worker(
     OUTBOX_WORKER_METRICS_PORT=P, process i listens on P + i.
 
     --lane-processes runs each lane in worker processes of its own under the supervisor
-    (--processes of each), instead of all lanes on one event loop: a code then never waits
-    for the loop while the events lane publishes a backlog (docs/benchmarks.md).
+    (--processes of each), and the security lane's reserved slot (high priority only) in one
+    more (OUTBOX_WORKER_RESERVED_SLOT=elsewhere and =only), instead of all on one event loop:
+    a code then waits for the loop neither while the events lane publishes a backlog nor
+    while the security lane's batches send a flood of notifications (docs/benchmarks.md).
     """
     chosen: tuple[str, ...] | None = None
     if lanes is not None:

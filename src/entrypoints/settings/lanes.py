@@ -8,6 +8,7 @@ worker's composition root (``entrypoints/bootstrap/lanes.py``, what it runs).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 
 import attrs
@@ -17,6 +18,15 @@ from outbox.entrypoints.settings.reader import PREFIX, EnvironmentReader
 SECURITY = "security"
 EVENTS = "events"
 CONSUMERS = "consumers"
+
+
+class ReservedSlot(enum.StrEnum):
+    """Where the security lane's reserved slot (high priority only) runs:
+    ``OUTBOX_WORKER_RESERVED_SLOT``."""
+
+    BESIDE = "beside"  # in this process, beside the lane's batches (the default)
+    ELSEWHERE = "elsewhere"  # not here: this process runs the batches, another the slot
+    ONLY = "only"  # here alone: this process claims high priority and nothing else
 
 
 @attrs.frozen(kw_only=True)

@@ -18,7 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from outbox.domain.channels import Channel
 from outbox.entrypoints.settings.identity import IdentitySettings, read_identity_settings
-from outbox.entrypoints.settings.lanes import SECURITY, LaneSettings, read_lanes
+from outbox.entrypoints.settings.lanes import SECURITY, LaneSettings, ReservedSlot, read_lanes
 from outbox.entrypoints.settings.nats import NatsSettings, read_nats_settings
 from outbox.entrypoints.settings.providers import (
     ProviderSettings,
@@ -99,6 +99,8 @@ class WorkerSettings:
     retry_schedule: tuple[timedelta, ...]
     max_attempts: int
     suspension_probe: timedelta  # how long a suspended provider rests before one probe send
+    # Where the security lane's reserved slot runs (``--lane-processes`` gives it a process).
+    reserved_slot: ReservedSlot = ReservedSlot.BESIDE
 
     @property
     def security(self) -> LaneSettings:
@@ -212,6 +214,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
             retry_schedule=read.seconds_list("RETRY_SCHEDULE_SECONDS", DEFAULT_RETRY_SCHEDULE),
             max_attempts=read.integer("RETRY_MAX_ATTEMPTS", 5),
             suspension_probe=read.seconds("PROVIDER_PROBE_SECONDS", 60),
+            reserved_slot=read.choice("WORKER_RESERVED_SLOT", ReservedSlot.BESIDE, ReservedSlot),
         ),
         sweeps=SweepSettings(
             expiry_interval=read.seconds("SWEEP_EXPIRY_SECONDS", 60),

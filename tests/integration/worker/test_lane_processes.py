@@ -1,4 +1,5 @@
-"""``outboxctl worker --lane-processes``: each lane in a worker process of its own."""
+"""``outboxctl worker --lane-processes``: each lane in a worker process of its own, the
+security lane's reserved slot in one more."""
 
 from __future__ import annotations
 
@@ -54,11 +55,13 @@ async def test_each_lane_drains_in_a_process_of_its_own(
 
     assert (CODES, EVENTS) == (report["security"]["published"], report["events"]["published"])
     processes = report["processes"]
-    assert 2 == len({process["pid"] for process in processes})
-    # One lane each: the security lane's process never ran the events lane, nor the reverse.
-    assert [["security"], ["events"]] == [
+    assert 3 == len({process["pid"] for process in processes})
+    # One lane each: the security lane as two (its batches, then its reserved slot alone),
+    # the events lane as one; none ran another's lane.
+    assert [["security"], ["security"], ["events"]] == [
         [lane for lane in process if lane != "pid"] for process in processes
     ]
+    assert CODES == sum(process["security"]["published"] for process in processes[:2])
     assert {"published": CODES} == await _states(database_url)
     assert sorted(map(str, codes)) == sorted(_delivered_ids(smtp))
     async with connect_as() as conn:

@@ -58,7 +58,7 @@ class HoldingProvider:
 
 @contextlib.asynccontextmanager
 async def running_lane(
-    worker_env: dict[str, str], provider: HoldingProvider
+    worker_env: dict[str, str], provider: HoldingProvider, **variables: str
 ) -> AsyncIterator[asyncio.Task[object]]:
     settings = load_settings(
         {
@@ -66,6 +66,7 @@ async def running_lane(
             "OUTBOX_WORKER_BATCH_SIZE": str(BATCH),
             "OUTBOX_WORKER_CONCURRENCY": str(BATCH),
             "OUTBOX_WORKER_PARALLEL_BATCHES": str(LANES),
+            **variables,
         }
     )
     request = LaneRequest(
@@ -76,6 +77,7 @@ async def running_lane(
     )
     async with security_lane(request) as lane:
         await lane.start_listening()
+        assert lane.listening()  # on the channel its loop waits on
         running = asyncio.create_task(lane.loop.run())
         try:
             yield running
@@ -101,3 +103,44 @@ async def test_a_code_is_sent_while_every_batch_holds_notifications(
 
         assert [] == [sent for sent in provider.sent if sent == CROWD]  # all still held
         assert BATCH * LANES == provider.held  # the slot took no notification
+
+
+async def test_the_reserved_slot_alone_sends_codes_and_no_notification(
+    connect_as, enqueue: Enqueue, worker_env: dict[str, str]
+) -> None:
+    """OUTBOX_WORKER_RESERVED_SLOT=only: the process ``--lane-processes`` gives the slot."""
+    async with connect_as("outbox_producer") as conn:
+        await conn.execute(NOTIFICATIONS, (CROWD, 4))
+    provider = HoldingProvider()
+    async with running_lane(worker_env, provider, OUTBOX_WORKER_RESERVED_SLOT="only"):
+        await enqueue(1, destination="alice@example.com")  # woken by outbox_urgent
+        async with asyncio.timeout(5):
+            while "alice@example.com" not in provider.sent:
+                await asyncio.sleep(0.02)
+        await asyncio.sleep(1.0)  # five polls: a notification would have been claimed by now
+
+    assert (0, ["alice@example.com"]) == (provider.held, provider.sent)
+    async with connect_as() as conn:
+        rows = await (
+            await conn.execute("SELECT count(*) FROM outbox.messages WHERE state = 'pending'")
+        ).fetchone()
+    assert (4,) == rows
+
+
+async def test_the_batches_without_their_slot_leave_a_code_behind_them(
+    connect_as, enqueue: Enqueue, worker_env: dict[str, str]
+) -> None:
+    """OUTBOX_WORKER_RESERVED_SLOT=elsewhere: another process runs the slot; here a code waits
+    for a batch, as the first test shows it never does with the slot beside the batches."""
+    async with connect_as("outbox_producer") as conn:
+        await conn.execute(NOTIFICATIONS, (CROWD, 4 * BATCH * LANES))
+    provider = HoldingProvider()
+    async with running_lane(worker_env, provider, OUTBOX_WORKER_RESERVED_SLOT="elsewhere"):
+        await asyncio.wait_for(provider.everyone_held.wait(), 10)  # every batch is in flight
+        await enqueue(1, destination="alice@example.com")
+        await asyncio.sleep(1.0)
+        assert "alice@example.com" not in provider.sent
+        provider.release.set()
+        async with asyncio.timeout(10):
+            while "alice@example.com" not in provider.sent:
+                await asyncio.sleep(0.02)

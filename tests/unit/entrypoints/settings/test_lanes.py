@@ -10,6 +10,7 @@ from outbox.entrypoints.settings.lanes import (
     LANES,
     SECURITY,
     LaneSettings,
+    ReservedSlot,
     parse_lanes,
 )
 from outbox.entrypoints.settings.reader import SettingsError
@@ -120,3 +121,18 @@ def test_a_bad_events_variable_is_named() -> None:
         load_settings({"OUTBOX_EVENTS_CONCURRENCY": "0"})
 
     assert "OUTBOX_EVENTS_CONCURRENCY" == caught.value.variable
+
+
+def test_the_reserved_slot_runs_beside_the_batches_unless_told_otherwise() -> None:
+    assert ReservedSlot.BESIDE == load_settings({}).worker.reserved_slot
+    assert ReservedSlot.ONLY == (
+        load_settings({"OUTBOX_WORKER_RESERVED_SLOT": "Only"}).worker.reserved_slot
+    )
+
+
+def test_an_unknown_place_for_the_reserved_slot_is_refused_naming_the_choices() -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings({"OUTBOX_WORKER_RESERVED_SLOT": "somewhere"})
+
+    assert "OUTBOX_WORKER_RESERVED_SLOT" == caught.value.variable
+    assert "one of beside, elsewhere, only" in caught.value.problem
