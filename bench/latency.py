@@ -59,9 +59,10 @@ class SteadyLatency:
     """One producer paced at ``rate`` messages/s for ``seconds``; the worker runs meanwhile.
 
     Latency = when the no-op provider got the message (worker process clock) minus when the
-    producer sent its COMMIT (this process); both read the same system clock. (Until
-    2026-12-06 it ran from the COMMIT's return, which a worker with a process to itself can
-    beat.)
+    producer's COMMIT returned (this process); both read the same system clock. The row is
+    visible from the moment the commit is flushed, a little before the producer hears of it,
+    so a worker with a process to itself can send a code in between: a latency at or below
+    zero is a true reading.
 
     With ``flood``, that many notifications are queued (due, normal priority) before the
     worker starts, so it drains them all the while the codes arrive: the codes' latency
@@ -199,7 +200,7 @@ class SteadyLatency:
 
     async def _produce(self) -> tuple[dict[str, float], float, int]:
         """Start message n at ``n / rate`` seconds on a free connection; return when each one's
-        COMMIT was sent, the rate achieved and how many tenant events the appenders added
+        COMMIT returned, the rate achieved and how many tenant events the appenders added
         meanwhile.
 
         One message per transaction: a single connection cannot commit 500 times a second
@@ -223,17 +224,9 @@ class SteadyLatency:
                 message = sealed_message(n, sealer, ids, clock)
                 if self.code_priority is not None:
                     message = attrs.evolve(message, priority=self.code_priority)
-                await conn.execute("BEGIN")
-                try:
+                async with conn.transaction():
                     await PostgresOutboxWriter(conn).enqueue(message)
-                except BaseException:
-                    await conn.execute("ROLLBACK")
-                    raise
-                # From the moment COMMIT is sent: the row is visible to the worker from then
-                # on, and a worker with a process to itself may send it before the producer
-                # hears that its COMMIT returned.
                 committed[str(message.id)] = time.time()
-                await conn.execute("COMMIT")
             finally:
                 idle.put_nowait(conn)
 
