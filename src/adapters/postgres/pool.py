@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from psycopg import AsyncConnection, sql
 from psycopg_pool import AsyncConnectionPool
 
@@ -12,7 +14,14 @@ from outbox.adapters.postgres.error_translation import translated_errors
 PREPARE_AT_FIRST_USE = 0
 
 
-def connection_options(*, prepared_statements: bool) -> dict[str, object]:
+class ConnectionOptions(TypedDict):
+    """What ``connection_options`` gives ``AsyncConnection.connect`` (typed for ``**``)."""
+
+    autocommit: bool
+    prepare_threshold: int | None
+
+
+def connection_options(*, prepared_statements: bool) -> ConnectionOptions:
     """Keyword arguments for a connection; ``prepared_statements=False`` suits old PgBouncers."""
     return {
         "autocommit": True,
@@ -48,7 +57,7 @@ async def open_pool(
         url,
         min_size=min_size,
         max_size=max_size,
-        kwargs=connection_options(prepared_statements=prepared_statements),
+        kwargs=dict(connection_options(prepared_statements=prepared_statements)),
         configure=configure,
         timeout=checkout_timeout,
         open=False,
