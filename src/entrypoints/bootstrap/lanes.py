@@ -142,6 +142,7 @@ async def security_lane(request: LaneRequest) -> AsyncIterator[Lane]:
             listening=(
                 services.urgent_listening
                 if settings.worker.reserved_slot is ReservedSlot.ONLY
+                and services.wait_for_urgent_work is not None
                 else services.listening
             ),
             start_listening=lambda: _listen(services, settings.worker.reserved_slot),
@@ -163,10 +164,10 @@ def _security_loop(request: LaneRequest, services: WorkerServices) -> WorkerLoop
         "totals": BatchTally(),
     }
     slot = settings.worker.reserved_slot
-    if slot is ReservedSlot.ONLY and services.wait_for_urgent_work is not None:
+    if slot is ReservedSlot.ONLY:
         return WorkerLoop(
             dispatch=dispatch.reserved_slot(),
-            wait_for_work=services.wait_for_urgent_work,
+            wait_for_work=_slot_wake_up(services),
             **common,
         )
     return WorkerLoop(
@@ -334,13 +335,18 @@ class _AlwaysReady:
         return ReadinessReport(database_reachable=True)
 
 
+def _slot_wake_up(services: WorkerServices) -> Callable[[float], Awaitable[None]]:
+    """What wakes the reserved slot: its own channel, or the lane's when it has none."""
+    return services.wait_for_urgent_work or services.store.wait_for_work
+
+
 async def _listen(services: WorkerServices, slot: ReservedSlot) -> None:
-    """LISTEN on the lane's channel and the reserved slot's before the first claim (only on
-    the one of them this process waits on, when the slot runs apart)."""
+    """LISTEN before the first claim on the channels this process's loop waits on: the
+    lane's for its batches, the reserved slot's for the slot."""
     if slot is not ReservedSlot.ONLY:
         await services.store.wait_for_work(0)
-    if services.wait_for_urgent_work is not None and slot is not ReservedSlot.ELSEWHERE:
-        await services.wait_for_urgent_work(0)
+    if slot is not ReservedSlot.ELSEWHERE:
+        await _slot_wake_up(services)(0)
 
 
 async def _nothing() -> ProcessingResult:

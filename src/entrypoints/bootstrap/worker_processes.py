@@ -10,12 +10,18 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from outbox.adapters.telemetry.reporter import StructlogPrometheusTelemetry
-from outbox.entrypoints.settings.lanes import SECURITY, ReservedSlot
+from outbox.entrypoints.settings.lanes import (
+    LANES_VARIABLE,
+    RESERVED_SLOT_VARIABLE,
+    SECURITY,
+    ReservedSlot,
+)
+from outbox.entrypoints.settings.reader import PREFIX
 from outbox.entrypoints.settings.tree import Settings
 from outbox.entrypoints.worker.supervisor import Supervisor, summed
 
-LANES = "OUTBOX_WORKER_LANES"
-RESERVED = "OUTBOX_WORKER_RESERVED_SLOT"
+LANES = f"{PREFIX}{LANES_VARIABLE}"
+RESERVED = f"{PREFIX}{RESERVED_SLOT_VARIABLE}"
 
 
 def supervise_workers(

@@ -20,6 +20,9 @@ EVENTS = "events"
 CONSUMERS = "consumers"
 
 
+RESERVED_SLOT_VARIABLE = "WORKER_RESERVED_SLOT"
+
+
 class ReservedSlot(enum.StrEnum):
     """Where the security lane's reserved slot (high priority only) runs:
     ``OUTBOX_WORKER_RESERVED_SLOT``."""

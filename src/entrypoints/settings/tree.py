@@ -18,7 +18,13 @@ from psycopg.conninfo import conninfo_to_dict
 
 from outbox.domain.channels import Channel
 from outbox.entrypoints.settings.identity import IdentitySettings, read_identity_settings
-from outbox.entrypoints.settings.lanes import SECURITY, LaneSettings, ReservedSlot, read_lanes
+from outbox.entrypoints.settings.lanes import (
+    RESERVED_SLOT_VARIABLE,
+    SECURITY,
+    LaneSettings,
+    ReservedSlot,
+    read_lanes,
+)
 from outbox.entrypoints.settings.nats import NatsSettings, read_nats_settings
 from outbox.entrypoints.settings.providers import (
     ProviderSettings,
@@ -214,7 +220,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
             retry_schedule=read.seconds_list("RETRY_SCHEDULE_SECONDS", DEFAULT_RETRY_SCHEDULE),
             max_attempts=read.integer("RETRY_MAX_ATTEMPTS", 5),
             suspension_probe=read.seconds("PROVIDER_PROBE_SECONDS", 60),
-            reserved_slot=read.choice("WORKER_RESERVED_SLOT", ReservedSlot.BESIDE, ReservedSlot),
+            reserved_slot=read.choice(RESERVED_SLOT_VARIABLE, ReservedSlot.BESIDE, ReservedSlot),
         ),
         sweeps=SweepSettings(
             expiry_interval=read.seconds("SWEEP_EXPIRY_SECONDS", 60),
