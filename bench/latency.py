@@ -22,7 +22,7 @@ from bench.event_flood import READY as FLOOD_READY
 from bench.events_append import EventShape
 from bench.harness import Setting
 from bench.worker import NO_RESERVED_SLOT, WorkerConfig
-from bench.worker_process import EVENTS, READY, URGENT_ONLY, start_serving
+from bench.worker_process import EVENTS, URGENT_ONLY, start_serving, until_ready
 from outbox.adapters.crypto.envelope import EnvelopeSealer
 from outbox.adapters.crypto.keyring import parse_keyring
 from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
@@ -264,7 +264,7 @@ class SteadyLatency:
             self.database.conninfo,
             stdout=asyncio.subprocess.PIPE,
         )
-        await _ready(process, "the events lane's process")
+        await until_ready(process, "the events lane's process")
         return process
 
     async def _start_event_flood(self) -> asyncio.subprocess.Process | None:
@@ -313,11 +313,3 @@ class SteadyLatency:
                 return
             await asyncio.sleep(0.05)
         raise RuntimeError("the worker did not publish every message in time")
-
-
-async def _ready(process: asyncio.subprocess.Process, what: str) -> None:
-    """Wait for ``process`` to print that it is ready."""
-    assert process.stdout is not None
-    line = await asyncio.wait_for(process.stdout.readline(), 60)
-    if line.decode().strip() != READY:
-        raise RuntimeError(f"{what} did not start")

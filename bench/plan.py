@@ -1162,6 +1162,13 @@ def _latency_checks(results: Results, have: Collection[str]) -> None:
             "latency.events_flood_p99",
             at_most=50.0,
         )
+        results.ratio(
+            "latency_events_flood_vs_idle",
+            "Code p99, events lane saturated / idle",
+            "latency.events_flood_p99",
+            "latency.p99",
+            at_least=None,
+        )
     if "latency.flood_apart_p99" in have:
         results.limit(
             "latency_flood_apart_p99",
@@ -1188,14 +1195,6 @@ def _latency_checks(results: Results, have: Collection[str]) -> None:
             "Code p99, events lane saturated: lanes apart / on one loop",
             "latency.events_apart_p99",
             "latency.events_flood_p99",
-            at_least=None,
-        )
-    if "latency.events_flood_p99" in have:
-        results.ratio(
-            "latency_events_flood_vs_idle",
-            "Code p99, events lane saturated / idle",
-            "latency.events_flood_p99",
-            "latency.p99",
             at_least=None,
         )
 

@@ -93,8 +93,11 @@ async def serve(
         worker = await stack.enter_async_context(
             running_worker(conninfo, os.environ[KEYRING_VARIABLE], config, received=received)
         )
-        await worker.store.wait_for_work(0.2)  # opens the LISTEN connection before "ready"
-        if worker.wait_for_urgent_work is not None:
+        # LISTEN before "ready", on the channels this process's loops read only: a LISTEN
+        # nobody reads would hold the notification queue back.
+        if not urgent_only:
+            await worker.store.wait_for_work(0.2)
+        if worker.wait_for_urgent_work is not None and (urgent_only or config.reserved_slot):
             await worker.wait_for_urgent_work(0)
         loops: list[WorkerLoop[Any]] = []
         timed = ClaimTimes(worker.dispatch.telemetry)
@@ -123,19 +126,20 @@ async def serve(
                     poll_interval=config.poll_interval,
                 )
             )
-        loop = WorkerLoop(
-            totals=BatchTally(),
-            dispatch=dispatch,
-            wait_for_work=worker.store.wait_for_work,
-            telemetry=worker.dispatch.telemetry,
-            poll_interval=config.poll_interval,
-            parallel_batches=config.lanes,
-            # As ``outboxctl worker`` runs it: codes never wait behind a batch in flight.
-            reserved=dispatch.reserved_slot() if config.reserved_slot else None,
-            wait_for_reserved=worker.wait_for_urgent_work,
-        )
-        if not urgent_only:
-            loops.append(loop)
+        else:
+            loops.append(
+                WorkerLoop(
+                    totals=BatchTally(),
+                    dispatch=dispatch,
+                    wait_for_work=worker.store.wait_for_work,
+                    telemetry=worker.dispatch.telemetry,
+                    poll_interval=config.poll_interval,
+                    parallel_batches=config.lanes,
+                    # As ``outboxctl worker`` runs it: codes never wait behind a batch in flight.
+                    reserved=dispatch.reserved_slot() if config.reserved_slot else None,
+                    wait_for_reserved=worker.wait_for_urgent_work,
+                )
+            )
 
         def stop() -> None:
             for each in loops:
@@ -199,11 +203,16 @@ async def start_serving(
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, KEYRING_VARIABLE: keyring},
     )
+    await until_ready(process, "the worker process", within)
+    return process
+
+
+async def until_ready(process: asyncio.subprocess.Process, what: str, within: float = 60) -> None:
+    """Wait for ``process`` to print that it is ready."""
     assert process.stdout is not None
     line = await asyncio.wait_for(process.stdout.readline(), within)
     if line.decode().strip() != READY:
-        raise RuntimeError("the worker process did not start")
-    return process
+        raise RuntimeError(f"{what} did not start")
 
 
 async def serve_events(conninfo: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -149,3 +149,26 @@ async def record(
 async def rows(conn: psycopg.AsyncConnection, query: str, *params: object) -> list[tuple[Any, ...]]:
     cursor = await conn.execute(query.encode(), params)
     return list(await cursor.fetchall())
+
+
+async def notified(database_url: str, act: Callable[[], Awaitable[object]]) -> bool:
+    """Whether ``act``, run while a session listens, sent an events_work notification."""
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as listener:
+        await listener.execute("LISTEN events_work")
+        await act()
+        async for _ in listener.notifies(timeout=1.0, stop_after=1):
+            return True
+    return False
+
+
+@contextlib.asynccontextmanager
+async def counting_calls(
+    connect_as: Callable[..., Any], role: str
+) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A transaction acting as ``role`` that counts its own function calls
+    (``pg_stat_get_xact_function_calls``); committed when the block ends."""
+    async with connect_as(autocommit=False) as conn:
+        await conn.execute("SET LOCAL track_functions = 'all'")
+        await conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+        yield conn
+        await conn.commit()

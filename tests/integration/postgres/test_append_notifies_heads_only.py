@@ -4,12 +4,10 @@ next claim must decide the head (0063_append_notifies_heads_only.sql)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
 
-import psycopg
 import pytest
 
-from tests.events_sql import SALES, append, claim, onboard, record
+from tests.events_sql import SALES, append, claim, notified, onboard, record
 
 pytestmark = pytest.mark.integration
 
@@ -23,16 +21,6 @@ async def onboarded(connect_as):
         await onboard(conn)
 
 
-async def _notified(database_url: str, act: Callable[[], Awaitable[object]]) -> bool:
-    """Whether ``act``, run while a session listens, sent an events_work notification."""
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as listener:
-        await listener.execute("LISTEN events_work")
-        await act()
-        async for _ in listener.notifies(timeout=1.0, stop_after=1):
-            return True
-    return False
-
-
 async def test_only_the_aggregates_head_wakes_the_lane(onboarded, connect_as, database_url):
     appended: list[uuid.UUID] = []
 
@@ -40,15 +28,15 @@ async def test_only_the_aggregates_head_wakes_the_lane(onboarded, connect_as, da
         async with connect_as(SALES) as conn:
             appended.append(await append(conn, ORG, aggregate))
 
-    assert await _notified(database_url, lambda: append_to("order-1"))  # the head
-    assert not await _notified(database_url, lambda: append_to("order-1"))  # behind it
-    assert await _notified(database_url, lambda: append_to("order-2"))  # another's head
+    assert await notified(database_url, lambda: append_to("order-1"))  # the head
+    assert not await notified(database_url, lambda: append_to("order-1"))  # behind it
+    assert await notified(database_url, lambda: append_to("order-2"))  # another's head
 
     async with connect_as(WORKER) as conn:
         first = [c for c in await claim(conn, 10) if c["aggregate_id"] == "order-1"]
-        assert not await _notified(database_url, lambda: append_to("order-1"))  # behind a lease
+        assert not await notified(database_url, lambda: append_to("order-1"))  # behind a lease
         # Its publication hands the head on and wakes the lane then (0061).
-        assert await _notified(database_url, lambda: record(conn, first))
+        assert await notified(database_url, lambda: record(conn, first))
         [second] = [c for c in await claim(conn, 10) if c["aggregate_id"] == "order-1"]
         assert appended[1] == second["event_id"]  # the next event, claimable at once
 
@@ -66,4 +54,4 @@ async def test_an_append_whose_snapshot_decides_nothing_wakes_the_lane(
             await append(conn, ORG)
             await conn.commit()
 
-    assert await _notified(database_url, append_in_a_snapshot)
+    assert await notified(database_url, append_in_a_snapshot)

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
-import psycopg
 import pytest
 from psycopg import errors
 
 from tests.consumer_rows import RECORD_BATCH, completed_batch, consumer_role, define_type, publish
-from tests.events_sql import SALES, append, claim, onboard, record, rows
+from tests.events_sql import SALES, append, claim, counting_calls, onboard, record, rows
 
 pytestmark = pytest.mark.integration
 
@@ -26,15 +24,6 @@ PROCESSING_CHECK = "events.check_processing_attempt()"
 ATTEMPTS = "SELECT count(*) FROM events.publication_attempts"
 PROCESSING_ATTEMPTS = "SELECT count(*) FROM events.consumer_processing_attempts"
 CONSUMER_CLAIM = "SELECT * FROM events.claim_consumer_deliveries(%s, 'test', %s, 60, NULL)"
-
-
-@asynccontextmanager
-async def _tracked(connect_as, role: str) -> AsyncIterator[psycopg.AsyncConnection]:
-    """A transaction acting as ``role`` that counts its own function calls."""
-    async with connect_as(autocommit=False) as conn:
-        await conn.execute("SET LOCAL track_functions = 'all'")
-        await conn.execute(f"SET LOCAL ROLE {role}")
-        yield conn
 
 
 @pytest.fixture
@@ -52,10 +41,9 @@ async def claimed_events(connect_as) -> list[dict[str, Any]]:
 
 
 async def test_a_publication_record_checks_its_batch_once(claimed_events, connect_as):
-    async with _tracked(connect_as, WORKER) as conn:
+    async with counting_calls(connect_as, WORKER) as conn:
         assert ["recorded"] * 20 == await record(conn, claimed_events)
         [(calls,)] = await rows(conn, CALLS, PUBLICATION_CHECK)
-        await conn.commit()
 
     assert 1 == calls  # before 0062: one call per attempt
     async with connect_as() as conn:
@@ -114,11 +102,10 @@ async def shop_deliveries(connect_as) -> AsyncIterator[tuple[str, list[dict[str,
 
 async def test_a_consumers_record_checks_its_batch_once(shop_deliveries, connect_as):
     role, batch = shop_deliveries
-    async with _tracked(connect_as, role) as conn:
+    async with counting_calls(connect_as, role) as conn:
         cursor = await conn.execute(RECORD_BATCH, completed_batch(batch))
         assert ["recorded"] * 20 == [result for (result,) in await cursor.fetchall()]
         [(calls,)] = await rows(conn, CALLS, PROCESSING_CHECK)
-        await conn.commit()
 
     assert 1 == calls  # before 0062: one call per attempt
     async with connect_as() as conn:

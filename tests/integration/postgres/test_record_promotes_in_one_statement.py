@@ -6,10 +6,18 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import psycopg
 import pytest
 
-from tests.events_sql import SALES, append, claim, onboard, record, rows
+from tests.events_sql import (
+    SALES,
+    append,
+    claim,
+    counting_calls,
+    notified,
+    onboard,
+    record,
+    rows,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -30,12 +38,9 @@ async def _record_counting_promotions(
 ) -> tuple[list[str], int]:
     """Record ``batch`` as the worker in one transaction, counting the calls of the
     per-aggregate promotion it made (tracked for this transaction only)."""
-    async with connect_as(autocommit=False) as conn:
-        await conn.execute("SET LOCAL track_functions = 'all'")
-        await conn.execute(f"SET LOCAL ROLE {WORKER}")
+    async with counting_calls(connect_as, WORKER) as conn:
         results = await record(conn, batch, outcome, **kwargs)  # type: ignore[arg-type]
         [(calls,)] = await rows(conn, CALLS)
-        await conn.commit()
     return results, int(calls or 0)
 
 
@@ -123,16 +128,6 @@ async def test_an_aggregate_parked_by_a_dead_letter_is_not_handed_on(onboarded, 
         )
 
 
-async def _notified(database_url: str, act) -> bool:
-    """Whether ``act`` (run while a session listens) sent an events_work notification."""
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as listener:
-        await listener.execute("LISTEN events_work")
-        await act()
-        async for _ in listener.notifies(timeout=1.0, stop_after=1):
-            return True
-    return False
-
-
 async def test_a_record_wakes_the_lane_only_when_it_handed_a_head_on(
     onboarded, connect_as, database_url
 ):
@@ -147,8 +142,8 @@ async def test_a_record_wakes_the_lane_only_when_it_handed_a_head_on(
         async with connect_as(WORKER) as conn:
             assert ["recorded"] == await record(conn, [batch[aggregate]])
 
-    assert not await _notified(database_url, lambda: publish("alone"))  # nothing after it
-    assert await _notified(database_url, lambda: publish("pair"))  # its next is now a head
+    assert not await notified(database_url, lambda: publish("alone"))  # nothing after it
+    assert await notified(database_url, lambda: publish("pair"))  # its next is now a head
 
 
 async def test_a_retry_wakes_nobody_and_keeps_its_head(onboarded, connect_as, database_url):
@@ -165,7 +160,7 @@ async def test_a_retry_wakes_nobody_and_keeps_its_head(onboarded, connect_as, da
                 conn, [first], "retry", failure_class="UNAVAILABLE", retry_at=later
             )
 
-    assert not await _notified(database_url, retry)
+    assert not await notified(database_url, retry)
     async with connect_as() as conn:
         assert [(True, "pending"), (False, "pending")] == await rows(
             conn,
