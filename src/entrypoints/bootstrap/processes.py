@@ -41,7 +41,7 @@ from outbox.entrypoints.http.server import Listener, ServerOptions, bind, serve
 from outbox.entrypoints.settings.reader import PREFIX, SettingsError
 from outbox.entrypoints.settings.tree import Settings
 from outbox.entrypoints.worker.loop import BatchResult
-from outbox.entrypoints.worker.process import run_worker_process
+from outbox.entrypoints.worker.process import run_worker_process, stop_signals
 
 # --- outboxctl up: the all-in-one development stack -----------------------------------------
 
@@ -66,6 +66,8 @@ async def run_stack(
     telemetry = parts.telemetry
     async with (
         stop_tracing(parts),
+        # Caught before the addresses are announced: a SIGTERM right after ends it cleanly.
+        stop_signals(telemetry, grace=settings.worker.shutdown_grace) as stop_worker,
         database_pool(settings, DatabaseAccess.API) as api_pool,
         database_pool(settings, DatabaseAccess.ADMIN) as admin_pool,
         open_lanes(
@@ -91,6 +93,7 @@ async def run_stack(
                 sweeps=[every for lane in lanes for every in lane.sweeps],
                 grace=settings.worker.shutdown_grace,
                 telemetry=telemetry,
+                stop=stop_worker,
             )
         finally:
             stop.set()

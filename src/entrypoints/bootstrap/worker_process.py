@@ -20,7 +20,7 @@ from outbox.entrypoints.settings.lanes import LANES, SECURITY
 from outbox.entrypoints.settings.tree import Settings
 from outbox.entrypoints.worker.health import WorkerReadiness
 from outbox.entrypoints.worker.loop import BatchResult
-from outbox.entrypoints.worker.process import run_worker_process
+from outbox.entrypoints.worker.process import run_worker_process, stop_signals
 
 
 async def run_worker(
@@ -58,6 +58,8 @@ async def run_worker(
     )
     async with (
         stop_tracing(parts),
+        # Caught before the listener answers: a SIGTERM right after /healthz ends it cleanly.
+        stop_signals(parts.telemetry, grace=settings.worker.shutdown_grace) as stop,
         open_lanes(request, settings.worker.lanes) as lanes,
         contextlib.AsyncExitStack() as gauges,
     ):
@@ -93,6 +95,7 @@ async def run_worker(
                 sweeps=[] if drain else [every for lane in lanes for every in lane.sweeps],
                 grace=settings.worker.shutdown_grace,
                 telemetry=parts.telemetry,
+                stop=stop,
             )
         finally:
             if metrics is not None:

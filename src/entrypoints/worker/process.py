@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -14,6 +15,33 @@ from outbox.application.ports import Telemetry
 from outbox.entrypoints.worker.loop import BatchResult, WorkerLoop
 from outbox.entrypoints.worker.schedule import Every
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextlib.asynccontextmanager
+async def stop_signals(telemetry: Telemetry, *, grace: timedelta) -> AsyncIterator[asyncio.Event]:
+    """From now on SIGTERM and SIGINT set the event yielded (the first one is logged).
+
+    Entered before the process says it is up (its health listener answers, its addresses are
+    announced), so a signal that comes before the lanes start still ends it cleanly: the
+    lanes see the event set and stop before their first claim.
+    """
+    running = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def request_stop(signame: str) -> None:
+        if not stop.is_set():
+            telemetry.event("worker.stopping", signal=signame, grace_seconds=grace.total_seconds())
+        stop.set()
+
+    for signum in STOP_SIGNALS:
+        running.add_signal_handler(signum, request_stop, signum.name)
+    try:
+        yield stop
+    finally:
+        for signum in STOP_SIGNALS:
+            running.remove_signal_handler(signum)
+
 
 async def run_worker_process(
     *,
@@ -21,32 +49,26 @@ async def run_worker_process(
     sweeps: Sequence[Every],
     grace: timedelta,
     telemetry: Telemetry,
-    handle_signals: bool = True,
+    stop: asyncio.Event | None = None,
 ) -> dict[str, BatchResult]:
-    """Run every lane's loop until each ends (drain) or SIGTERM/SIGINT asks them to stop.
+    """Run every lane's loop until each ends (drain) or ``stop`` is set.
 
-    The lanes run side by side, each on its own loop (one lane's backlog never waits for
-    another's). On a signal every lane stops claiming and lets its batches in flight finish
-    and be recorded for up to ``grace``; after that they are cancelled (their leases expire
-    and another worker reclaims them). A lane that fails (a drain that cannot reach the
-    database) stops the others, and its error is raised. Returns each lane's totals.
+    ``stop`` is the event ``stop_signals`` sets on SIGTERM or SIGINT (none: the lanes run
+    until they end). The lanes run side by side, each on its own loop (one lane's backlog
+    never waits for another's). Once ``stop`` is set every lane stops claiming and lets its
+    batches in flight finish and be recorded for up to ``grace``; after that they are
+    cancelled (their leases expire and another worker reclaims them). A lane that fails (a
+    drain that cannot reach the database) stops the others, and its error is raised.
+    Returns each lane's totals.
     """
-    running = asyncio.get_running_loop()
-    stop_requested = asyncio.Event()
+    stop_requested = stop or asyncio.Event()
 
     def stop_all() -> None:
         for loop in lanes.values():
             loop.stop()
 
-    def request_stop(signame: str) -> None:
-        if not stop_requested.is_set():
-            telemetry.event("worker.stopping", signal=signame, grace_seconds=grace.total_seconds())
-        stop_requested.set()
-        stop_all()
-
-    signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
-    for signum in signals:
-        running.add_signal_handler(signum, request_stop, signum.name)
+    if stop_requested.is_set():
+        stop_all()  # asked before the lanes started: none claims at all
     sweep_tasks = [asyncio.create_task(sweep.run(), name=f"sweep-{sweep.name}") for sweep in sweeps]
     work = {
         asyncio.create_task(loop.run(), name=f"worker-loop-{name}"): name
@@ -54,7 +76,8 @@ async def run_worker_process(
     }
     stopper = asyncio.create_task(stop_requested.wait())
     try:
-        await _until_done_or_stopped(set(work), stopper, stop_all)
+        if await _until_done_or_stopped(set(work), stopper):
+            stop_all()
         pending = {task for task in work if not task.done()}
         if pending:
             _, pending = await asyncio.wait(pending, timeout=grace.total_seconds())
@@ -68,8 +91,6 @@ async def run_worker_process(
         for task in sweep_tasks:
             task.cancel()
         await asyncio.gather(stopper, *sweep_tasks, return_exceptions=True)
-        for signum in signals:
-            running.remove_signal_handler(signum)
     for task in work:
         if not task.cancelled() and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
@@ -79,16 +100,15 @@ async def run_worker_process(
     return totals
 
 
-async def _until_done_or_stopped(
-    work: set[asyncio.Task[Any]], stopper: asyncio.Task[Any], stop_all: Callable[[], None]
-) -> None:
-    """Wait until every lane ended or a stop was asked; a lane that fails stops the others."""
+async def _until_done_or_stopped(work: set[asyncio.Task[Any]], stopper: asyncio.Task[Any]) -> bool:
+    """Wait until every lane ended, a stop was asked or a lane failed; whether the others
+    must be stopped (a stop was asked, or a lane failed)."""
     waiting = set(work)
     while waiting:
         done, _ = await asyncio.wait({*waiting, stopper}, return_when=asyncio.FIRST_COMPLETED)
         if stopper in done:
-            return
+            return True
         waiting -= done
         if any(not task.cancelled() and task.exception() is not None for task in done):
-            stop_all()
-            return
+            return True
+    return False

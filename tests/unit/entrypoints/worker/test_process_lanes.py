@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from datetime import timedelta
 
 import attrs
@@ -11,7 +13,7 @@ import pytest
 from outbox.application.delivery.batch import BatchTally
 from outbox.application.errors import StoreNotMigrated
 from outbox.entrypoints.worker.loop import WorkerLoop
-from outbox.entrypoints.worker.process import run_worker_process
+from outbox.entrypoints.worker.process import run_worker_process, stop_signals
 from tests.fakes.telemetry import RecordingTelemetry
 
 
@@ -73,7 +75,6 @@ async def test_a_drain_drains_every_lane_and_returns_each_ones_totals() -> None:
         sweeps=[],
         grace=timedelta(seconds=1),
         telemetry=telemetry,
-        handle_signals=False,
     )
 
     assert {
@@ -93,7 +94,6 @@ async def test_a_busy_lane_does_not_wait_for_an_idle_one() -> None:
             sweeps=[],
             grace=timedelta(seconds=1),
             telemetry=RecordingTelemetry(),
-            handle_signals=False,
         )
     )
     while events.calls <= 20:
@@ -117,8 +117,31 @@ async def test_a_lane_that_fails_stops_the_others_and_its_error_is_raised() -> N
                 sweeps=[],
                 grace=timedelta(seconds=1),
                 telemetry=RecordingTelemetry(),
-                handle_signals=False,
             ),
             5,
         )
     assert loops["security"].stopping
+
+
+async def test_a_sigterm_before_the_lanes_start_stops_them_before_their_first_claim() -> None:
+    """The process says it is up (/healthz, its addresses) before its lanes start: a SIGTERM
+    in between is caught and ends it cleanly, where it once killed it (exit -15)."""
+    security, events = Batches(10), Batches(10)
+    telemetry = RecordingTelemetry()
+    async with stop_signals(telemetry, grace=timedelta(seconds=1)) as stop:
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(stop.wait(), 5)
+        totals = await asyncio.wait_for(
+            run_worker_process(
+                lanes=_loops(security, events, drain=False),
+                sweeps=[],
+                grace=timedelta(seconds=1),
+                telemetry=telemetry,
+                stop=stop,
+            ),
+            5,
+        )
+
+    assert (0, 0) == (security.calls, events.calls)
+    assert (0, 0) == (totals["security"].claimed, totals["events"].claimed)
+    assert ["SIGTERM"] == [e.fields["signal"] for e in telemetry.named("worker.stopping")]
