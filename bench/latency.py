@@ -21,8 +21,14 @@ from bench.enqueue import sealed_message
 from bench.event_flood import READY as FLOOD_READY
 from bench.events_append import EventShape
 from bench.harness import Setting
-from bench.worker import NO_RESERVED_SLOT, WorkerConfig
-from bench.worker_process import EVENTS, URGENT_ONLY, start_serving, until_ready
+from bench.worker import WorkerConfig
+from bench.worker_process import (
+    EVENTS,
+    SLOT_ELSEWHERE,
+    URGENT_ONLY,
+    start_serving,
+    until_ready,
+)
 from outbox.adapters.crypto.envelope import EnvelopeSealer
 from outbox.adapters.crypto.keyring import parse_keyring
 from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
@@ -162,7 +168,7 @@ class SteadyLatency:
                 ]
             worker = await self._start_worker(
                 outs[0],
-                *((NO_RESERVED_SLOT,) if self.lanes_apart else (EVENTS,)),
+                *((SLOT_ELSEWHERE,) if self.lanes_apart else (EVENTS,)),
                 *self.config.process_flags(),
             )
             try:

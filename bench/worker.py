@@ -88,6 +88,8 @@ class Worker:
     provider: NoopProvider
     lanes: int
     wait_for_urgent_work: Callable[[float], Awaitable[None]] | None = None  # the reserved slot's
+    # How long batches whose slot runs elsewhere leave it a fresh code (the product default).
+    slot_grace: timedelta = timedelta(seconds=0.1)
 
     async def drain(self) -> BatchTally:
         """Run the real worker loop in drain mode: until nothing is due."""
@@ -145,6 +147,7 @@ async def running_worker(
             provider=provider,
             lanes=settings.worker.security.parallel_batches,
             wait_for_urgent_work=services.wait_for_urgent_work,
+            slot_grace=settings.worker.slot_grace,
         )
 
 

@@ -8,7 +8,9 @@ lane beside the security lane, in the same process and event loop, as ``outboxct
 does by default; with ``consumers`` its consumers lane too, running the bench consumer
 (``bench.effects``) with a no-op handler as the bench module's role; with
 ``no-reserved-slot`` the security lane runs without its reserved slot; with ``urgent-only``
-the reserved slot runs alone (as ``OUTBOX_WORKER_RESERVED_SLOT=only`` does).
+the reserved slot runs alone (as ``OUTBOX_WORKER_RESERVED_SLOT=only`` does); with
+``slot-elsewhere`` the batches run alone and leave a fresh code to the slot in another
+process (as ``OUTBOX_WORKER_RESERVED_SLOT=elsewhere`` does).
 ``drain`` runs until nothing is due and writes its count, duration and peak resident memory.
 ``events`` (as the mode: ``python -m bench.worker_process events CONNINFO``) runs the events
 lane alone, as a worker process of its own, until SIGTERM.
@@ -36,6 +38,7 @@ from bench.worker import NO_RESERVED_SLOT, WorkerConfig, running_worker
 from outbox.application.delivery.batch import BatchTally
 from outbox.application.events.publish_due_events import PublishDueEvents
 from outbox.entrypoints.bootstrap.worker import CLAIM_FLOOR_EVERY
+from outbox.entrypoints.settings.lanes import ReservedSlot
 from outbox.entrypoints.worker.loop import WorkerLoop
 from outbox.entrypoints.worker.schedule import Every
 
@@ -45,6 +48,8 @@ CLAIMS_SUFFIX = ".claims.json"  # serve also writes every claim's duration (s), 
 EVENTS = "events"  # serve: the events lane too
 CONSUMERS = "consumers"  # serve: the consumers lane too, with the bench consumer
 URGENT_ONLY = "urgent-only"  # serve: the reserved slot alone, no batches of all priorities
+# serve: the batches alone, leaving a fresh code to the slot in another process
+SLOT_ELSEWHERE = "slot-elsewhere"
 
 
 # The claim timings the worker observes, by the lane they are kept under.
@@ -83,7 +88,7 @@ async def serve(
     events: bool,
     consumers: bool = False,
     claims: dict[str, list[float]] | None = None,
-    urgent_only: bool = False,
+    slot: ReservedSlot = ReservedSlot.BESIDE,
 ) -> dict[str, float]:
     """Run the worker loop until SIGTERM; return when each message reached the provider
     (and, into ``claims``, how long each claim of the security lane, "codes", and of the
@@ -95,9 +100,12 @@ async def serve(
         )
         # LISTEN before "ready", on the channels this process's loops read only: a LISTEN
         # nobody reads would hold the notification queue back.
-        if not urgent_only:
+        slot_here = slot is ReservedSlot.ONLY or (
+            slot is ReservedSlot.BESIDE and config.reserved_slot
+        )
+        if slot is not ReservedSlot.ONLY:
             await worker.store.wait_for_work(0.2)
-        if worker.wait_for_urgent_work is not None and (urgent_only or config.reserved_slot):
+        if worker.wait_for_urgent_work is not None and slot_here:
             await worker.wait_for_urgent_work(0)
         loops: list[WorkerLoop[Any]] = []
         timed = ClaimTimes(worker.dispatch.telemetry)
@@ -115,7 +123,7 @@ async def serve(
             consuming = await stack.enter_async_context(running_consumers_lane(conninfo))
             loops.append(consuming.loop)
         dispatch = attrs.evolve(worker.dispatch, telemetry=timed)
-        if urgent_only:  # the reserved slot alone: high priority, woken by outbox_urgent
+        if slot is ReservedSlot.ONLY:  # the slot alone: high priority, woken by outbox_urgent
             assert worker.wait_for_urgent_work is not None
             loops.append(
                 WorkerLoop(
@@ -130,13 +138,18 @@ async def serve(
             loops.append(
                 WorkerLoop(
                     totals=BatchTally(),
-                    dispatch=dispatch,
+                    # As ``outboxctl worker`` runs them: a slot elsewhere is left fresh codes.
+                    dispatch=(
+                        dispatch.leaving_urgent(worker.slot_grace)
+                        if slot is ReservedSlot.ELSEWHERE
+                        else dispatch
+                    ),
                     wait_for_work=worker.store.wait_for_work,
                     telemetry=worker.dispatch.telemetry,
                     poll_interval=config.poll_interval,
                     parallel_batches=config.lanes,
                     # As ``outboxctl worker`` runs it: codes never wait behind a batch in flight.
-                    reserved=dispatch.reserved_slot() if config.reserved_slot else None,
+                    reserved=dispatch.reserved_slot() if slot_here else None,
                     wait_for_reserved=worker.wait_for_urgent_work,
                 )
             )
@@ -247,7 +260,13 @@ def main(argv: list[str]) -> None:
                 events=EVENTS in flags,
                 consumers=CONSUMERS in flags,
                 claims=claims,
-                urgent_only=URGENT_ONLY in flags,
+                slot=(
+                    ReservedSlot.ONLY
+                    if URGENT_ONLY in flags
+                    else ReservedSlot.ELSEWHERE
+                    if SLOT_ELSEWHERE in flags
+                    else ReservedSlot.BESIDE
+                ),
             )
         )
         out.with_suffix(CLAIMS_SUFFIX).write_text(json.dumps(claims))

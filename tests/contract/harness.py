@@ -244,9 +244,17 @@ class _Shifted:
     shift: timedelta
 
     async def claim(
-        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+        self,
+        *,
+        owner: str,
+        limit: int,
+        lease: timedelta,
+        urgent: bool = False,
+        leave_urgent: timedelta = timedelta(0),
     ) -> Sequence[ClaimedMessage]:
-        claimed = await self.store.claim(owner=owner, limit=limit, lease=lease, urgent=urgent)
+        claimed = await self.store.claim(
+            owner=owner, limit=limit, lease=lease, urgent=urgent, leave_urgent=leave_urgent
+        )
         return [
             attrs.evolve(
                 message,

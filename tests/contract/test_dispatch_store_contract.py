@@ -154,6 +154,30 @@ async def test_an_urgent_claim_takes_only_high_priority_messages_oldest_first(
     assert [m.id for m in normals] == [c.id for c in others]
 
 
+async def test_batches_leave_a_fresh_code_to_the_slot_for_the_grace_only(
+    outbox: Harness,
+) -> None:
+    """``leave_urgent`` (0064): batches whose reserved slot runs in another process leave it
+    a code due for less than the grace, even in their fair slots; past it, the code is
+    theirs again, so a slot that is down strands nothing."""
+    code = make_message(outbox)
+    normals = [make_message(outbox, purpose=Purpose.NOTIFICATION) for _ in range(12)]
+    for message in [code, *normals]:
+        await outbox.enqueue(message)
+        await outbox.sleep(0.01)
+
+    batch = await outbox.store.claim(owner="worker-1", limit=10, lease=LEASE, leave_urgent=SOON)
+    await outbox.sleep(PAST_SOON)
+    later = await outbox.store.claim(owner="worker-1", limit=10, lease=LEASE, leave_urgent=SOON)
+
+    assert [m.id for m in normals[:10]] == [c.id for c in batch]
+    assert [code.id, *(m.id for m in normals[10:])] == [c.id for c in later]
+    with pytest.raises(InvalidRequest, match="p_leave_urgent_seconds"):
+        await outbox.store.claim(
+            owner="worker-1", limit=10, lease=LEASE, leave_urgent=timedelta(seconds=-1)
+        )
+
+
 async def test_a_delayed_message_is_claimed_only_from_not_before(outbox: Harness) -> None:
     delayed = make_message(outbox, not_before=outbox.now() + SOON)
     await outbox.enqueue(delayed)

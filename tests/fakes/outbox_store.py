@@ -140,20 +140,31 @@ class InMemoryOutboxStore:
     # DispatchStore
 
     async def claim(
-        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+        self,
+        *,
+        owner: str,
+        limit: int,
+        lease: timedelta,
+        urgent: bool = False,
+        leave_urgent: timedelta = timedelta(0),
     ) -> Sequence[ClaimedMessage]:
         """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead.
 
-        ``urgent``: high-priority messages only.
+        ``urgent``: high-priority messages only. ``leave_urgent``: a high-priority message
+        due for less than this is left out.
         """
         if not owner or limit < 1 or lease <= timedelta(0):
             raise InvalidRequest("a claim names its worker, a positive limit and lease")
+        if leave_urgent < timedelta(0):
+            raise InvalidRequest("p_leave_urgent_seconds: must be zero or more")
         now = self.clock.now()
         due = claim_order(
             [
                 m
                 for m in self._live()
-                if m.is_claimable(now) and (not urgent or m.priority == Priority.HIGH)
+                if m.is_claimable(now)
+                and (not urgent or m.priority == Priority.HIGH)
+                and (m.priority != Priority.HIGH or _claim_key(m)[0] <= now - leave_urgent)
             ],
             limit,
             key=_claim_key,

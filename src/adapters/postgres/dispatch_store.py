@@ -18,14 +18,21 @@ from outbox.domain.delivery.priorities import Priority
 from outbox.domain.delivery.retention import RetentionPolicy
 from outbox.domain.purposes import Purpose
 
-CLAIM = """
+_CLAIMED = """
 SELECT id, purpose, channel, destination, subject_id, template, params, locale,
        sealed_secret, attempt_count, expires_at, lease_token, lease_expires_at, priority,
        trace_context
-FROM outbox.claim_messages(%b::text, %b::integer, %b::double precision)
-"""
+FROM """
+# The last argument: how long a fresh high-priority message is left to the reserved slot
+# running in another process (0064_batches_leave_codes_to_the_slot.sql).
+CLAIM = (
+    _CLAIMED
+    + "outbox.claim_messages(%b::text, %b::integer, %b::double precision, %b::double precision)"
+)
 # The reserved slot's (0049_reserved_slot.sql): high-priority messages only.
-CLAIM_URGENT = CLAIM.replace("claim_messages", "claim_urgent_messages")
+CLAIM_URGENT = (
+    _CLAIMED + "outbox.claim_urgent_messages(%b::text, %b::integer, %b::double precision)"
+)
 RECORD = """
 SELECT result
 FROM outbox.record_outcomes_detailed(
@@ -108,18 +115,28 @@ class PostgresDispatchStore:
         self._listener = listener
 
     async def claim(
-        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+        self,
+        *,
+        owner: str,
+        limit: int,
+        lease: timedelta,
+        urgent: bool = False,
+        leave_urgent: timedelta = timedelta(0),
     ) -> Sequence[ClaimedMessage]:
         """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead.
 
         ``urgent``: high-priority messages only (the worker's reserved slot).
+        ``leave_urgent``: a high-priority message due for less than this is left out (to
+        the reserved slot in another process).
         """
-        query = CLAIM_URGENT if urgent else CLAIM
+        query, params = (
+            (CLAIM_URGENT, (owner, limit, lease.total_seconds()))
+            if urgent
+            else (CLAIM, (owner, limit, lease.total_seconds(), leave_urgent.total_seconds()))
+        )
         with translated_errors():
             async with self._pool.connection() as conn:
-                cursor = await conn.execute(
-                    query, (owner, limit, lease.total_seconds()), binary=True
-                )
+                cursor = await conn.execute(query, params, binary=True)
                 rows = await cursor.fetchall()
         return [_claimed(row) for row in rows]
 

@@ -4689,10 +4689,10 @@ END
 $$;
 
 --
--- Name: claim_messages(text, integer, double precision); Type: FUNCTION; Schema: outbox; Owner: -
+-- Name: claim_messages(text, integer, double precision, double precision); Type: FUNCTION; Schema: outbox; Owner: -
 --
 
-CREATE FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision) RETURNS TABLE(id uuid, purpose text, channel text, destination text, subject_id uuid, template text, params jsonb, locale text, sealed_secret text, attempt_count integer, expires_at timestamp with time zone, lease_token uuid, lease_expires_at timestamp with time zone, priority smallint, trace_context text)
+CREATE FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_leave_urgent_seconds double precision DEFAULT 0) RETURNS TABLE(id uuid, purpose text, channel text, destination text, subject_id uuid, template text, params jsonb, locale text, sealed_secret text, attempt_count integer, expires_at timestamp with time zone, lease_token uuid, lease_expires_at timestamp with time zone, priority smallint, trace_context text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -4704,6 +4704,7 @@ DECLARE
     v_floor timestamptz := outbox.current_claim_floor(v_now);
     v_fair integer := CASE WHEN p_limit < 2 THEN 0 ELSE (p_limit + 9) / 10 END;
     v_all_seen boolean;  -- the fair slots' scan found fewer than it asked for: every due row
+    v_urgent_due timestamptz;  -- high priority due at or before this is anybody's
 BEGIN
     IF p_owner IS NULL OR p_owner = '' THEN
         RAISE EXCEPTION 'p_owner: a claim names its worker' USING ERRCODE = 'invalid_parameter_value';
@@ -4714,7 +4715,11 @@ BEGIN
     IF p_lease_seconds IS NULL OR NOT p_lease_seconds > 0 THEN
         RAISE EXCEPTION 'p_lease_seconds: must be positive' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF p_leave_urgent_seconds IS NULL OR p_leave_urgent_seconds < 0 THEN
+        RAISE EXCEPTION 'p_leave_urgent_seconds: must be zero or more' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     v_lease_expires_at := v_now + pg_catalog.make_interval(secs => p_lease_seconds);
+    v_urgent_due := v_now - pg_catalog.make_interval(secs => p_leave_urgent_seconds);
 
     -- The fair slots: one in ten, rounded up, none in a batch of one.
     SELECT COALESCE(pg_catalog.array_agg(f.id), '{}') INTO v_ids
@@ -4723,6 +4728,7 @@ BEGIN
         FROM outbox.messages AS m
         WHERE m.state IN ('pending', 'leased') AND m.claimable_at <= v_now
           AND m.claimable_at >= v_floor
+          AND (m.priority < 2 OR m.claimable_at <= v_urgent_due)
         ORDER BY m.claimable_at, m.created_at, m.id
         LIMIT v_fair
         FOR UPDATE SKIP LOCKED
@@ -4742,7 +4748,7 @@ BEGIN
             FROM outbox.messages AS m
             WHERE m.state IN ('pending', 'leased')
               AND m.priority = v_level
-              AND m.claimable_at <= v_now
+              AND m.claimable_at <= CASE WHEN v_level = 2 THEN v_urgent_due ELSE v_now END
               AND m.claimable_at >= v_floor
               AND m.id <> ALL (v_ids)
             ORDER BY m.claimable_at, m.created_at, m.id
@@ -9885,11 +9891,11 @@ REVOKE ALL ON FUNCTION outbox.change_provider_pause(p_pause boolean, p_actor uui
 REVOKE ALL ON FUNCTION outbox.check_attempt_sequence() FROM PUBLIC;
 
 --
--- Name: FUNCTION claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision); Type: ACL; Schema: outbox; Owner: -
+-- Name: FUNCTION claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_leave_urgent_seconds double precision); Type: ACL; Schema: outbox; Owner: -
 --
 
-REVOKE ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision) FROM PUBLIC;
-GRANT ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision) TO outbox_worker;
+REVOKE ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_leave_urgent_seconds double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision, p_leave_urgent_seconds double precision) TO outbox_worker;
 
 --
 -- Name: FUNCTION claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision); Type: ACL; Schema: outbox; Owner: -

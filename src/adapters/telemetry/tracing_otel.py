@@ -140,11 +140,19 @@ class _TracedStore:
     _contexts: dict[UUID, Context]  # shared with the providers: the claimed, unrecorded
 
     async def claim(
-        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+        self,
+        *,
+        owner: str,
+        limit: int,
+        lease: timedelta,
+        urgent: bool = False,
+        leave_urgent: timedelta = timedelta(0),
     ) -> Sequence[ClaimedMessage]:
         """Claim; each claimed message's trace gets an ``outbox.claim`` span of the call."""
         start = time.time_ns()
-        claimed = await self._inner.claim(owner=owner, limit=limit, lease=lease, urgent=urgent)
+        claimed = await self._inner.claim(
+            owner=owner, limit=limit, lease=lease, urgent=urgent, leave_urgent=leave_urgent
+        )
         end = time.time_ns()
         for message in claimed:
             parent = parent_context(message.trace_context)

@@ -175,6 +175,10 @@ class DispatchDueMessages:
     # Claim high-priority messages only: the worker's reserved slot, so a code never waits
     # behind a batch of notifications already in flight (``reserved_slot``).
     urgent: bool = False
+    # The batches' side of a reserved slot running in another process: a high-priority
+    # message due for less than this is left to the slot; one due for longer is anybody's,
+    # so a code is never stranded behind a slot that is down or behind (``leaving_urgent``).
+    leave_urgent: timedelta = timedelta(0)
 
     def reserved_slot(self) -> DispatchDueMessages:
         """The same dispatch for the reserved slot: high priority only, in small batches."""
@@ -185,6 +189,11 @@ class DispatchDueMessages:
             concurrency=min(self.concurrency, RESERVED_BATCH),
         )
 
+    def leaving_urgent(self, grace: timedelta) -> DispatchDueMessages:
+        """The same dispatch for batches whose reserved slot runs elsewhere: each leaves a
+        fresh high-priority message to the slot for ``grace``."""
+        return attrs.evolve(self, leave_urgent=grace)
+
     async def __call__(self) -> BatchTally:
         """Dispatch one batch and return what happened to it.
 
@@ -194,7 +203,11 @@ class DispatchDueMessages:
         deadline = run_deadline(self.clock.now(), self.lease)
         started = time.perf_counter()
         claimed = await self.store.claim(
-            owner=self.owner, limit=self.batch_size, lease=self.lease, urgent=self.urgent
+            owner=self.owner,
+            limit=self.batch_size,
+            lease=self.lease,
+            urgent=self.urgent,
+            leave_urgent=self.leave_urgent,
         )
         # Every claim, empty ones too: a claim slowed by dead versions is slow when it finds
         # nothing as well (the held-horizon benchmark reads this).

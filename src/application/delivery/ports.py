@@ -116,11 +116,19 @@ class DispatchStore(Protocol):
     """What the worker may do to the queue (role ``outbox_worker``)."""
 
     async def claim(
-        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+        self,
+        *,
+        owner: str,
+        limit: int,
+        lease: timedelta,
+        urgent: bool = False,
+        leave_urgent: timedelta = timedelta(0),
     ) -> Sequence[ClaimedMessage]:
         """Lease up to ``limit`` due messages; expired candidates are dead-lettered instead.
 
         ``urgent``: high-priority messages only (the worker's reserved slot).
+        ``leave_urgent``: a high-priority message due for less than this is left out, for
+        the reserved slot running in another process; one due for longer is anybody's.
         """
         ...
 

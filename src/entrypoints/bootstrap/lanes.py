@@ -171,7 +171,12 @@ def _security_loop(request: LaneRequest, services: WorkerServices) -> WorkerLoop
             **common,
         )
     return WorkerLoop(
-        dispatch=dispatch,
+        # A slot in another process: the batches leave it each fresh code for a moment.
+        dispatch=(
+            dispatch.leaving_urgent(settings.worker.slot_grace)
+            if slot is ReservedSlot.ELSEWHERE
+            else dispatch
+        ),
         wait_for_work=services.store.wait_for_work,
         parallel_batches=settings.worker.security.parallel_batches,
         reserved=dispatch.reserved_slot() if slot is ReservedSlot.BESIDE else None,

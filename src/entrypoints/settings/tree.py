@@ -107,6 +107,8 @@ class WorkerSettings:
     suspension_probe: timedelta  # how long a suspended provider rests before one probe send
     # Where the security lane's reserved slot runs (``--lane-processes`` gives it a process).
     reserved_slot: ReservedSlot = ReservedSlot.BESIDE
+    # With the slot ``elsewhere``, how long the batches leave a fresh code to it.
+    slot_grace: timedelta = timedelta(seconds=0.1)
 
     @property
     def security(self) -> LaneSettings:
@@ -221,6 +223,7 @@ def load_settings(environ: Mapping[str, str], *, providers: bool = False) -> Set
             max_attempts=read.integer("RETRY_MAX_ATTEMPTS", 5),
             suspension_probe=read.seconds("PROVIDER_PROBE_SECONDS", 60),
             reserved_slot=read.choice(RESERVED_SLOT_VARIABLE, ReservedSlot.BESIDE, ReservedSlot),
+            slot_grace=read.seconds("WORKER_SLOT_GRACE_SECONDS", 0.1, minimum=0, maximum=60),
         ),
         sweeps=SweepSettings(
             expiry_interval=read.seconds("SWEEP_EXPIRY_SECONDS", 60),

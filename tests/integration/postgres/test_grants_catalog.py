@@ -48,7 +48,7 @@ FUNCTION_GRANTS: dict[str, set[tuple[str, str]]] = {
     # Withdrawing a subject's secrets is the identity module's alone
     # (0034_cancel_only_own_secrets.sql): a producer could silence security notices.
     "outbox.cancel_by_subject(uuid,text)": EXECUTE_BY_IDENTITY,
-    "outbox.claim_messages(text,integer,double precision)": EXECUTE_BY_WORKER,
+    "outbox.claim_messages(text,integer,double precision,double precision)": EXECUTE_BY_WORKER,
     "outbox.claim_urgent_messages(text,integer,double precision)": EXECUTE_BY_WORKER,  # 0049
     "outbox.record_outcomes(uuid[],uuid[],integer[],text[],text[],text[],text[],text[],"
     "timestamp with time zone[],boolean[])": EXECUTE_BY_WORKER,

@@ -66,7 +66,10 @@ EXPECTED_FUNCTIONS = {
         "p_trace_context text DEFAULT NULL::text)"
     ),
     "outbox.cancel_by_subject(p_subject_id uuid, p_reason text)",
-    "outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision)",
+    (
+        "outbox.claim_messages(p_owner text, p_limit integer, p_lease_seconds double precision, "
+        "p_leave_urgent_seconds double precision DEFAULT 0)"
+    ),
     "outbox.claim_urgent_messages(p_owner text, p_limit integer, p_lease_seconds double precision)",
     (
         "outbox.record_outcomes(p_message_ids uuid[], p_lease_tokens uuid[], p_attempts integer[], "

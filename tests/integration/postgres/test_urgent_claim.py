@@ -5,33 +5,15 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tests.outbox_sql import ENVELOPE
+from tests.outbox_sql import CODE, LOW_NOTICE, NOTICE, NOTIFICATION, enqueue_as_producer
 
 pytestmark = pytest.mark.integration
 
-ENQUEUE = """
-SELECT outbox.enqueue_message(
-    p_id => gen_random_uuid(), p_purpose => %(purpose)s, p_channel => 'email',
-    p_destination => 'person@example.com', p_template => %(purpose)s,
-    p_subject_id => CASE WHEN %(purpose)s = 'notification' THEN NULL ELSE gen_random_uuid() END,
-    p_sealed_secret => %(sealed)s, p_priority => %(priority)s
-)
-"""
 CLAIM_URGENT = "SELECT purpose, priority FROM outbox.claim_urgent_messages('w', %s, 60)"
-NOTIFICATION = {"purpose": "notification", "sealed": None, "priority": None}
-NOTICE = {"purpose": "security_notice", "sealed": None, "priority": None}  # high by purpose
-LOW_NOTICE = {"purpose": "security_notice", "sealed": None, "priority": 0}  # the producer's
-CODE = {"purpose": "sign_up", "sealed": ENVELOPE, "priority": None}
-
-
-async def _enqueue(connect_as, *messages: dict[str, object]) -> None:
-    async with connect_as("outbox_producer") as conn:
-        for message in messages:
-            await conn.execute(ENQUEUE, message)
 
 
 async def test_the_urgent_claim_takes_high_priority_messages_only(connect_as) -> None:
-    await _enqueue(connect_as, NOTIFICATION, LOW_NOTICE, NOTICE, CODE, NOTIFICATION)
+    await enqueue_as_producer(connect_as, NOTIFICATION, LOW_NOTICE, NOTICE, CODE, NOTIFICATION)
 
     async with connect_as("outbox_worker") as conn:
         cursor = await conn.execute(CLAIM_URGENT, (10,))
@@ -79,7 +61,7 @@ async def test_only_a_high_priority_enqueue_wakes_the_reserved_slot(
     async with connect_as("outbox_worker") as listener:
         await listener.execute("LISTEN outbox_urgent")
         await listener.execute("LISTEN outbox_work")
-        await _enqueue(connect_as, message)
+        await enqueue_as_producer(connect_as, message)
         channels = [n.channel async for n in listener.notifies(timeout=0.5)]
 
     expected = ["outbox_work", "outbox_urgent"] if wakes else ["outbox_work"]

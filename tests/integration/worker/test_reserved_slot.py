@@ -144,3 +144,44 @@ async def test_the_batches_without_their_slot_leave_a_code_behind_them(
         async with asyncio.timeout(10):
             while "alice@example.com" not in provider.sent:
                 await asyncio.sleep(0.02)
+
+
+async def test_batches_leave_a_fresh_code_to_the_slot_in_another_process(
+    connect_as, enqueue: Enqueue, worker_env: dict[str, str]
+) -> None:
+    """With the slot ``elsewhere`` the batches send every notification and leave the code,
+    due for less than OUTBOX_WORKER_SLOT_GRACE_SECONDS, to the slot's process."""
+    provider = HoldingProvider()
+    grace = {"OUTBOX_WORKER_SLOT_GRACE_SECONDS": "60"}
+    await enqueue(1, destination="alice@example.com")
+    async with connect_as("outbox_producer") as conn:
+        await conn.execute(NOTIFICATIONS, ("news@example.com", 4 * BATCH * LANES))
+    async with running_lane(worker_env, provider, OUTBOX_WORKER_RESERVED_SLOT="elsewhere", **grace):
+        async with asyncio.timeout(10):
+            while len(provider.sent) < 4 * BATCH * LANES:
+                await asyncio.sleep(0.02)
+        await asyncio.sleep(1.0)  # the batches' claims after the last notification
+
+    assert "alice@example.com" not in provider.sent
+    async with running_lane(worker_env, provider, OUTBOX_WORKER_RESERVED_SLOT="only", **grace):
+        async with asyncio.timeout(5):
+            while "alice@example.com" not in provider.sent:
+                await asyncio.sleep(0.02)
+
+
+async def test_a_code_the_slot_leaves_past_the_grace_goes_out_with_the_batches(
+    enqueue: Enqueue, worker_env: dict[str, str]
+) -> None:
+    """No slot runs anywhere (its process is down): the code waits the grace, no longer."""
+    provider = HoldingProvider()
+    await enqueue(1, destination="alice@example.com")
+    async with running_lane(
+        worker_env,
+        provider,
+        OUTBOX_WORKER_RESERVED_SLOT="elsewhere",
+        OUTBOX_WORKER_SLOT_GRACE_SECONDS="0.2",
+        OUTBOX_WORKER_POLL_SECONDS="0.1",
+    ):
+        async with asyncio.timeout(5):
+            while "alice@example.com" not in provider.sent:
+                await asyncio.sleep(0.02)

@@ -349,9 +349,17 @@ class SlowClaimStore(InMemoryOutboxStore):
     claim_takes: timedelta = timedelta(0)
 
     async def claim(
-        self, *, owner: str, limit: int, lease: timedelta, urgent: bool = False
+        self,
+        *,
+        owner: str,
+        limit: int,
+        lease: timedelta,
+        urgent: bool = False,
+        leave_urgent: timedelta = timedelta(0),
     ) -> Sequence[ClaimedMessage]:
-        claimed = await super().claim(owner=owner, limit=limit, lease=lease, urgent=urgent)
+        claimed = await super().claim(
+            owner=owner, limit=limit, lease=lease, urgent=urgent, leave_urgent=leave_urgent
+        )
         self.clock.advance(self.claim_takes)
         return claimed
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from outbox.entrypoints.settings.lanes import (
@@ -136,3 +138,22 @@ def test_an_unknown_place_for_the_reserved_slot_is_refused_naming_the_choices() 
 
     assert "OUTBOX_WORKER_RESERVED_SLOT" == caught.value.variable
     assert "one of beside, elsewhere, only" in caught.value.problem
+
+
+def test_batches_leave_a_code_to_a_slot_elsewhere_for_a_tenth_of_a_second_unless_told() -> None:
+    assert timedelta(seconds=0.1) == load_settings({}).worker.slot_grace
+    assert timedelta(seconds=0.5) == (
+        load_settings({"OUTBOX_WORKER_SLOT_GRACE_SECONDS": "0.5"}).worker.slot_grace
+    )
+    # None: the batches take codes at once, as they do with the slot beside them.
+    assert timedelta(0) == (
+        load_settings({"OUTBOX_WORKER_SLOT_GRACE_SECONDS": "0"}).worker.slot_grace
+    )
+
+
+@pytest.mark.parametrize("value", ["-1", "61", "soon"])
+def test_a_slot_grace_out_of_range_or_not_a_number_is_refused_naming_it(value: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings({"OUTBOX_WORKER_SLOT_GRACE_SECONDS": value})
+
+    assert "OUTBOX_WORKER_SLOT_GRACE_SECONDS" == caught.value.variable
