@@ -128,10 +128,11 @@ async def serve(
             loops.append(
                 WorkerLoop(
                     totals=BatchTally(),
-                    dispatch=dispatch.reserved_slot(),
+                    dispatch=dispatch.urgent_only(),
                     wait_for_work=worker.wait_for_urgent_work,
                     telemetry=worker.dispatch.telemetry,
                     poll_interval=config.poll_interval,
+                    parallel_batches=config.lanes,
                 )
             )
         else:

@@ -189,6 +189,12 @@ class DispatchDueMessages:
             concurrency=min(self.concurrency, RESERVED_BATCH),
         )
 
+    def urgent_only(self) -> DispatchDueMessages:
+        """The reserved slot with a process of its own: high priority only, at the lane's
+        size. Small batches keep the slot beside the lane's batches light; alone, with the
+        batches leaving it every fresh code, it must keep up with the codes by itself."""
+        return attrs.evolve(self, urgent=True)
+
     def leaving_urgent(self, grace: timedelta) -> DispatchDueMessages:
         """The same dispatch for batches whose reserved slot runs elsewhere: each leaves a
         fresh high-priority message to the slot for ``grace``."""

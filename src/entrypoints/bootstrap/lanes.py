@@ -166,8 +166,9 @@ def _security_loop(request: LaneRequest, services: WorkerServices) -> WorkerLoop
     slot = settings.worker.reserved_slot
     if slot is ReservedSlot.ONLY:
         return WorkerLoop(
-            dispatch=dispatch.reserved_slot(),
+            dispatch=dispatch.urgent_only(),
             wait_for_work=_slot_wake_up(services),
+            parallel_batches=settings.worker.security.parallel_batches,
             **common,
         )
     return WorkerLoop(

@@ -511,3 +511,38 @@ async def test_a_retry_whose_time_passed_while_its_batch_sent_is_recorded_just_a
     assert (1, 1) == (result.published, result.retried)
     assert State.PUBLISHED == h.message(sent).state
     assert h.clock.now() + LATE_RETRY_DELAY == h.message(failed).available_at
+
+
+async def test_the_slot_beside_the_batches_claims_codes_in_small_batches_alone_at_full_size() -> (
+    None
+):
+    """``reserved_slot`` keeps the slot light beside the lane's batches; ``urgent_only``, the
+    slot with a process of its own, must keep up with every code by itself."""
+    h = Harness()
+    h.dispatch = attrs.evolve(h.dispatch, batch_size=30, concurrency=30)
+    for _ in range(60):
+        await h.enqueue()
+    notification = await h.enqueue(Purpose.NOTIFICATION, expires_in=None)
+
+    beside = await h.dispatch.reserved_slot()()
+    alone = await h.dispatch.urgent_only()()
+
+    assert (10, 30) == (beside.claimed, alone.claimed)
+    assert State.PENDING == h.message(notification).state  # neither takes a notification
+
+
+async def test_batches_leaving_urgent_work_send_notifications_and_leave_fresh_codes() -> None:
+    h = Harness()
+    code = await h.enqueue()
+    notification = await h.enqueue(Purpose.NOTIFICATION, expires_in=None)
+    batches = h.dispatch.leaving_urgent(timedelta(seconds=0.1))
+
+    first = await batches()
+    h.clock.advance(timedelta(seconds=0.2))
+    later = await batches()
+
+    assert (State.PUBLISHED, State.PUBLISHED) == (
+        h.message(notification).state,
+        h.message(code).state,
+    )
+    assert (1, 1) == (first.claimed, later.claimed)
