@@ -543,7 +543,20 @@ async def test_wait_for_work_wakes_up_when_a_producer_enqueues(outbox: Harness) 
     await asyncio.sleep(0.1)
     started = time.monotonic()
 
-    await outbox.enqueue(make_message(outbox))
+    await outbox.enqueue(make_message(outbox, purpose=Purpose.NOTIFICATION))
     await asyncio.wait_for(waiter, 10)
 
     assert time.monotonic() - started < 10
+
+
+async def test_a_code_wakes_the_reserved_slot_and_not_the_batches(outbox: Harness) -> None:
+    """0065: the batches' claims for a code found nothing while the slot ran apart."""
+    await outbox.store.wait_for_work(0)  # starts listening
+    waiter = asyncio.create_task(outbox.store.wait_for_work(0.5))
+    await asyncio.sleep(0.1)
+
+    await outbox.enqueue(make_message(outbox))
+    started = time.monotonic()
+    await asyncio.wait_for(waiter, 10)
+
+    assert time.monotonic() - started >= 0.2  # it ran out its timeout

@@ -122,7 +122,8 @@ class InMemoryOutboxStore:
                 ):
                     self.messages[other.id] = other.supersede(now)
         self.notifications += 1
-        self._signal().set()
+        if fresh.priority != Priority.HIGH:  # high priority wakes the reserved slot only (0065)
+            self._signal().set()
 
     async def cancel_by_subject(self, *, subject_id: UUID, reason: FailureClass) -> int:
         """Withdraw every live message of ``subject_id`` that carries a secret (never a
@@ -236,7 +237,8 @@ class InMemoryOutboxStore:
         return len(doomed)
 
     async def wait_for_work(self, within: float) -> None:
-        """Return at once if something was enqueued since the last wait, else within seconds."""
+        """Return at once if something not of high priority was enqueued since the last wait,
+        else within seconds."""
         wake = self._signal()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), within)

@@ -5074,11 +5074,13 @@ BEGIN
     END IF;
 
     -- A payload-free wake-up hint; identical notifications fold into one per transaction.
-    PERFORM pg_catalog.pg_notify('outbox_work', '');
-    -- High priority (codes, links, invitations, security notices) also wakes the worker's
-    -- reserved slot, which claims nothing else (0049_reserved_slot.sql).
+    -- High priority (codes, links, invitations, security notices) wakes the worker's
+    -- reserved slot (0049_reserved_slot.sql) and only it (0065): the lane's batches still
+    -- take such a message in any claim they make, and poll.
     IF COALESCE(p_priority, CASE p_purpose WHEN 'notification' THEN 1 ELSE 2 END) = 2 THEN
         PERFORM pg_catalog.pg_notify('outbox_urgent', '');
+    ELSE
+        PERFORM pg_catalog.pg_notify('outbox_work', '');
     END IF;
     RETURN v_superseded;
 END

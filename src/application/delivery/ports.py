@@ -148,7 +148,11 @@ class DispatchStore(Protocol):
         ...
 
     async def wait_for_work(self, within: float) -> None:
-        """Return when a producer signals new work, or after ``within`` seconds."""
+        """Return when a producer signals new work, or after ``within`` seconds.
+
+        A high-priority message signals the reserved slot's wake-up only (0065): the lane's
+        batches take it in their next claim.
+        """
         ...
 
 

@@ -13,6 +13,7 @@ from outbox.adapters.postgres.outbox_writer import PostgresOutboxWriter
 from outbox.adapters.postgres.pool import open_pool
 from outbox.adapters.postgres.work_listener import WorkListener
 from outbox.application.errors import StoreUnavailable
+from outbox.domain.purposes import Purpose
 from tests.contract.harness import PostgresHarness, make_message
 
 pytestmark = pytest.mark.integration
@@ -42,7 +43,7 @@ async def test_a_transaction_of_several_enqueues_sends_one_empty_notification(
         async with connect_as("outbox_producer") as conn, conn.transaction():
             writer = PostgresOutboxWriter(conn)
             for _ in range(3):
-                await writer.enqueue(make_message(outbox))
+                await writer.enqueue(make_message(outbox, purpose=Purpose.NOTIFICATION))
         received = [n async for n in listener.notifies(timeout=0.5)]
 
     assert [("outbox_work", "")] == [(n.channel, n.payload) for n in received]
@@ -87,7 +88,7 @@ async def test_wait_for_work_survives_a_killed_listener_and_listens_again(
     await dispatch_store.wait_for_work(0.05)  # listening again
     waiter = asyncio.create_task(dispatch_store.wait_for_work(30))
     await asyncio.sleep(0.1)
-    await outbox.enqueue(make_message(outbox))
+    await outbox.enqueue(make_message(outbox, purpose=Purpose.NOTIFICATION))
     await asyncio.wait_for(waiter, 10)
 
 
