@@ -103,9 +103,15 @@ async def serve(
         slot_here = slot is ReservedSlot.ONLY or (
             slot is ReservedSlot.BESIDE and config.reserved_slot
         )
+        # With no slot anywhere (the comparison without it), the codes' own channel wakes
+        # the batches, as the lane's did for every message before 0065; the flood is queued
+        # before the worker starts and needs no wake-up.
+        unslotted = slot is ReservedSlot.BESIDE and not config.reserved_slot
+        assert worker.wait_for_urgent_work is not None
+        batches_wake_up = worker.wait_for_urgent_work if unslotted else worker.store.wait_for_work
         if slot is not ReservedSlot.ONLY:
-            await worker.store.wait_for_work(0.2)
-        if worker.wait_for_urgent_work is not None and slot_here:
+            await batches_wake_up(0.2)
+        if slot_here:
             await worker.wait_for_urgent_work(0)
         loops: list[WorkerLoop[Any]] = []
         timed = ClaimTimes(worker.dispatch.telemetry)
@@ -124,7 +130,6 @@ async def serve(
             loops.append(consuming.loop)
         dispatch = attrs.evolve(worker.dispatch, telemetry=timed)
         if slot is ReservedSlot.ONLY:  # the slot alone: high priority, woken by outbox_urgent
-            assert worker.wait_for_urgent_work is not None
             loops.append(
                 WorkerLoop(
                     totals=BatchTally(),
@@ -136,6 +141,7 @@ async def serve(
                 )
             )
         else:
+            reserved = dispatch.reserved_slot() if slot_here else None
             loops.append(
                 WorkerLoop(
                     totals=BatchTally(),
@@ -145,13 +151,14 @@ async def serve(
                         if slot is ReservedSlot.ELSEWHERE
                         else dispatch
                     ),
-                    wait_for_work=worker.store.wait_for_work,
+                    wait_for_work=batches_wake_up,
                     telemetry=worker.dispatch.telemetry,
                     poll_interval=config.poll_interval,
                     parallel_batches=config.lanes,
                     # As ``outboxctl worker`` runs it: codes never wait behind a batch in flight.
-                    reserved=dispatch.reserved_slot() if slot_here else None,
+                    reserved=reserved,
                     wait_for_reserved=worker.wait_for_urgent_work,
+                    reserved_batch=reserved.batch_size if reserved else None,
                 )
             )
 

@@ -162,26 +162,29 @@ def _security_loop(request: LaneRequest, services: WorkerServices) -> WorkerLoop
         "poll_interval": settings.worker.poll_interval,
         "drain": request.drain,
         "totals": BatchTally(),
+        "parallel_batches": settings.worker.security.parallel_batches,
     }
     slot = settings.worker.reserved_slot
     if slot is ReservedSlot.ONLY:
         return WorkerLoop(
             dispatch=dispatch.urgent_only(),
             wait_for_work=_slot_wake_up(services),
-            parallel_batches=settings.worker.security.parallel_batches,
             **common,
         )
+    if slot is ReservedSlot.ELSEWHERE:
+        return WorkerLoop(
+            # A slot in another process: the batches leave it each fresh code for a moment.
+            dispatch=dispatch.leaving_urgent(settings.worker.slot_grace),
+            wait_for_work=services.store.wait_for_work,
+            **common,
+        )
+    reserved = dispatch.reserved_slot()
     return WorkerLoop(
-        # A slot in another process: the batches leave it each fresh code for a moment.
-        dispatch=(
-            dispatch.leaving_urgent(settings.worker.slot_grace)
-            if slot is ReservedSlot.ELSEWHERE
-            else dispatch
-        ),
+        dispatch=dispatch,
         wait_for_work=services.store.wait_for_work,
-        parallel_batches=settings.worker.security.parallel_batches,
-        reserved=dispatch.reserved_slot() if slot is ReservedSlot.BESIDE else None,
+        reserved=reserved,
         wait_for_reserved=services.wait_for_urgent_work,
+        reserved_batch=reserved.batch_size,  # a burst of codes wakes the batches too
         **common,
     )
 

@@ -57,7 +57,12 @@ class WorkerLoop(Generic[ResultT]):
     totals: ResultT  # the lane's empty result at first (``BatchTally()``), then the sums
     reserved: Callable[[], Awaitable[ResultT]] | None = None
     wait_for_reserved: Callable[[float], Awaitable[None]] | None = None
+    # The reserved runner's batch size. A claim of its that fills it says more is waiting
+    # than the slot takes at once: it wakes the idle batches, which claim high priority
+    # first, to take the rest (what wakes the slot no longer wakes them). None: never.
+    reserved_batch: int | None = None
     _stopping: asyncio.Event = attrs.field(factory=asyncio.Event, alias="_stopping")
+    _help: asyncio.Event = attrs.field(factory=asyncio.Event, alias="_help")
     _idling: asyncio.Future[None] | None = attrs.field(default=None, alias="_idling")
 
     def stop(self) -> None:
@@ -82,7 +87,9 @@ class WorkerLoop(Generic[ResultT]):
         if self.reserved is not None:
             wait = self.wait_for_reserved or self.wait_for_work
             runs.append(
-                asyncio.ensure_future(self._batches(self.reserved, lambda: self._idle(wait)))
+                asyncio.ensure_future(
+                    self._batches(self.reserved, lambda: self._idle(wait), self._call_for_help)
+                )
             )
         try:
             await asyncio.gather(*runs)
@@ -94,7 +101,10 @@ class WorkerLoop(Generic[ResultT]):
         return self.totals
 
     async def _batches(
-        self, dispatch: Callable[[], Awaitable[ResultT]], idle: Callable[[], Awaitable[None]]
+        self,
+        dispatch: Callable[[], Awaitable[ResultT]],
+        idle: Callable[[], Awaitable[None]],
+        after: Callable[[ResultT], None] | None = None,
     ) -> None:
         failures = 0
         while not self.stopping:
@@ -118,6 +128,8 @@ class WorkerLoop(Generic[ResultT]):
                 self.telemetry.event("worker.database_recovered", after_failures=failures)
                 failures = 0
             self.totals = add_counts(self.totals, result)
+            if after is not None:
+                after(result)
             if result.claimed:
                 continue
             if self.drain:
@@ -130,19 +142,30 @@ class WorkerLoop(Generic[ResultT]):
             self._idling = asyncio.ensure_future(self._idle())
         await asyncio.shield(self._idling)
 
+    def _call_for_help(self, result: ResultT) -> None:
+        """After a reserved claim: a full one wakes the idle batches (``reserved_batch``)."""
+        if self.reserved_batch is not None and result.claimed >= self.reserved_batch:
+            self._help.set()
+
     async def _idle(self, wait: Callable[[float], Awaitable[None]] | None = None) -> None:
         """Wait for a NOTIFY (on ``wait``, the lane's own by default), the poll interval, or
-        stop, whichever comes first."""
+        stop, whichever comes first; the batches (the lane's own wait) also for a full
+        reserved claim."""
         seconds = self.poll_interval.total_seconds()
         waiter = asyncio.ensure_future((wait or self.wait_for_work)(seconds))
         stopper = asyncio.ensure_future(self._stopping.wait())
+        tasks = {waiter, stopper}
+        if wait is None:
+            tasks.add(asyncio.ensure_future(self._help.wait()))
         try:
-            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (waiter, stopper):
+            for task in tasks:
                 task.cancel()
             # A failed wait (the listening connection dropped) is not fatal: we poll anyway.
-            await asyncio.gather(waiter, stopper, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if wait is None:
+                self._help.clear()
 
     async def _sleep(self, seconds: float) -> None:
         try:

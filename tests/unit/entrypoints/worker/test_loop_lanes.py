@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 
 import attrs
@@ -103,3 +104,74 @@ async def test_cancelling_a_multi_lane_loop_cancels_its_lanes_and_wait() -> None
 def test_a_loop_needs_at_least_one_lane() -> None:
     with pytest.raises(ValueError, match="parallel_batches"):
         _loop(CountingDispatch(batches=0), SharedWakeups(), lanes=0, drain=True)
+
+
+async def _never_woken(within: float) -> None:
+    await asyncio.sleep(within)  # no NOTIFY ever comes: only the poll ends the wait
+
+
+@attrs.define
+class Burst:
+    """``waiting`` codes; the reserved slot takes ``size`` a claim and wakes on ``notify``,
+    the batches take up to ten a claim; what each took is kept."""
+
+    size: int
+    waiting: int = 0
+    notify: asyncio.Event = attrs.field(factory=asyncio.Event)
+    by_slot: int = 0
+    by_batches: int = 0
+
+    async def slot(self) -> BatchTally:
+        await asyncio.sleep(0.001)
+        taken = min(self.size, self.waiting)
+        self.waiting -= taken
+        self.by_slot += taken
+        return BatchTally(claimed=taken, published=taken)
+
+    async def batch(self) -> BatchTally:
+        await asyncio.sleep(0.001)
+        taken = min(10, self.waiting)
+        self.waiting -= taken
+        self.by_batches += taken
+        return BatchTally(claimed=taken, published=taken)
+
+    async def slot_wake_up(self, within: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.notify.wait(), within)
+        self.notify.clear()
+
+
+@pytest.mark.parametrize("reserved_batch", [3, None])
+async def test_a_full_reserved_claim_wakes_the_idle_batches_to_take_the_rest(
+    reserved_batch: int | None,
+) -> None:
+    """A code wakes the reserved slot alone (0065). A slot claim that fills its batch says
+    more are waiting, and the batches, idle until their poll otherwise, wake to help."""
+    burst = Burst(size=3)
+    loop = WorkerLoop(
+        totals=BatchTally(),
+        dispatch=burst.batch,
+        wait_for_work=_never_woken,
+        telemetry=RecordingTelemetry(),
+        poll_interval=timedelta(seconds=5),
+        parallel_batches=2,
+        reserved=burst.slot,
+        wait_for_reserved=burst.slot_wake_up,
+        reserved_batch=reserved_batch,
+    )
+    running = asyncio.create_task(loop.run())
+    await asyncio.sleep(0.05)  # every runner found nothing and waits
+
+    burst.waiting = 300
+    burst.notify.set()
+    async with asyncio.timeout(4):  # well inside the batches' poll
+        while burst.waiting:
+            await asyncio.sleep(0.001)
+    loop.stop()
+    await asyncio.wait_for(running, 6)
+
+    assert 300 == burst.by_slot + burst.by_batches
+    if reserved_batch is None:
+        assert 0 == burst.by_batches  # asleep until their poll: the slot took all, 3 a claim
+    else:
+        assert burst.by_batches > burst.by_slot  # ten a claim, two at once
