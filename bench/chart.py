@@ -131,7 +131,10 @@ def caption(document: Mapping[str, object]) -> str:
         ),
     ]
     if first:
-        busy = isinstance(cores, int) and max(first) > cores
+        # The load before the run says whether something else ran: the run itself raises
+        # the load after it, alone on the machine too.
+        before = load[0]
+        busy = isinstance(cores, int) and isinstance(before, list) and before[0] > cores
         lines.append(
             "Load average "
             + " before, ".join(f"{x:.1f}" for x in first)

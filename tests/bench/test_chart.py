@@ -132,3 +132,14 @@ def test_chart_refuses_a_check_that_is_not_a_finite_number(tmp_path: Path) -> No
     with pytest.raises(ValueError, match="ours_vs_peer"):
         write_chart(tmp_path / "chart.svg", run)
     assert not (tmp_path / "chart.svg").exists()
+
+
+def test_a_quiet_start_is_not_called_shared_for_the_load_the_run_made_itself(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "chart.svg"
+    write_chart(path, {**_run(), "load_average_before": [0.0, 0.7, 1.8]})  # after: 5.1
+    text = " ".join("".join(node.itertext()) for node in _parse(path).iter(f"{SVG}text"))
+
+    assert "Load average 0.0 before, 5.1 after." in text
+    assert "shared with other work" not in text
