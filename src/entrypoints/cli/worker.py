@@ -104,6 +104,8 @@ def worker(
     more (OUTBOX_WORKER_RESERVED_SLOT=elsewhere and =only), instead of all on one event loop:
     a code then waits for the loop neither while the events lane publishes a backlog nor
     while the security lane's batches send a flood of notifications (docs/benchmarks.md).
+    The batches leave a fresh code to that slot for OUTBOX_WORKER_SLOT_GRACE_SECONDS (0.1),
+    then take it themselves, so a slot that is down strands nothing.
     """
     chosen: tuple[str, ...] | None = None
     if lanes is not None:
