@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.consumer_rows import consumer_role, define_type, publish_many
+from tests.database_reset import vacuum_what_resets_left
 from tests.events_sql import SALES, append, claim, onboard, record
 
 pytestmark = pytest.mark.integration
@@ -73,6 +74,7 @@ async def test_the_events_lane_claiming_and_recording_nothing_walks_no_index(con
     table = "events.outbox_records"
     async with connect_as() as owner:
         await onboard(owner)
+        await vacuum_what_resets_left(owner, table)
     async with connect_as(autocommit=False) as holder:
         await holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         await holder.execute("SELECT count(*) FROM pg_catalog.pg_class")  # holds the horizon
@@ -126,6 +128,7 @@ async def test_a_consumer_claiming_nothing_walks_no_index(connect_as):
         await owner.execute(
             "SELECT events.subscribe('shop.fulfilment', 'sales.order_placed', 1, 1)"
         )
+        await vacuum_what_resets_left(owner, table, "events.outbox_records")
         async with (
             consumer_role(owner, "shop") as role,
             connect_as(autocommit=False) as holder,

@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from tests.database_reset import vacuum_what_resets_left
 from tests.events_sql import SALES, append, claim, onboard, record, rows
 
 pytestmark = pytest.mark.integration
@@ -28,9 +29,7 @@ READ = (
 async def onboarded(connect_as):
     async with connect_as() as conn:
         await onboard(conn)
-        # The session's database is emptied between tests, a few rows by DELETE: their index
-        # entries stay until a vacuum, and a probe under the hold would count them as well.
-        await conn.execute("VACUUM events.outbox_records")
+        await vacuum_what_resets_left(conn, "events.outbox_records")
 
 
 async def _publish_one(connect_as) -> tuple[list[str], int]:
