@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from uuid import UUID
@@ -18,9 +18,9 @@ from outbox.application.delivery.batch import BatchTally
 from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages
 from outbox.application.delivery.ports import Delivery
 from outbox.domain.channels import Channel
-from outbox.entrypoints.bootstrap.worker import worker_services
+from outbox.entrypoints.bootstrap.worker import WorkerServices, worker_services
 from outbox.entrypoints.observability import configure_logging
-from outbox.entrypoints.settings.tree import load_settings
+from outbox.entrypoints.settings.tree import Settings, load_settings
 from outbox.entrypoints.worker.loop import WorkerLoop
 
 
@@ -87,9 +87,9 @@ class Worker:
     store: PostgresDispatchStore
     provider: NoopProvider
     lanes: int
-    wait_for_urgent_work: Callable[[float], Awaitable[None]] | None = None  # the reserved slot's
-    # How long batches whose slot runs elsewhere leave it a fresh code (the product default).
-    slot_grace: timedelta = timedelta(seconds=0.1)
+    # What ``outboxctl worker`` composes them from, to run its security loop as it does.
+    services: WorkerServices
+    settings: Settings
 
     async def drain(self) -> BatchTally:
         """Run the real worker loop in drain mode: until nothing is due."""
@@ -146,8 +146,8 @@ async def running_worker(
             store=services.store,
             provider=provider,
             lanes=settings.worker.security.parallel_batches,
-            wait_for_urgent_work=services.wait_for_urgent_work,
-            slot_grace=settings.worker.slot_grace,
+            services=services,
+            settings=settings,
         )
 
 

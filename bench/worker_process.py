@@ -37,7 +37,11 @@ from bench.events_drain import running_events_lane
 from bench.worker import NO_RESERVED_SLOT, WorkerConfig, running_worker
 from outbox.application.delivery.batch import BatchTally
 from outbox.application.events.publish_due_events import PublishDueEvents
-from outbox.entrypoints.bootstrap.worker import CLAIM_FLOOR_EVERY
+from outbox.entrypoints.bootstrap.worker import (
+    CLAIM_FLOOR_EVERY,
+    listen_before_claiming,
+    security_loop,
+)
 from outbox.entrypoints.settings.lanes import ReservedSlot
 from outbox.entrypoints.worker.loop import WorkerLoop
 from outbox.entrypoints.worker.schedule import Every
@@ -98,21 +102,24 @@ async def serve(
         worker = await stack.enter_async_context(
             running_worker(conninfo, os.environ[KEYRING_VARIABLE], config, received=received)
         )
-        # LISTEN before "ready", on the channels this process's loops read only: a LISTEN
-        # nobody reads would hold the notification queue back.
-        slot_here = slot is ReservedSlot.ONLY or (
-            slot is ReservedSlot.BESIDE and config.reserved_slot
-        )
         # With no slot anywhere (the comparison without it), the codes' own channel wakes
         # the batches, as the lane's did for every message before 0065; the flood is queued
-        # before the worker starts and needs no wake-up.
+        # before the worker starts and needs no wake-up. Otherwise ``outboxctl worker``'s
+        # own loop, with the slot where ``slot`` puts it.
         unslotted = slot is ReservedSlot.BESIDE and not config.reserved_slot
-        assert worker.wait_for_urgent_work is not None
-        batches_wake_up = worker.wait_for_urgent_work if unslotted else worker.store.wait_for_work
-        if slot is not ReservedSlot.ONLY:
-            await batches_wake_up(0.2)
-        if slot_here:
-            await worker.wait_for_urgent_work(0)
+        urgent = worker.services.wait_for_urgent_work
+        assert urgent is not None
+        settings = attrs.evolve(
+            worker.settings,
+            worker=attrs.evolve(
+                worker.settings.worker, reserved_slot=slot, poll_interval=config.poll_interval
+            ),
+        )
+        # LISTEN before "ready", on the channels this process's loops read only.
+        if unslotted:
+            await urgent(0)
+        else:
+            await listen_before_claiming(worker.services, slot)
         loops: list[WorkerLoop[Any]] = []
         timed = ClaimTimes(worker.dispatch.telemetry)
         if events:
@@ -129,38 +136,19 @@ async def serve(
             consuming = await stack.enter_async_context(running_consumers_lane(conninfo))
             loops.append(consuming.loop)
         dispatch = attrs.evolve(worker.dispatch, telemetry=timed)
-        if slot is ReservedSlot.ONLY:  # the slot alone: high priority, woken by outbox_urgent
+        if unslotted:
             loops.append(
                 WorkerLoop(
                     totals=BatchTally(),
-                    dispatch=dispatch.urgent_only(),
-                    wait_for_work=worker.wait_for_urgent_work,
+                    dispatch=dispatch,
+                    wait_for_work=urgent,
                     telemetry=worker.dispatch.telemetry,
                     poll_interval=config.poll_interval,
                     parallel_batches=config.lanes,
                 )
             )
         else:
-            reserved = dispatch.reserved_slot() if slot_here else None
-            loops.append(
-                WorkerLoop(
-                    totals=BatchTally(),
-                    # As ``outboxctl worker`` runs them: a slot elsewhere is left fresh codes.
-                    dispatch=(
-                        dispatch.leaving_urgent(worker.slot_grace)
-                        if slot is ReservedSlot.ELSEWHERE
-                        else dispatch
-                    ),
-                    wait_for_work=batches_wake_up,
-                    telemetry=worker.dispatch.telemetry,
-                    poll_interval=config.poll_interval,
-                    parallel_batches=config.lanes,
-                    # As ``outboxctl worker`` runs it: codes never wait behind a batch in flight.
-                    reserved=reserved,
-                    wait_for_reserved=worker.wait_for_urgent_work,
-                    reserved_batch=reserved.batch_size if reserved else None,
-                )
-            )
+            loops.append(security_loop(settings, worker.services, drain=False, dispatch=dispatch))
 
         def stop() -> None:
             for each in loops:

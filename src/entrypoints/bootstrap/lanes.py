@@ -48,7 +48,9 @@ from outbox.entrypoints.bootstrap.database import (
 from outbox.entrypoints.bootstrap.parts import ProcessParts, retry_policy
 from outbox.entrypoints.bootstrap.relay import relay_targets
 from outbox.entrypoints.bootstrap.worker import (
-    WorkerServices,
+    listen_before_claiming,
+    security_listening,
+    security_loop,
     sweep_schedule,
     worker_services,
 )
@@ -57,7 +59,6 @@ from outbox.entrypoints.settings.lanes import (
     EVENTS,
     SECURITY,
     LaneSettings,
-    ReservedSlot,
 )
 from outbox.entrypoints.settings.tree import Settings
 from outbox.entrypoints.worker.loop import WorkerLoop
@@ -131,62 +132,17 @@ async def security_lane(request: LaneRequest) -> AsyncIterator[Lane]:
         yield Lane(
             name=SECURITY,
             sizing=sizing,
-            loop=_security_loop(request, services),
+            loop=security_loop(settings, services, drain=request.drain),
             sweeps=[
                 *sweep_schedule(services, settings),
                 *heartbeats(services.heartbeat, lane=SECURITY, request=request),
             ],
             probe=services.probe,
-            # Only the channels this process's loop waits on: a LISTEN nobody reads holds
-            # PostgreSQL's notification queue back for every session.
-            listening=(
-                services.urgent_listening
-                if settings.worker.reserved_slot is ReservedSlot.ONLY
-                and services.wait_for_urgent_work is not None
-                else services.listening
-            ),
-            start_listening=lambda: _listen(services, settings.worker.reserved_slot),
+            listening=security_listening(services, settings.worker.reserved_slot),
+            start_listening=lambda: listen_before_claiming(services, settings.worker.reserved_slot),
             providers=lambda: frozenset(p.name for p in dispatch.providers.values()),
             suspended=lambda: frozenset(dispatch.breaker.paused()),
         )
-
-
-def _security_loop(request: LaneRequest, services: WorkerServices) -> WorkerLoop[Any]:
-    """The lane's batches with its reserved slot beside them (a code never waits behind a
-    batch of notifications in flight), or only one of the two (``OUTBOX_WORKER_RESERVED_SLOT``:
-    ``--lane-processes`` gives the slot a process of its own)."""
-    settings = request.settings
-    dispatch = services.dispatch
-    common: dict[str, Any] = {
-        "telemetry": services.telemetry,
-        "poll_interval": settings.worker.poll_interval,
-        "drain": request.drain,
-        "totals": BatchTally(),
-        "parallel_batches": settings.worker.security.parallel_batches,
-    }
-    slot = settings.worker.reserved_slot
-    if slot is ReservedSlot.ONLY:
-        return WorkerLoop(
-            dispatch=dispatch.urgent_only(),
-            wait_for_work=_slot_wake_up(services),
-            **common,
-        )
-    if slot is ReservedSlot.ELSEWHERE:
-        return WorkerLoop(
-            # A slot in another process: the batches leave it each fresh code for a moment.
-            dispatch=dispatch.leaving_urgent(settings.worker.slot_grace),
-            wait_for_work=services.store.wait_for_work,
-            **common,
-        )
-    reserved = dispatch.reserved_slot()
-    return WorkerLoop(
-        dispatch=dispatch,
-        wait_for_work=services.store.wait_for_work,
-        reserved=reserved,
-        wait_for_reserved=services.wait_for_urgent_work,
-        reserved_batch=reserved.batch_size,  # a burst of codes wakes the batches too
-        **common,
-    )
 
 
 @contextlib.asynccontextmanager
@@ -342,20 +298,6 @@ class _AlwaysReady:
     async def check(self) -> ReadinessReport:
         """Ready: it reaches nothing."""
         return ReadinessReport(database_reachable=True)
-
-
-def _slot_wake_up(services: WorkerServices) -> Callable[[float], Awaitable[None]]:
-    """What wakes the reserved slot: its own channel, or the lane's when it has none."""
-    return services.wait_for_urgent_work or services.store.wait_for_work
-
-
-async def _listen(services: WorkerServices, slot: ReservedSlot) -> None:
-    """LISTEN before the first claim on the channels this process's loop waits on: the
-    lane's for its batches, the reserved slot's for the slot."""
-    if slot is not ReservedSlot.ONLY:
-        await services.store.wait_for_work(0)
-    if slot is not ReservedSlot.ELSEWHERE:
-        await _slot_wake_up(services)(0)
 
 
 async def _nothing() -> ProcessingResult:

@@ -8,6 +8,7 @@ import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
+from typing import Any
 
 import attrs
 from prometheus_client import CollectorRegistry
@@ -17,6 +18,7 @@ from outbox.adapters.postgres.dispatch_store import PostgresDispatchStore
 from outbox.adapters.postgres.readiness import PostgresReadinessProbe
 from outbox.adapters.postgres.work_listener import URGENT_CHANNEL, WorkListener
 from outbox.adapters.templates.renderer import JinjaRenderer
+from outbox.application.delivery.batch import BatchTally
 from outbox.application.delivery.dispatch_due_messages import DispatchDueMessages
 from outbox.application.delivery.links import LinkBases
 from outbox.application.delivery.ports import DeliveryProvider, DispatchStore
@@ -43,8 +45,9 @@ from outbox.entrypoints.bootstrap.providers import (
     build_rate_limits,
     close_providers,
 )
-from outbox.entrypoints.settings.lanes import SECURITY
+from outbox.entrypoints.settings.lanes import SECURITY, ReservedSlot
 from outbox.entrypoints.settings.tree import Settings
+from outbox.entrypoints.worker.loop import WorkerLoop
 from outbox.entrypoints.worker.schedule import Every
 
 
@@ -178,6 +181,72 @@ def worker_owner() -> str:
 
 
 CLAIM_FLOOR_EVERY = timedelta(seconds=1)
+
+
+def security_loop(
+    settings: Settings,
+    services: WorkerServices,
+    *,
+    drain: bool,
+    dispatch: DispatchDueMessages | None = None,
+) -> WorkerLoop[BatchTally]:
+    """The lane's batches with its reserved slot beside them (a code never waits behind a
+    batch of notifications in flight), or only one of the two (``OUTBOX_WORKER_RESERVED_SLOT``:
+    ``--lane-processes`` gives the slot a process of its own). ``dispatch`` replaces the
+    services' own (the benchmark times its claims)."""
+    dispatch = dispatch or services.dispatch
+    slot = settings.worker.reserved_slot
+    common: dict[str, Any] = {
+        "telemetry": services.telemetry,
+        "poll_interval": settings.worker.poll_interval,
+        "drain": drain,
+        "totals": BatchTally(),
+        "parallel_batches": settings.worker.security.parallel_batches,
+    }
+    if slot is ReservedSlot.ONLY:
+        return WorkerLoop(
+            dispatch=dispatch.urgent_only(),
+            wait_for_work=_slot_wake_up(services),
+            **common,
+        )
+    if slot is ReservedSlot.ELSEWHERE:
+        return WorkerLoop(
+            # A slot in another process: the batches leave it each fresh code for a moment.
+            dispatch=dispatch.leaving_urgent(settings.worker.slot_grace),
+            wait_for_work=services.store.wait_for_work,
+            **common,
+        )
+    reserved = dispatch.reserved_slot()
+    return WorkerLoop(
+        dispatch=dispatch,
+        wait_for_work=services.store.wait_for_work,
+        reserved=reserved,
+        wait_for_reserved=services.wait_for_urgent_work,
+        reserved_batch=reserved.batch_size,  # a burst of codes wakes the batches too
+        **common,
+    )
+
+
+def _slot_wake_up(services: WorkerServices) -> Callable[[float], Awaitable[None]]:
+    """What wakes the reserved slot: its own channel, or the lane's when it has none."""
+    return services.wait_for_urgent_work or services.store.wait_for_work
+
+
+async def listen_before_claiming(services: WorkerServices, slot: ReservedSlot) -> None:
+    """LISTEN before the first claim on the channels ``security_loop`` waits on, and only
+    those (a LISTEN nobody reads holds PostgreSQL's notification queue back for every
+    session): the lane's for its batches, the reserved slot's for the slot."""
+    if slot is not ReservedSlot.ONLY:
+        await services.store.wait_for_work(0)
+    if slot is not ReservedSlot.ELSEWHERE:
+        await _slot_wake_up(services)(0)
+
+
+def security_listening(services: WorkerServices, slot: ReservedSlot) -> Callable[[], bool]:
+    """Whether the LISTEN ``security_loop`` waits on is up (the slot's alone, with ``only``)."""
+    if slot is ReservedSlot.ONLY and services.wait_for_urgent_work is not None:
+        return services.urgent_listening
+    return services.listening
 
 
 def sweep_schedule(services: WorkerServices, settings: Settings) -> list[Every]:
