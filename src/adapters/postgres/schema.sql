@@ -2002,6 +2002,10 @@ CREATE FUNCTION events.record_publication_attempt(p_record_ids uuid[], p_lease_t
     AS $$
 #variable_conflict use_column
 DECLARE
+    v_locked_organizations uuid[];
+    v_locked_types text[];
+    v_locked_ids text[];
+    v_locked_through bigint[];
     v_now timestamptz := pg_catalog.statement_timestamp();
     v_count integer := pg_catalog.cardinality(p_record_ids);
     v_ok bigint[];
@@ -2148,6 +2152,7 @@ BEGIN
     -- tried in lock-key order, though a try never waits); else a vacancy the next claim
     -- fills. One statement for the batch.
     IF pg_catalog.cardinality(v_published) > 0 THEN  -- an empty = ANY: see outbox.lease_picked
+        -- First the try-locks and the vacancies, in one statement.
         WITH aggregates AS (
             SELECT d.organization_id, d.aggregate_type, d.aggregate_id,
                    events.aggregate_lock_key(d.organization_id, d.aggregate_type, d.aggregate_id)
@@ -2165,7 +2170,22 @@ BEGIN
             FROM tried AS t
             WHERE NOT t.locked
             ON CONFLICT DO NOTHING
-        ), promoted AS (
+        )
+        SELECT COALESCE(pg_catalog.array_agg(t.organization_id) FILTER (WHERE t.locked), '{}'),
+               COALESCE(pg_catalog.array_agg(t.aggregate_type) FILTER (WHERE t.locked), '{}'),
+               COALESCE(pg_catalog.array_agg(t.aggregate_id) FILTER (WHERE t.locked), '{}'),
+               COALESCE(pg_catalog.array_agg(t.published_through) FILTER (WHERE t.locked), '{}'),
+               pg_catalog.bool_or(NOT t.locked)
+        INTO v_locked_organizations, v_locked_types, v_locked_ids, v_locked_through, v_woken
+        FROM tried AS t;
+        v_woken := COALESCE(v_woken, false);
+
+        -- Then the promotions, in a statement of their own: its snapshot is taken with the
+        -- locks held, so it sees an event a producer committed before it let its lock go.
+        -- (In the first statement's snapshot, taken before the tries, such an event was
+        -- missing: the producer had seen the published head still live and appended behind
+        -- it, the try then succeeded, and the aggregate stalled with nobody to hand on.)
+        WITH promoted AS (
             -- Claimable from now on: a recent claim's window starts at most a few seconds
             -- ago, and a head promoted behind a backlog would lie below it until the next
             -- full claim (0058).
@@ -2175,7 +2195,10 @@ BEGIN
             -- By primary key, as the claims lease (see outbox.lease_picked).
             WHERE r.id = ANY (ARRAY(
                 SELECT next.id
-                FROM tried AS t
+                FROM ROWS FROM (
+                    pg_catalog.unnest(v_locked_organizations), pg_catalog.unnest(v_locked_types),
+                    pg_catalog.unnest(v_locked_ids), pg_catalog.unnest(v_locked_through)
+                ) AS t (organization_id, aggregate_type, aggregate_id, published_through)
                 CROSS JOIN LATERAL (
                     SELECT n.id FROM events.outbox_records AS n
                     WHERE n.state IN ('pending', 'leased')
@@ -2186,18 +2209,16 @@ BEGIN
                     ORDER BY n.append_sequence
                     LIMIT 1
                 ) AS next
-                WHERE t.locked
-                  AND NOT EXISTS (
-                      SELECT 1 FROM events.dead_letters AS d
-                      WHERE d.resolution IS NULL AND d.organization_id = t.organization_id
-                        AND d.aggregate_type = t.aggregate_type
-                        AND d.aggregate_id = t.aggregate_id
-                  )
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM events.dead_letters AS d
+                    WHERE d.resolution IS NULL AND d.organization_id = t.organization_id
+                      AND d.aggregate_type = t.aggregate_type
+                      AND d.aggregate_id = t.aggregate_id
+                )
             ))
             RETURNING r.id
         )
-        SELECT EXISTS (SELECT 1 FROM promoted) OR EXISTS (SELECT 1 FROM tried WHERE NOT locked)
-        INTO v_woken;
+        SELECT v_woken OR EXISTS (SELECT 1 FROM promoted) INTO v_woken;
     END IF;
     IF v_woken THEN
         PERFORM pg_catalog.pg_notify('events_work', '');
